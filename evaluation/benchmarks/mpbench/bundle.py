@@ -1,0 +1,150 @@
+"""What an MP-Bench result bundle must contain: the harness's task folders and transcripts."""
+
+from __future__ import annotations
+
+import json
+import math
+import zipfile
+from dataclasses import dataclass, field
+
+from evaluation.bundles import Entry, ValidationReport, iter_task_entries
+
+from .detection import TRANSCRIPT_NAMES
+
+TASK_FOLDER_PREFIX = "scenario_"
+MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
+MAX_MANIFEST_BYTES = 1024 * 1024
+AUDIO_SUFFIX = ".wav"
+
+
+def is_task_folder(name: str) -> bool:
+    return name.startswith(TASK_FOLDER_PREFIX)
+
+
+def accepts_file(relative: str) -> bool:
+    """The files of a task folder that are kept: the harness's transcripts and WAV audio."""
+    return relative in TRANSCRIPT_NAMES or relative.lower().endswith(AUDIO_SUFFIX)
+
+
+@dataclass
+class BundleContents:
+    """The accepted files per task (relative name -> zip entry) and the root manifest."""
+
+    tasks: dict[str, dict[str, Entry]] = field(default_factory=dict)
+    manifest: dict = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+
+def _number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_transcript(data, report: ValidationReport, *, task: str, file: str) -> None:
+    """Reject what the harness could not compare; leave what it merely ignores."""
+    if not isinstance(data, dict):
+        report.add("top level must be a JSON object with 'text' and 'chunks'", task=task, file=file)
+        return
+    if "text" in data and not isinstance(data["text"], str):
+        report.add("'text' must be a string", task=task, file=file)
+    chunks = data.get("chunks", [])
+    if not isinstance(chunks, list):
+        report.add("'chunks' must be a list", task=task, file=file)
+        return
+    for index, chunk in enumerate(chunks):
+        if not isinstance(chunk, dict):
+            continue  # the harness skips it
+        stamp = chunk.get("timestamp")
+        # A falsy timestamp or one without exactly two elements is ignored by the scoring rules.
+        if not stamp or not isinstance(stamp, list) or len(stamp) != 2:
+            continue
+        start, end = stamp
+        where = f"chunk {index} ({str(chunk.get('text', ''))[:30]!r})"
+        if not (_number(start) and _number(end)):
+            report.add(f"{where} has a non-numeric timestamp {stamp!r}", task=task, file=file)
+        elif start < 0 or end < 0:
+            report.add(f"{where} has a negative timestamp {stamp!r}", task=task, file=file)
+        elif start > end:
+            report.add(f"{where} has a reversed timestamp {stamp!r} (start after end)", task=task, file=file)
+
+
+def _read_json(archive: zipfile.ZipFile, entry: Entry, limit: int, report: ValidationReport, task: str | None):
+    if entry.info.file_size > limit:
+        report.add(f"file is {entry.info.file_size:,} bytes; the limit is {limit:,}", task=task, file=entry.relative)
+        return None
+    if entry.info.file_size == 0:
+        return None  # empty files are allowed: the rules treat them as absent
+    try:
+        with archive.open(entry.info) as handle:
+            raw = handle.read(limit + 1)
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        report.add(f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", task=task, file=entry.relative)
+    except UnicodeDecodeError:
+        report.add("not valid JSON (not UTF-8 text)", task=task, file=entry.relative)
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        report.add(f"cannot be read from the zip ({exc})", task=task, file=entry.relative)
+    return None
+
+
+def _check_audio(archive: zipfile.ZipFile, entry: Entry, report: ValidationReport, task: str) -> None:
+    try:
+        with archive.open(entry.info) as handle:
+            header = handle.read(12)
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        report.add(f"cannot be read from the zip ({exc})", task=task, file=entry.relative)
+        return
+    if len(header) < 12 or header[:4] not in (b"RIFF", b"RF64") or header[8:12] != b"WAVE":
+        report.add("not a WAV file (no RIFF/WAVE header)", task=task, file=entry.relative)
+
+
+def validate_contents(
+    archive: zipfile.ZipFile,
+    entries: list[Entry],
+    report: ValidationReport,
+    *,
+    task_ids: set[str],
+    allow_partial: bool,
+) -> BundleContents:
+    contents = BundleContents()
+    for entry in entries:
+        if entry.task is not None:
+            continue
+        if entry.path == "manifest.json":
+            manifest = _read_json(archive, entry, MAX_MANIFEST_BYTES, report, None)
+            if manifest is not None and not isinstance(manifest, dict):
+                report.add("manifest must be a JSON object", file="manifest.json")
+            elif manifest is not None:
+                contents.manifest = manifest
+        else:
+            report.warn("outside any scenario_* task folder; ignored", file=entry.path)
+
+    for task, task_entries in iter_task_entries(entries):
+        parents = sorted({entry.parent for entry in task_entries})
+        if task not in task_ids:
+            report.add("unknown task folder: not a task of this benchmark", task=task)
+            continue
+        if len(parents) > 1:
+            places = ", ".join(f"'{p or '(root)'}'" for p in parents)
+            report.add(f"task folder appears more than once (under {places})", task=task)
+            continue
+        accepted: dict[str, Entry] = {}
+        for entry in task_entries:
+            if entry.relative in TRANSCRIPT_NAMES:
+                data = _read_json(archive, entry, MAX_TRANSCRIPT_BYTES, report, task)
+                if data is not None:
+                    check_transcript(data, report, task=task, file=entry.relative)
+                accepted[entry.relative] = entry
+            elif entry.relative.lower().endswith(AUDIO_SUFFIX):
+                _check_audio(archive, entry, report, task)
+                accepted[entry.relative] = entry
+            else:
+                report.warn("not a transcript or WAV file the harness reads; ignored", task=task, file=entry.relative)
+        contents.tasks[task] = accepted
+
+    contents.missing = sorted(task_ids - contents.tasks.keys())
+    if not contents.tasks and not report.problems:
+        report.add("no scenario_* task folders found in the bundle")
+    elif contents.missing and not allow_partial:
+        for task in contents.missing:
+            report.add("task folder missing (submit with --allow-partial to accept an incomplete bundle)", task=task)
+    return contents

@@ -1,0 +1,209 @@
+"""Result bundles: safe reading of uploaded zips, independent of any benchmark.
+
+Every problem is reported with the task and file it concerns; nothing is extracted here. The
+benchmark plug-in decides what a task folder must contain (see benchmarks/<name>/bundle.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path, PurePosixPath
+
+# Entries that archivers add on their own; never part of a result bundle.
+IGNORED_PREFIXES = ("__MACOSX/",)
+IGNORED_NAMES = {".DS_Store", "Thumbs.db"}
+# Below this size a high compression ratio is normal (a file of silence, padding, whitespace).
+RATIO_CHECK_MIN_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Problem:
+    message: str
+    task: str | None = None
+    file: str | None = None
+
+    def __str__(self) -> str:
+        where = " / ".join(part for part in (self.task, self.file) if part)
+        return f"{where}: {self.message}" if where else self.message
+
+
+@dataclass
+class ValidationReport:
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def add(self, message: str, *, task: str | None = None, file: str | None = None) -> None:
+        self.problems.append(Problem(message, task, file))
+
+    def warn(self, message: str, *, task: str | None = None, file: str | None = None) -> None:
+        self.warnings.append(Problem(message, task, file))
+
+    def as_dict(self) -> dict:
+        return {
+            "ok": self.ok,
+            "problems": [asdict(p) for p in self.problems],
+            "warnings": [asdict(p) for p in self.warnings],
+        }
+
+
+class BundleRejected(Exception):
+    def __init__(self, report: ValidationReport):
+        self.report = report
+        lines = [str(p) for p in report.problems]
+        shown = lines[:50] + ([f"... and {len(lines) - 50} more"] if len(lines) > 50 else [])
+        super().__init__(
+            f"bundle rejected: {len(lines)} problem(s)\n" + "\n".join(f"  - {line}" for line in shown)
+        )
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A regular file in the bundle, with its path split around the task folder."""
+
+    info: zipfile.ZipInfo
+    path: str
+    parent: str  # everything above the task folder ("" at the root)
+    task: str | None  # the task folder's name, or None outside any
+    relative: str  # path inside the task folder (or the full path outside any)
+
+
+def _is_link(info: zipfile.ZipInfo) -> bool:
+    mode = info.external_attr >> 16
+    return stat.S_ISLNK(mode)
+
+
+def _unsafe_path_reason(name: str) -> str | None:
+    if "\\" in name:
+        return "uses backslashes in its path"
+    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+        return "has an absolute path"
+    if ".." in PurePosixPath(name).parts:
+        return "has '..' in its path"
+    return None
+
+
+def scan_zip(
+    path,
+    report: ValidationReport,
+    *,
+    is_task_folder,
+    max_uncompressed: int,
+    max_ratio: float,
+) -> tuple[zipfile.ZipFile | None, list[Entry]]:
+    """Open the zip (a path or a seekable file) and list its safe regular files, reporting every
+    unsafe entry."""
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        report.add(f"not a readable zip archive ({exc})")
+        return None, []
+    entries: list[Entry] = []
+    seen: set[str] = set()
+    total_uncompressed = total_compressed = 0
+    for info in archive.infolist():
+        name = info.filename
+        if name in seen:
+            report.add("zip holds this path twice", file=name)
+            continue
+        seen.add(name)
+        reason = _unsafe_path_reason(name)
+        if reason:
+            report.add(f"zip entry {reason}; refusing to extract it", file=name)
+            continue
+        if _is_link(info):
+            report.add("zip entry is a symbolic link; links are not allowed", file=name)
+            continue
+        if info.is_dir() or name.startswith(IGNORED_PREFIXES):
+            continue
+        if info.flag_bits & 0x1:
+            report.add("zip entry is encrypted", file=name)
+            continue
+        total_uncompressed += info.file_size
+        total_compressed += info.compress_size
+        if info.file_size >= RATIO_CHECK_MIN_BYTES and info.file_size > max_ratio * max(info.compress_size, 1):
+            report.add(
+                f"compression ratio {info.file_size / max(info.compress_size, 1):.0f}:1 exceeds "
+                f"the limit of {max_ratio:.0f}:1",
+                file=name,
+            )
+            continue
+        parts = PurePosixPath(name).parts
+        if parts[-1] in IGNORED_NAMES:
+            continue
+        index = next((i for i, part in enumerate(parts[:-1]) if is_task_folder(part)), None)
+        if index is None:
+            entries.append(Entry(info, name, "", None, name))
+        else:
+            entries.append(
+                Entry(
+                    info,
+                    name,
+                    "/".join(parts[:index]),
+                    parts[index],
+                    "/".join(parts[index + 1 :]),
+                )
+            )
+    if total_uncompressed > max_uncompressed:
+        report.add(
+            f"uncompressed size {total_uncompressed:,} bytes exceeds the limit of "
+            f"{max_uncompressed:,} bytes"
+        )
+    if total_uncompressed >= RATIO_CHECK_MIN_BYTES and total_uncompressed > max_ratio * max(total_compressed, 1):
+        report.add(
+            f"overall compression ratio {total_uncompressed / max(total_compressed, 1):.0f}:1 "
+            f"exceeds the limit of {max_ratio:.0f}:1"
+        )
+    return archive, entries
+
+
+def copy_stream(source, target, *, limit: int, chunk_size: int = 1024 * 1024) -> int:
+    """Copy at most `limit` bytes; more than the zip header declared means a lying archive."""
+    copied = 0
+    while chunk := source.read(chunk_size):
+        copied += len(chunk)
+        if copied > limit:
+            raise ValueError("entry is larger than its zip header declares")
+        target.write(chunk)
+    return copied
+
+
+def zip_directory(directory: Path) -> Path:
+    """Zip a result directory into a temporary file, streaming each file. The caller deletes it.
+
+    Links are stored as links so that validation reports them instead of following them.
+    """
+    handle, name = tempfile.mkstemp(suffix=".zip", prefix="floorboard-bundle-")
+    os.close(handle)
+    target = Path(name)
+    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
+        for root, dirs, files in os.walk(directory, followlinks=False):
+            root_path = Path(root)
+            for entry_name in sorted(dirs + files):
+                path = root_path / entry_name
+                arcname = path.relative_to(directory).as_posix()
+                if path.is_symlink():
+                    info = zipfile.ZipInfo(arcname)
+                    info.external_attr = (stat.S_IFLNK | 0o777) << 16
+                    archive.writestr(info, os.readlink(path))
+                elif path.is_file():
+                    with open(path, "rb") as source, archive.open(arcname, "w", force_zip64=True) as sink:
+                        shutil.copyfileobj(source, sink, 1024 * 1024)
+    return target
+
+
+def iter_task_entries(entries: list[Entry]) -> Iterator[tuple[str, list[Entry]]]:
+    by_task: dict[str, list[Entry]] = {}
+    for entry in entries:
+        if entry.task is not None:
+            by_task.setdefault(entry.task, []).append(entry)
+    yield from sorted(by_task.items())

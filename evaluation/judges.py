@@ -1,0 +1,168 @@
+"""LLM judge clients: an OpenAI-compatible chat-completions client and a Gemini client.
+
+Both send exactly one user message (the filled template) and ask for strict JSON-schema output.
+Transient failures (408, 429, 5xx, timeouts, dropped connections) are retried with exponential
+backoff that honours Retry-After; anything else fails at once.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+
+RETRYABLE_STATUS = {408, 429}
+RETRY_AFTER_CAP_SECONDS = 600.0
+
+
+@dataclass(frozen=True)
+class JudgeReply:
+    raw_output: str
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+class JudgeError(Exception):
+    """A call that failed for good (after retries, or at once for a non-retryable answer)."""
+
+
+class TransientJudgeError(JudgeError):
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Retry-After is either seconds or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, moment.timestamp() - time.time())
+
+
+def _raise_for_status(response: httpx.Response) -> None:
+    if response.status_code < 400:
+        return
+    detail = response.text[:500]
+    if response.status_code in RETRYABLE_STATUS or response.status_code >= 500:
+        raise TransientJudgeError(
+            f"HTTP {response.status_code}: {detail}",
+            retry_after=parse_retry_after(response.headers.get("Retry-After")),
+        )
+    raise JudgeError(f"HTTP {response.status_code}: {detail}")
+
+
+def _post(http: httpx.Client, url: str, **kwargs) -> dict:
+    try:
+        response = http.post(url, **kwargs)
+    except (httpx.TimeoutException, httpx.TransportError) as exc:
+        raise TransientJudgeError(f"{type(exc).__name__}: {exc}") from exc
+    _raise_for_status(response)
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise TransientJudgeError(f"response body is not JSON: {response.text[:200]}") from exc
+
+
+class OpenAICompatibleClient:
+    def __init__(self, *, base_url: str, api_key: str, timeout: float, schema_name: str):
+        self.base_url = base_url.rstrip("/")
+        self.schema_name = schema_name
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.http = httpx.Client(timeout=timeout, headers=headers)
+
+    def request_body(self, *, model: str, prompt: str, schema: dict, params: dict) -> dict:
+        return {
+            "model": model,
+            "messages": [{"role": "user", "content": prompt}],
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": self.schema_name, "strict": True, "schema": schema},
+            },
+            **params,
+        }
+
+    def complete(self, *, model: str, prompt: str, schema: dict, params: dict) -> JudgeReply:
+        data = _post(
+            self.http,
+            f"{self.base_url}/chat/completions",
+            json=self.request_body(model=model, prompt=prompt, schema=schema, params=params),
+        )
+        try:
+            content = data["choices"][0]["message"].get("content") or ""
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise JudgeError(f"unexpected response shape: {str(data)[:300]}") from None
+        usage = data.get("usage") or {}
+        return JudgeReply(content, usage.get("prompt_tokens"), usage.get("completion_tokens"))
+
+    def close(self) -> None:
+        self.http.close()
+
+
+class GeminiClient:
+    def __init__(self, *, base_url: str, api_key: str, timeout: float):
+        self.base_url = base_url.rstrip("/")
+        headers = {"x-goog-api-key": api_key} if api_key else {}
+        self.http = httpx.Client(timeout=timeout, headers=headers)
+
+    def request_body(self, *, prompt: str, schema: dict, params: dict) -> dict:
+        config = {"responseMimeType": "application/json", "responseJsonSchema": schema}
+        if "temperature" in params:
+            config["temperature"] = params["temperature"]
+        if "top_p" in params:
+            config["topP"] = params["top_p"]
+        if "max_completion_tokens" in params:
+            config["maxOutputTokens"] = params["max_completion_tokens"]
+        return {"contents": [{"role": "user", "parts": [{"text": prompt}]}], "generationConfig": config}
+
+    def complete(self, *, model: str, prompt: str, schema: dict, params: dict) -> JudgeReply:
+        data = _post(
+            self.http,
+            f"{self.base_url}/models/{model}:generateContent",
+            json=self.request_body(prompt=prompt, schema=schema, params=params),
+        )
+        try:
+            parts = data["candidates"][0]["content"]["parts"]
+            content = "".join(part.get("text", "") for part in parts)
+        except (KeyError, IndexError, TypeError):
+            content = ""
+        usage = data.get("usageMetadata") or {}
+        return JudgeReply(content, usage.get("promptTokenCount"), usage.get("candidatesTokenCount"))
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def call_with_retries(
+    call: Callable[[], JudgeReply],
+    *,
+    max_attempts: int,
+    backoff_base: float,
+    backoff_max: float,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[JudgeReply, int]:
+    """(reply, attempts made). Raises the last error once attempts run out."""
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return call(), attempt
+        except TransientJudgeError as exc:
+            if attempt >= max_attempts:
+                raise JudgeError(f"gave up after {attempt} attempts: {exc}") from exc
+            delay = min(backoff_max, backoff_base * 2 ** (attempt - 1))
+            if exc.retry_after is not None:
+                # The server knows best when it will take us back; ten minutes at the most.
+                delay = max(delay, min(exc.retry_after, RETRY_AFTER_CAP_SECONDS))
+            sleep(delay)

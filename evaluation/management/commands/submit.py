@@ -1,0 +1,73 @@
+import json
+import time
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluation.bundles import BundleRejected, zip_directory
+from evaluation.models import Benchmark, Submission, System
+from evaluation.selectors import submission_summary
+from evaluation.services import submission_create
+
+FINAL = {Submission.Status.SCORED, Submission.Status.FAILED}
+
+
+class Command(BaseCommand):
+    help = "Validate a result bundle (zip or directory) and queue it for scoring."
+
+    def add_arguments(self, parser):
+        parser.add_argument("bundle", type=Path)
+        parser.add_argument("--benchmark", required=True)
+        parser.add_argument("--system", required=True, help="system name shown on the board")
+        parser.add_argument("--system-type", choices=System.SystemType.values, default="")
+        parser.add_argument("--judge", default="official", help="judge slug: official, offline, ...")
+        parser.add_argument("--allow-partial", action="store_true", help="accept missing tasks; marked incomplete")
+        parser.add_argument("--wait", action="store_true", help="wait until scored or failed")
+        parser.add_argument("--timeout", type=float, default=6 * 3600, help="seconds to wait at most")
+        parser.add_argument("--json", action="store_true", dest="as_json")
+
+    def handle(self, *args, bundle, benchmark, system, system_type, judge, allow_partial, wait, timeout, as_json, **options):
+        board = Benchmark.objects.filter(slug=benchmark).first()
+        if board is None:
+            raise CommandError(f"unknown benchmark {benchmark!r}; import it first with import_benchmark")
+        chosen = board.judges.filter(slug=judge).first()
+        if chosen is None:
+            known = ", ".join(board.judges.values_list("slug", flat=True))
+            raise CommandError(f"benchmark {benchmark} has no judge {judge!r}; known: {known}")
+        if not bundle.exists():
+            raise CommandError(f"{bundle}: no such file or directory")
+
+        temporary = zip_directory(bundle) if bundle.is_dir() else None
+        try:
+            submission = submission_create(
+                benchmark=board,
+                bundle_path=temporary or bundle,
+                system_name=system,
+                system_type=system_type,
+                judge=chosen,
+                allow_partial=allow_partial,
+            )
+        except BundleRejected as exc:
+            if as_json:
+                self.stdout.write(json.dumps({"submission": None, "status": "rejected", **exc.report.as_dict()}))
+            raise CommandError(str(exc)) from None
+        finally:
+            if temporary:
+                temporary.unlink(missing_ok=True)
+
+        if wait:
+            deadline = time.monotonic() + timeout
+            while submission.status not in FINAL and time.monotonic() < deadline:
+                time.sleep(0.5)
+                submission.refresh_from_db()
+        summary = submission_summary(submission=submission)
+        if as_json:
+            self.stdout.write(json.dumps(summary))
+        else:
+            self.stdout.write(f"submission {submission.pk}: {summary['status']}")
+            if summary["results"]:
+                self.stdout.write(json.dumps(summary["results"], indent=2))
+        if wait and submission.status == Submission.Status.FAILED:
+            raise CommandError(f"submission {submission.pk} failed: {submission.error}")
+        if wait and submission.status not in FINAL:
+            raise CommandError(f"submission {submission.pk} still {submission.status} after {timeout:.0f} s")

@@ -1,0 +1,42 @@
+"""Reads of the evaluation context."""
+
+from __future__ import annotations
+
+from evaluation.benchmarks.mpbench.scoring import TaskSpec
+from evaluation.models import Benchmark, PromptVersion, Task
+
+
+def current_prompts(*, benchmark: Benchmark) -> dict[str, PromptVersion]:
+    """The newest version of each judge prompt."""
+    current: dict[str, PromptVersion] = {}
+    for prompt in benchmark.prompts.order_by("kind", "-version"):
+        current.setdefault(prompt.kind, prompt)
+    return current
+
+
+def task_spec(task: Task) -> TaskSpec:
+    return TaskSpec(
+        task_id=task.task_id,
+        family=task.family,
+        should_speak=task.should_speak,
+        metatranscript=task.metatranscript,
+        question_text=task.question_text,
+        answer_text=task.answer_text,
+        is_speaker_name=task.is_speaker_name,
+    )
+
+
+def submission_summary(*, submission) -> dict:
+    """What `submit --json` prints: id, status, the results under the submission's judge, and
+    how many judgments failed."""
+    from evaluation.models import Score
+
+    score = Score.objects.filter(submission=submission, judge_id=submission.judge_id).first()
+    return {
+        "submission": submission.pk,
+        "status": submission.status,
+        "incomplete": submission.is_partial,
+        "results": score.results if score else None,
+        "failed_judgments": score.judgments_failed if score else 0,
+        "error": submission.error or None,
+    }

@@ -1,0 +1,366 @@
+"""docker/compose.yaml and docker/Dockerfile, checked against what config/settings.py reads.
+
+No Docker engine is needed: the compose file is parsed, its ${VAR...} references are resolved
+the way Compose would, and the resulting environment is fed to the real settings in a subprocess.
+"""
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKER_DIR = ROOT / "docker"
+COMPOSE_FILE = DOCKER_DIR / "compose.yaml"
+DOCKERFILE = DOCKER_DIR / "Dockerfile"
+
+APP_SERVICES = ("migrate", "web", "worker", "beat")
+BACKING_SERVICES = ("postgres", "redis", "s3")
+ONE_SHOT_SERVICES = ("migrate", "createbucket")
+PRODUCTION_CRITICAL = (
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "AWS_STORAGE_BUCKET_NAME",
+    "AWS_S3_ENDPOINT_URL",
+    "DJANGO_SECRET_KEY",
+)
+# What a shell exports before `docker compose up`: only the required secret.
+HOST_ENV = {"DJANGO_SECRET_KEY": "test-only-secret-key-from-the-host-environment"}
+
+_SETTINGS_READ = re.compile(
+    r"""(?:env_(?:str|int|bool|list|float)\(|os\.environ\.get\(|os\.environ\.setdefault\(|"""
+    r"""os\.getenv\(|os\.environ\[)\s*["']([A-Z][A-Z0-9_]*)["']"""
+)
+_INTERPOLATION = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}")
+
+
+def settings_env_names() -> set[str]:
+    """Environment variable names read (by literal name) anywhere in config/*.py."""
+    names: set[str] = set()
+    for path in sorted((ROOT / "config").glob("*.py")):
+        names.update(_SETTINGS_READ.findall(path.read_text()))
+    return names
+
+
+def interpolate(value: str, host_env: dict[str, str]) -> str:
+    """Resolve Compose interpolation: ${VAR}, ${VAR:-default}, ${VAR-default}, ${VAR:?err}, $$."""
+
+    def replace(match: re.Match) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name, op, arg = match.group(1), match.group(2), match.group(3)
+        current = host_env.get(name)
+        # With a colon, an empty value counts as unset (Compose semantics).
+        present = bool(current) if op in (":-", ":?") else current is not None
+        if present:
+            return current
+        if op in (":-", "-"):
+            return arg
+        if op in (":?", "?"):
+            raise LookupError(f"{name} is required: {arg}")
+        raise LookupError(f"${{{name}}} has no default; compose would substitute an empty string")
+
+    return _INTERPOLATION.sub(replace, value)
+
+
+def as_mapping(environment) -> dict[str, str]:
+    if environment is None:
+        return {}
+    if isinstance(environment, dict):
+        return {k: "" if v is None else str(v) for k, v in environment.items()}
+    return dict(item.split("=", 1) if "=" in item else (item, "") for item in environment)
+
+
+def as_argv(command) -> list[str]:
+    if command is None:
+        return []
+    if isinstance(command, str):
+        return shlex.split(command)
+    return [str(part) for part in command]
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load(COMPOSE_FILE.read_text())
+
+
+@pytest.fixture(scope="module")
+def services(compose) -> dict:
+    return compose["services"]
+
+
+@pytest.fixture(scope="module")
+def shared_env(compose) -> dict[str, str]:
+    return as_mapping(compose["x-floorboard-env"])
+
+
+@pytest.fixture(scope="module")
+def resolved_env(shared_env) -> dict[str, str]:
+    return {name: interpolate(value, HOST_ENV) for name, value in shared_env.items()}
+
+
+# --- Structure ------------------------------------------------------------------------------
+
+
+def test_all_services_exist(services):
+    assert set(APP_SERVICES + BACKING_SERVICES + ONE_SHOT_SERVICES) <= set(services)
+
+
+def test_app_services_share_one_image_and_the_shared_env(services, shared_env):
+    images = {services[name]["image"] for name in APP_SERVICES}
+    assert len(images) == 1
+    for name in APP_SERVICES:
+        build = services[name]["build"]
+        context = (DOCKER_DIR / build["context"]).resolve()
+        assert context == ROOT
+        assert (context / build["dockerfile"]).resolve() == DOCKERFILE
+        assert as_mapping(services[name]["environment"]) == shared_env, name
+
+
+def test_migrate_runs_migrations_once(services):
+    assert as_argv(services["migrate"]["command"]) == [
+        "python",
+        "manage.py",
+        "migrate",
+        "--noinput",
+    ]
+    assert services["migrate"]["restart"] == "no"
+    assert services["createbucket"]["restart"] == "no"
+
+
+def test_web_runs_the_images_gunicorn(services):
+    # web keeps the Dockerfile's CMD (gunicorn config.wsgi), so it must not override it.
+    assert "command" not in services["web"]
+    assert (ROOT / "config" / "wsgi.py").is_file()
+
+
+def test_worker_and_beat_run_the_config_celery_app(services):
+    worker = as_argv(services["worker"]["command"])
+    beat = as_argv(services["beat"]["command"])
+    assert worker[:4] == ["celery", "-A", "config", "worker"]
+    assert beat[:4] == ["celery", "-A", "config", "beat"]
+    concurrency = worker[worker.index("--concurrency") + 1]
+    assert re.fullmatch(r"\$\{[A-Z_]+:-\d+\}", concurrency), concurrency
+    assert "app = Celery(" in (ROOT / "config" / "celery.py").read_text()
+
+
+def test_worker_is_scalable(services):
+    worker = services["worker"]
+    assert "container_name" not in worker
+    assert "ports" not in worker
+    assert "hostname" not in worker
+    for name, service in services.items():
+        for port in service.get("ports", []):
+            # Only web publishes a port; backing services stay inside the compose network.
+            assert name == "web", (name, port)
+
+
+def test_depends_on_waits_for_health_or_completion(services):
+    expected_condition = {name: "service_healthy" for name in BACKING_SERVICES}
+    expected_condition.update(
+        {name: "service_completed_successfully" for name in ONE_SHOT_SERVICES}
+    )
+    for name, service in services.items():
+        depends_on = service.get("depends_on", {})
+        assert isinstance(depends_on, dict), f"{name}: use the long depends_on form"
+        for target, spec in depends_on.items():
+            assert target in services, (name, target)
+            assert spec["condition"] == expected_condition[target], (name, target)
+    for name in ("web", "worker", "beat"):
+        assert (
+            services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+        )
+    for name in ("web", "worker"):
+        for backing in ("postgres", "redis"):
+            assert services[name]["depends_on"][backing]["condition"] == "service_healthy"
+        assert "createbucket" in services[name]["depends_on"]
+    assert services["createbucket"]["depends_on"]["s3"]["condition"] == "service_healthy"
+
+
+def test_backing_services_have_healthchecks_and_volumes(compose, services):
+    assert services["postgres"]["image"] == "postgres:16"
+    assert "pg_isready" in " ".join(as_argv(services["postgres"]["healthcheck"]["test"]))
+    assert services["redis"]["image"] == "redis:7"
+    assert "ping" in as_argv(services["redis"]["healthcheck"]["test"])
+    assert "minio/minio" in services["s3"]["image"]
+    assert services["s3"]["healthcheck"]["test"]
+    assert "minio/mc" in services["createbucket"]["image"]
+    script = " ".join(as_argv(services["createbucket"]["entrypoint"]))
+    assert "mc mb" in script and "http://s3:9000" in script
+    postgres_volumes = [v.split(":")[0] for v in services["postgres"]["volumes"]]
+    assert postgres_volumes and postgres_volumes[0] in compose["volumes"]
+
+
+# --- Environment vs settings ----------------------------------------------------------------
+
+
+def test_every_shared_env_name_is_read_by_settings(shared_env):
+    unknown = set(shared_env) - settings_env_names()
+    assert not unknown, f"set in compose but read nowhere in config/: {sorted(unknown)}"
+
+
+def test_production_critical_settings_are_set(shared_env):
+    assert set(PRODUCTION_CRITICAL) <= set(shared_env)
+    assert set(PRODUCTION_CRITICAL) <= settings_env_names()
+    assert shared_env["FLOORBOARD_PRODUCTION"] == "1"
+
+
+def test_service_urls_point_at_the_compose_services(resolved_env, services):
+    database = urlsplit(resolved_env["DATABASE_URL"])
+    assert database.scheme in ("postgres", "postgresql")
+    assert database.hostname == "postgres" and "postgres" in services
+    assert database.path == "/floorboard"
+    assert database.username == "floorboard"
+    assert database.password == interpolate("${POSTGRES_PASSWORD:-floorboard}", HOST_ENV)
+    postgres_env = {
+        k: interpolate(v, HOST_ENV)
+        for k, v in as_mapping(services["postgres"]["environment"]).items()
+    }
+    assert postgres_env["POSTGRES_USER"] == database.username
+    assert postgres_env["POSTGRES_PASSWORD"] == database.password
+    assert postgres_env["POSTGRES_DB"] == database.path.lstrip("/")
+
+    broker = urlsplit(resolved_env["CELERY_BROKER_URL"])
+    assert broker.scheme == "redis" and broker.hostname == "redis" and "redis" in services
+
+    endpoint = urlsplit(resolved_env["AWS_S3_ENDPOINT_URL"])
+    assert endpoint.hostname == "s3" and endpoint.port == 9000 and "s3" in services
+    s3_env = {
+        k: interpolate(v, HOST_ENV) for k, v in as_mapping(services["s3"]["environment"]).items()
+    }
+    assert resolved_env["AWS_ACCESS_KEY_ID"] == s3_env["MINIO_ROOT_USER"]
+    assert resolved_env["AWS_SECRET_ACCESS_KEY"] == s3_env["MINIO_ROOT_PASSWORD"]
+    bucket_env = as_mapping(services["createbucket"]["environment"])
+    assert interpolate(bucket_env["BUCKET"], HOST_ENV) == resolved_env["AWS_STORAGE_BUCKET_NAME"]
+
+
+def test_no_secret_is_committed(compose, shared_env):
+    assert re.fullmatch(r"\$\{DJANGO_SECRET_KEY:\?[^}]+\}", shared_env["DJANGO_SECRET_KEY"])
+    with pytest.raises(LookupError):
+        interpolate(shared_env["DJANGO_SECRET_KEY"], {})
+    # Every credential comes from the host environment (with a local-only default at most).
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"):
+        assert re.fullmatch(r"\$\{[A-Z_]+:[-?][^}]*\}", shared_env[name]), name
+    assert "${POSTGRES_PASSWORD" in shared_env["DATABASE_URL"]
+    for service, key in (
+        ("postgres", "POSTGRES_PASSWORD"),
+        ("s3", "MINIO_ROOT_USER"),
+        ("s3", "MINIO_ROOT_PASSWORD"),
+    ):
+        value = as_mapping(compose["services"][service]["environment"])[key]
+        assert value.startswith("${" + key), (service, key)
+
+
+def test_whole_file_resolves_with_only_the_secret_key_set():
+    # Every other ${...} has a default, so `export DJANGO_SECRET_KEY=...` is all compose needs.
+    text = COMPOSE_FILE.read_text()
+    body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    resolved = interpolate(body, HOST_ENV)
+    assert "${" not in resolved
+    with pytest.raises(LookupError, match="DJANGO_SECRET_KEY"):
+        interpolate(body, {})
+
+
+_PROBE = """
+import json
+from celery.app.utils import find_app
+from django.conf import settings
+from django.core.files.storage import storages
+
+app = find_app("config")  # what `celery -A config` loads
+storage = storages["default"]
+db = settings.DATABASES["default"]
+print(json.dumps({
+    "app_main": app.main,
+    "db_engine": db["ENGINE"],
+    "db_host": db["HOST"],
+    "db_port": db["PORT"],
+    "db_name": db["NAME"],
+    "storage_backend": settings.STORAGES["default"]["BACKEND"],
+    "storage_class": type(storage).__module__ + "." + type(storage).__qualname__,
+    "storage_endpoint": storage.endpoint_url,
+    "storage_bucket": storage.bucket_name,
+    "broker_url": settings.CELERY_BROKER_URL,
+    "celery_broker_url": app.conf.broker_url,
+    "visibility_timeout": app.conf.broker_transport_options.get("visibility_timeout"),
+    "debug": settings.DEBUG,
+    "secret_key": settings.SECRET_KEY,
+}))
+"""
+
+
+def test_settings_resolve_to_postgres_s3_and_redis_with_the_compose_env(resolved_env):
+    env = {k: v for k, v in os.environ.items() if k not in settings_env_names()}
+    env.update(resolved_env)
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+
+    assert seen["app_main"] == "floorboard"
+    assert seen["db_engine"] == "django.db.backends.postgresql"
+    assert (seen["db_host"], int(seen["db_port"]), seen["db_name"]) == (
+        "postgres",
+        5432,
+        "floorboard",
+    )
+    assert seen["storage_backend"] == "storages.backends.s3.S3Storage"
+    assert seen["storage_class"] == "storages.backends.s3.S3Storage"
+    assert seen["storage_endpoint"] == "http://s3:9000"
+    assert seen["storage_bucket"] == resolved_env["AWS_STORAGE_BUCKET_NAME"]
+    assert seen["broker_url"] == seen["celery_broker_url"] == "redis://redis:6379/0"
+    assert seen["visibility_timeout"] == int(resolved_env["CELERY_VISIBILITY_TIMEOUT"])
+    assert seen["debug"] is False
+    assert seen["secret_key"] == HOST_ENV["DJANGO_SECRET_KEY"]
+
+
+# --- Dockerfile -----------------------------------------------------------------------------
+
+
+def _instructions() -> list[tuple[str, str]]:
+    lines, current = [], ""
+    for raw in DOCKERFILE.read_text().splitlines():
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        current += stripped[:-1] + " " if stripped.endswith("\\") else stripped
+        if not stripped.endswith("\\"):
+            keyword, _, rest = current.partition(" ")
+            lines.append((keyword.upper(), rest.strip()))
+            current = ""
+    return lines
+
+
+def test_dockerfile_builds_a_non_root_gunicorn_image():
+    instructions = _instructions()
+    keywords = [k for k, _ in instructions]
+    assert instructions[0] == ("FROM", "python:3.11-slim")
+    runs = [rest for k, rest in instructions if k == "RUN"]
+    assert any(re.search(r"pip install \. gunicorn==\d", run) for run in runs)
+    collect = [run for run in runs if "collectstatic" in run]
+    assert collect and "DJANGO_SECRET_KEY=" in collect[0] and "--noinput" in collect[0]
+    users = [rest for k, rest in instructions if k == "USER"]
+    assert users and users[-1] not in ("root", "0")
+    assert keywords.index("USER") > max(i for i, k in enumerate(keywords) if k == "RUN")
+    cmd = json.loads(next(rest for k, rest in reversed(instructions) if k == "CMD"))
+    assert cmd[:2] == ["gunicorn", "config.wsgi:application"]
+    # Every required COPY source exists (wildcard sources may legitimately match nothing).
+    for keyword, rest in instructions:
+        if keyword == "COPY" and not rest.startswith("--from"):
+            for source in rest.split()[:-1]:
+                if not any(ch in source for ch in "*?["):
+                    assert (ROOT / source).exists(), source

@@ -1,0 +1,171 @@
+"""Shared fixtures: the real MP-Bench data beside the checkout, a local judge server speaking the
+OpenAI chat-completions API, bundle builders, and the services a test may require."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import threading
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_MPBENCH = REPO.parent / "shared" / "benchmarks" / "mpbench"
+REQUIRE_SERVICES = os.environ.get("FLOORBOARD_REQUIRE_SERVICES") == "1"
+
+
+@pytest.fixture(scope="session")
+def mpbench_dir() -> Path:
+    if not (SHARED_MPBENCH / "tasks.jsonl").is_file():
+        pytest.skip("the MP-Bench data is not beside this checkout (../shared/benchmarks/mpbench)")
+    return SHARED_MPBENCH
+
+
+@pytest.fixture(scope="session")
+def mpbench_tasks(mpbench_dir) -> dict[str, dict]:
+    with (mpbench_dir / "tasks.jsonl").open() as handle:
+        return {t["task_dir"]: t for t in map(json.loads, handle)}
+
+
+@pytest.fixture
+def mpbench(db, mpbench_dir):
+    from evaluation.services import benchmark_import
+
+    return benchmark_import(slug="mp-bench", directory=mpbench_dir, name="MP-Bench").benchmark
+
+
+@pytest.fixture(autouse=True)
+def _isolated_media(settings, tmp_path):
+    """Each test writes its files under its own temporary folder."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path / "media"), "allow_overwrite": True},
+        },
+    }
+
+
+def words(*items: tuple[str, float, float]) -> list[dict]:
+    return [{"text": text, "timestamp": [start, end]} for text, start, end in items]
+
+
+def transcript(chunks: list[dict], text: str | None = None) -> dict:
+    return {"text": " ".join(c["text"] for c in chunks) if text is None else text, "chunks": chunks}
+
+
+def write_task(folder: Path, files: dict[str, dict | str | bytes]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        elif isinstance(content, str):
+            path.write_text(content)
+        else:
+            path.write_text(json.dumps(content))
+
+
+def zip_tree(source: Path, target: Path) -> Path:
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(source.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(source).as_posix())
+    return target
+
+
+def copy_examples(mpbench_dir: Path, target: Path) -> Path:
+    shutil.copytree(mpbench_dir / "examples", target, dirs_exist_ok=True)
+    return target
+
+
+# --- A local OpenAI-compatible judge server -----------------------------------------------
+
+
+@dataclass
+class JudgeServer:
+    url: str
+    requests: list[dict] = field(default_factory=list)
+    # responder(body, call_number_for_this_prompt) -> (status, headers, body dict or raw str)
+    responder: Callable[[dict, int], tuple[int, dict, object]] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def prompts(self) -> list[str]:
+        return [r["messages"][0]["content"] for r in self.requests]
+
+
+def _default_answer(body: dict) -> dict:
+    return {
+        "choices": [{"message": {"role": "assistant", "content": json.dumps({"correct": True, "consistent": True})}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 3},
+    }
+
+
+def completion(content: str, prompt_tokens: int = 100, completion_tokens: int = 5) -> dict:
+    return {
+        "choices": [{"message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+    }
+
+
+@pytest.fixture
+def judge_server():
+    state = JudgeServer(url="")
+    counts: dict[str, int] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length", 0))
+            body = json.loads(self.rfile.read(length))
+            body["_path"] = self.path
+            body["_auth"] = self.headers.get("Authorization")
+            prompt = body.get("messages", [{}])[0].get("content", "")
+            with state.lock:
+                state.requests.append(body)
+                counts[prompt] = counts.get(prompt, 0) + 1
+                call = counts[prompt]
+            if state.responder is None:
+                status, headers, payload = 200, {}, _default_answer(body)
+            else:
+                status, headers, payload = state.responder(body, call)
+            raw = payload if isinstance(payload, str) else json.dumps(payload)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(raw.encode())))
+            self.end_headers()
+            self.wfile.write(raw.encode())
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+def port_open(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def require_service(name: str, host: str, port: int) -> None:
+    if port_open(host, port):
+        return
+    if REQUIRE_SERVICES:
+        pytest.fail(f"{name} is not reachable on {host}:{port} and FLOORBOARD_REQUIRE_SERVICES=1")
+    pytest.skip(f"{name} is not reachable on {host}:{port}")
