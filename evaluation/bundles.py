@@ -166,17 +166,6 @@ def scan_zip(
     return archive, entries
 
 
-def copy_stream(source, target, *, limit: int, chunk_size: int = 1024 * 1024) -> int:
-    """Copy at most `limit` bytes; more than the zip header declared means a lying archive."""
-    copied = 0
-    while chunk := source.read(chunk_size):
-        copied += len(chunk)
-        if copied > limit:
-            raise ValueError("entry is larger than its zip header declares")
-        target.write(chunk)
-    return copied
-
-
 def zip_directory(directory: Path) -> Path:
     """Zip a result directory into a temporary file, streaming each file. The caller deletes it.
 

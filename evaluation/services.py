@@ -20,7 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
-from evaluation.bundles import BundleRejected, ValidationReport, copy_stream, scan_zip
+from evaluation.bundles import BundleRejected, ValidationReport, scan_zip
 from evaluation.judges import (
     GeminiClient,
     JudgeError,
@@ -279,9 +279,10 @@ def submission_ingest(*, submission_id: int) -> bool:
                 if entry.task not in tasks or not plugin.accepts_file(entry.relative):
                     continue
                 key = _task_file_key(submission, entry.task, entry.relative)
-                with archive.open(entry.info) as source, default_storage.open(key, "wb") as sink:
-                    size = copy_stream(source, sink, limit=entry.info.file_size)
-                files[entry.task][entry.relative] = {"key": key, "size": size}
+                # Streams in chunks; zipfile stops at the declared size and checks the CRC.
+                with archive.open(entry.info) as source:
+                    key = default_storage.save(key, File(source, name=entry.relative))
+                files[entry.task][entry.relative] = {"key": key, "size": entry.info.file_size}
                 if entry.task not in done_tasks:
                     done_tasks.add(entry.task)
                     if len(done_tasks) % 100 == 0:
