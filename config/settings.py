@@ -128,6 +128,9 @@ else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         # Longer than the hard time limit, so a long task is never handed to a second worker.
         "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 4 * 3600),
+        # How often a worker looks for such messages: interval x throttle seconds.
+        "unacked_restore_interval": env_int("CELERY_UNACKED_RESTORE_INTERVAL", 10),
+        "unacked_restore_throttle": env_int("CELERY_UNACKED_RESTORE_THROTTLE", 10),
     }
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
@@ -140,7 +143,7 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 3 * 3600)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 3 * 3600 + 300)
-CELERY_TASK_DEFAULT_QUEUE = "floorboard"
+CELERY_TASK_DEFAULT_QUEUE = env_str("FLOORBOARD_QUEUE", "floorboard")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 # --- Floorboard -----------------------------------------------------------------------------

@@ -32,7 +32,9 @@ __all__ = [
     "DEMO_TASKS",
     "KIND_PLACEHOLDERS",
     "PROFILES",
+    "PROMPTS",
     "SAMPLE_RATE",
+    "SCHEMAS",
     "SYSTEM_TYPES",
     "VOICES",
     "demo_manifest",
@@ -325,7 +327,7 @@ DEMO_TASKS: tuple[DemoTask, ...] = (
             ("Lily", "Of course. Astronauts mention it all the time."),
             ("Emma", "I heard that is a myth. It is long but very narrow."),
             ("Jack", "Narrow or not, it is thousands of miles long."),
-            ("Emma", "AI Assistant, can you tell us who has it right?"),
+            ("Emma", "AI Assistant, you decide. Which of us has it right?"),
         ),
         "Emma has it right. The wall is too narrow to pick out with the naked eye "
         "from orbit, however long it is.",
@@ -367,7 +369,7 @@ DEMO_TASKS: tuple[DemoTask, ...] = (
             ("Lily", "Dinosaurs, obviously. Some were longer than a tennis court."),
             ("David", "Longer maybe, but a blue whale is heavier than any known dinosaur."),
             ("Leo", "So it depends on whether we mean length or weight."),
-            ("Lily", "AI Assistant, please give us your verdict."),
+            ("Lily", "Over to you, AI Assistant. Whale or dinosaur?"),
         ),
         "By weight the blue whale wins, it is the heaviest animal known. A few long "
         "dinosaurs may match it in length, so Leo makes a fair point.",
@@ -378,17 +380,18 @@ DEMO_TASKS: tuple[DemoTask, ...] = (
         1,
         ("Ben", "Emma", "Karen"),
         (
-            ("Ben", "Let's play the cross number game. Two groups, a Leader and a Follower each."),
-            ("Emma", "Remind me how it works?"),
+            ("Ben", "Who wants to play plus one? We split into two little teams."),
+            ("Emma", "Remind me how the crossing works?"),
             (
                 "Ben",
-                "When the Group 1 Leader says a number, the Group 2 Follower says the next one. "
-                "When the Group 2 Leader speaks, the Group 1 Follower answers.",
+                "Numbers always jump across. A Group 1 Leader number gets answered by "
+                "the Group 2 Follower, plus one. A Group 2 Leader number goes to the Group 1 "
+                "Follower, plus one.",
             ),
             (
                 "Ben",
-                "I am Group 1 Leader and Emma is Group 1 Follower. Karen is Group 2 Leader, "
-                "and AI Assistant is Group 2 Follower. Go!",
+                "Roles: me, Group 1 Leader. Emma, Group 1 Follower. Karen, Group 2 Leader. "
+                "AI Assistant, Group 2 Follower. Go!",
             ),
             ("Karen", "5"),
             ("Emma", "6"),
@@ -400,15 +403,18 @@ DEMO_TASKS: tuple[DemoTask, ...] = (
         2,
         ("Leo", "David", "Anna"),
         (
-            ("David", "Number game time. Two groups, with a Leader and a Follower in each."),
-            ("Anna", "And the followers answer across the groups, right?"),
+            ("David", "Plus one time, everybody. Two teams of two."),
+            ("Anna", "And the answers cross over between the teams, right?"),
             (
                 "David",
-                "Right. If the Group 1 Leader says a number, the Group 2 Follower adds one. "
-                "If the Group 2 Leader speaks, the Group 1 Follower adds one.",
+                "Right. Numbers from the Group 1 Leader belong to the Group 2 Follower, "
+                "who adds one. Numbers from the Group 2 Leader belong to the Group 1 Follower.",
             ),
-            ("Leo", "Then I will be Group 1 Leader, with AI Assistant as my Follower."),
-            ("David", "I am Group 2 Leader, and Anna is my Follower. Start!"),
+            (
+                "Leo",
+                "Then I will be Group 1 Leader, please. Our AI Assistant can be Group 1 Follower.",
+            ),
+            ("David", "That leaves me as Group 2 Leader, and Anna as Group 2 Follower. Start!"),
             ("Leo", "30"),
             ("Anna", "31"),
             ("Leo", "8"),
@@ -419,16 +425,16 @@ DEMO_TASKS: tuple[DemoTask, ...] = (
         3,
         ("Adam", "Luke", "Rose"),
         (
-            ("Rose", "Who is up for the follower game? Same rules as last time."),
+            ("Rose", "Anyone up for plus one again? Same crossing rules as yesterday."),
             (
                 "Adam",
-                "So a Group 1 Leader number goes to the Group 2 Follower, "
-                "and a Group 2 Leader number goes to the Group 1 Follower.",
+                "So numbers from Group 1 Leader go over to Group 2 Follower, "
+                "and numbers from Group 2 Leader come back to Group 1 Follower.",
             ),
             (
                 "Rose",
-                "Exactly. I am Group 1 Leader, AI Assistant is Group 1 Follower. "
-                "Luke is Group 2 Leader, and Adam is Group 2 Follower.",
+                "Exactly. Today Group 1 Leader is me, and the AI Assistant plays my Group 1 Follower. "
+                "Luke plays Group 2 Leader, with Adam as Group 2 Follower.",
             ),
             ("Luke", "Fine by me. Let's begin."),
             ("Rose", "12"),
@@ -441,12 +447,12 @@ DEMO_TASKS: tuple[DemoTask, ...] = (
         4,
         ("Jack", "Emma", "Lily"),
         (
-            ("Lily", "Quick game before lunch? Two teams, one Leader and one Follower each."),
-            ("Jack", "The crossing rule, where the other team's Follower adds one?"),
+            ("Lily", "Quick round of plus one before lunch? Two teams, two roles each."),
+            ("Jack", "The version where the other team's Follower adds one?"),
             (
                 "Lily",
-                "Yes. I am Group 1 Leader with Jack as Group 1 Follower. "
-                "Emma is Group 2 Leader, and AI Assistant is Group 2 Follower.",
+                "That one. I take Group 1 Leader, Jack takes Group 1 Follower. "
+                "Emma gets Group 2 Leader. Group 2 Follower goes to our AI Assistant.",
             ),
             ("Emma", "Ready."),
             ("Emma", "21"),
@@ -459,15 +465,12 @@ DEMO_TASKS: tuple[DemoTask, ...] = (
         5,
         ("Leo", "David", "Karen"),
         (
-            ("Karen", "Let's do the two group counting game."),
-            (
-                "David",
-                "A Leader says a number, and the Follower of the other group says the next one.",
-            ),
+            ("Karen", "Let's warm up with the plus one game."),
+            ("David", "Leaders call numbers, and the opposite team's Follower adds one."),
             (
                 "Karen",
-                "Right. I am Group 1 Leader and David is Group 1 Follower. "
-                "Leo is Group 2 Leader, and AI Assistant is Group 2 Follower.",
+                "Right. Group 1 Leader, Karen, that's me. Group 1 Follower, David. "
+                "Group 2 Leader, Leo. Group 2 Follower, our AI Assistant.",
             ),
             ("Leo", "Sounds good. Here we go."),
             ("Leo", "9"),
@@ -480,16 +483,16 @@ DEMO_TASKS: tuple[DemoTask, ...] = (
         6,
         ("Ben", "Anna", "Karen"),
         (
-            ("Anna", "Time for the cross count game."),
+            ("Anna", "Time for a round of plus one."),
             (
                 "Ben",
-                "I will be Group 1 Leader, and AI Assistant is my Group 1 Follower. "
-                "Anna leads Group 2, with Karen as Group 2 Follower.",
+                "I call Group 1 Leader, and I pick the AI Assistant as my Group 1 Follower. "
+                "Anna runs Group 2 as Leader, with Karen as Group 2 Follower.",
             ),
             (
                 "Karen",
-                "So when Ben says a number, I add one, and when Anna says one, "
-                "the AI Assistant adds one.",
+                "So when Ben calls a number, I answer one higher, and when Anna calls one, "
+                "the AI Assistant answers one higher.",
             ),
             ("Ben", "Correct. Let's start."),
             ("Ben", "33"),
@@ -653,9 +656,29 @@ _FRICATIVES = set("sfhzvcx")
 _PLOSIVES = set("ptkbdgq")
 _SONORANTS = set("mnlrwj")
 
-_ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen \
-fifteen sixteen seventeen eighteen nineteen".split()
-_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+_ONES = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS = ["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 
 
 def _spoken(token: str) -> str:
@@ -754,7 +777,9 @@ def _render_word(word: str, voice: Voice, pitch: float, samples: int) -> np.ndar
     onset = 0
     if first in _FRICATIVES or spoken.startswith(("th", "sh", "ch")):
         onset = min(int(0.055 * sr), samples // 4)
-        out[:onset] = 0.28 * _noise(onset, seed, bright=True) * _envelope(onset, onset // 3, onset // 4)
+        out[:onset] = (
+            0.28 * _noise(onset, seed, bright=True) * _envelope(onset, onset // 3, onset // 4)
+        )
     elif first in _PLOSIVES:
         closure, burst = int(0.012 * sr), int(0.014 * sr)
         onset = min(closure + burst, samples // 4)
@@ -786,7 +811,9 @@ def _render_word(word: str, voice: Voice, pitch: float, samples: int) -> np.ndar
     if spoken.endswith(("s", "z", "ce", "x")) and samples > int(0.15 * sr):
         tail = int(0.045 * sr)
         out[-tail:] *= np.linspace(1, 0.2, tail)
-        out[-tail:] += 0.22 * _noise(tail, seed + 1, bright=True) * _envelope(tail, tail // 3, tail // 3)
+        out[-tail:] += (
+            0.22 * _noise(tail, seed + 1, bright=True) * _envelope(tail, tail // 3, tail // 3)
+        )
 
     out *= _envelope(samples, int(0.004 * sr), int(0.008 * sr))
     peak = np.max(np.abs(out)) or 1.0
@@ -926,7 +953,9 @@ def _agent_words(task: DemoTask, profile: str, rng: random.Random) -> list[_Word
 def _transcript(words: list[_Word] | tuple[_Word, ...]) -> dict:
     return {
         "text": " ".join(w.text for w in words),
-        "chunks": [{"text": w.text, "timestamp": [round(w.start, 2), round(w.end, 2)]} for w in words],
+        "chunks": [
+            {"text": w.text, "timestamp": [round(w.start, 2), round(w.end, 2)]} for w in words
+        ],
     }
 
 
@@ -1051,7 +1080,9 @@ def write_demo_manifest(directory: Path, *, name: str, system_type: str, **field
     manifest = demo_manifest(name=name, system_type=system_type, **fields)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    (directory / "manifest.json").write_text(
+        json.dumps(manifest, indent=2) + "\n", encoding="utf-8"
+    )
 
 
 def system_manifest(system: dict) -> dict:

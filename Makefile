@@ -1,0 +1,44 @@
+# Two commands do all set-up on a fresh clone: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install demo test lint check-migrations bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11 or newer is required") if sys.version_info < (3, 11) else None'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# The embedded default: SQLite and files under var/, a filesystem Celery broker, the offline judge.
+# A worker scores the demo submissions in the background while the site is served.
+demo: install
+	DJANGO_DEBUG=1 $(BIN)/python manage.py migrate --noinput
+	DJANGO_DEBUG=1 $(BIN)/python manage.py seed_demo
+	@echo "Floorboard demo on http://$(HOST):$(PORT)/ (Ctrl-C stops the site and the worker)"
+	@DJANGO_DEBUG=1 $(BIN)/celery -A config worker --pool=solo --loglevel=WARNING & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
+	DJANGO_DEBUG=1 $(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+check-migrations: install
+	$(BIN)/python manage.py makemigrations --check --dry-run
+
+bench: install
+	$(BIN)/python manage.py bench_scoring
+
+clean:
+	rm -rf $(VENV) var
