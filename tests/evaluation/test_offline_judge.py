@@ -34,33 +34,37 @@ COUNT_UP = (
 )
 WORD_GAME = "Two teams. When a Leader says a word, the other team's Follower answers with any word."
 
+# name: (the three human speakers, setup turns, the Leader whose turns the AI answers)
 PHRASINGS = {
     # speaker takes a role, names the AI, then addresses another; the last Follower named apart
     "take the role": (
+        ["Ben", "Karen", "Adam"],
         [
-            ("Leo", COUNT_UP),
+            ("Ben", COUNT_UP),
             (
-                "Leo",
-                "I will take the role of Group 1 Leader, and the AI Assistant will be the "
-                "Group 1 Follower. Emma, you are the Group 2 Leader.",
+                "Ben",
+                "I'll take the role of Group 1 Leader and the AI Assistant gets to be "
+                "Group 1 Follower. Karen, you are the Group 2 Leader.",
             ),
-            ("Emma", "So David follows me?"),
-            ("Leo", "Yes, David is Group 2 Follower. Start!"),
+            ("Karen", "So Adam follows me?"),
+            ("Ben", "Yes, Adam is Group 2 Follower. Start!"),
         ],
-        "Emma",
+        "Karen",
     ),
     "terse": (
+        ["Jack", "Mia", "Rose"],
         [
             ("Jack", COUNT_UP),
             (
                 "Jack",
-                "I am Group 1 Leader. AI assistant is Group 1 follower. Luke, you are Group 2 Leader.",
+                "I am Group 2 Leader. AI assistant is Group 2 follower. Mia, you are Group 1 Leader.",
             ),
-            ("Luke", "Fine by me."),
+            ("Mia", "Fine by me."),
         ],
-        "Luke",
+        "Mia",
     ),
     "led by": (
+        ["Ben", "Rose", "Mia"],
         [
             ("Ben", WORD_GAME),
             (
@@ -72,6 +76,7 @@ PHRASINGS = {
         "Mia",
     ),
     "lead and follow verbs": (
+        ["Anna", "Adam", "Karen"],
         [
             ("Anna", WORD_GAME),
             (
@@ -83,6 +88,7 @@ PHRASINGS = {
         "Adam",
     ),
     "parenthesised roles": (
+        ["Lily", "Jack", "Emma"],
         [
             ("Lily", COUNT_UP),
             (
@@ -94,6 +100,7 @@ PHRASINGS = {
         "Jack",
     ),
     "members first, roles after": (
+        ["David", "Rose", "Leo"],
         [
             ("David", WORD_GAME),
             (
@@ -107,6 +114,7 @@ PHRASINGS = {
         "Rose",
     ),
     "numbered roles": (
+        ["Luke", "Mia", "Leo"],
         [
             ("Luke", COUNT_UP),
             (
@@ -118,6 +126,7 @@ PHRASINGS = {
         "Mia",
     ),
     "my follower, your follower": (
+        ["Karen", "Ben", "Anna"],
         [
             ("Karen", WORD_GAME),
             ("Karen", "I'll take the lead for Group 1, and Ben, you are my Follower."),
@@ -126,6 +135,7 @@ PHRASINGS = {
         "Karen",
     ),
     "a hypothetical is not a role": (
+        ["Emma", "Adam", "Jack"],
         [
             ("Emma", COUNT_UP),
             ("Adam", "So if I'm a follower and the opposing leader says five, I say four?"),
@@ -142,28 +152,27 @@ PHRASINGS = {
 
 @pytest.mark.parametrize("name", sorted(PHRASINGS))
 def test_the_trigger_is_the_other_groups_leader(name):
-    setup, trigger = PHRASINGS[name]
-    everyone = list(dict.fromkeys(s for s, _ in setup))
-    for last in everyone:
-        respond, why = should_respond(task([*setup, (last, "7")]))
+    speakers, setup, trigger = PHRASINGS[name]
+    for last in speakers:
+        respond, why = should_respond(task([*setup, (last, "7")], speakers=speakers))
         assert respond is (last == trigger), (name, last, why)
 
 
 def test_reasoning_names_the_roles_and_the_trigger():
-    setup, _ = PHRASINGS["take the role"]
-    _, why = should_respond(task([*setup, ("Emma", "12")]))
-    assert "Group 1: Leader Leo, Follower AI Assistant" in why
-    assert "Group 2: Leader Emma, Follower David" in why
-    assert "the last speaker is Emma" in why
+    speakers, setup, _ = PHRASINGS["take the role"]
+    _, why = should_respond(task([*setup, ("Karen", "12")], speakers=speakers))
+    assert "Group 1: Leader Ben, Follower AI Assistant" in why
+    assert "Group 2: Leader Karen, Follower Adam" in why
+    assert "the last speaker is Karen" in why
 
 
 # --- turn-based: verdicts ---------------------------------------------------------------------
 
 
 def number_game(rule, last_speaker, last_number):
-    setup, _ = PHRASINGS["take the role"]
-    turns = [("Leo", rule), *setup[1:], ("Leo", "5"), ("David", "6"), (last_speaker, last_number)]
-    return task(turns)
+    speakers, setup, _ = PHRASINGS["take the role"]
+    turns = [("Ben", rule), *setup[1:], ("Ben", "5"), ("Adam", "6"), (last_speaker, last_number)]
+    return task(turns, speakers=speakers)
 
 
 @pytest.mark.parametrize(
@@ -178,7 +187,7 @@ def number_game(rule, last_speaker, last_number):
     ],
 )
 def test_number_game_expects_the_next_integer(response, consistent):
-    verdict, why = offline_verdict("turnbased", number_game(COUNT_UP, "Emma", "12"), response)
+    verdict, why = offline_verdict("turnbased", number_game(COUNT_UP, "Karen", "12"), response)
     assert verdict is consistent, why
 
 
@@ -186,23 +195,23 @@ def test_number_game_counting_down_and_in_words():
     down = (
         "Two groups. A Leader says a number, the other group's Follower says the previous integer."
     )
-    game = number_game(down, "Emma", "one hundred and one")
+    game = number_game(down, "Karen", "one hundred and one")
     assert offline_verdict("turnbased", game, "one hundred")[0] is True
     assert offline_verdict("turnbased", game, "100")[0] is True
     assert offline_verdict("turnbased", game, "102")[0] is False
 
 
 def test_word_game_takes_any_word():
-    setup, _ = PHRASINGS["led by"]
-    game = task([*setup, ("Rose", "River"), ("Ben", "Stone"), ("Mia", "Cloud")])
+    speakers, setup, _ = PHRASINGS["led by"]
+    game = task([*setup, ("Rose", "River"), ("Ben", "Stone"), ("Mia", "Cloud")], speakers=speakers)
     assert offline_verdict("turnbased", game, "Lantern")[0] is True
     assert offline_verdict("turnbased", game, "")[0] is False
     assert offline_verdict("turnbased", game, " ... ")[0] is False
 
 
 def test_silent_case_wants_an_empty_response():
-    setup, _ = PHRASINGS["led by"]
-    game = task([*setup, ("Rose", "River"), ("Ben", "Stone"), ("Rose", "Cloud")])
+    speakers, setup, _ = PHRASINGS["led by"]
+    game = task([*setup, ("Rose", "River"), ("Ben", "Stone"), ("Rose", "Cloud")], speakers=speakers)
     verdict, why = offline_verdict("turnbased", game, "")
     assert verdict is True and "stay silent" in why
     verdict, why = offline_verdict("turnbased", game, "Lantern")
@@ -286,10 +295,14 @@ def understanding(answer):
     [
         ("Leo", "That was Lioh, I believe.", True),
         ("Leo", "That was Lily.", False),
-        ("Vienna, Austria", "It came from Vienna in Austria.", True),
-        ("Vienna, Austria", "It is French, from Paris.", False),
-        ("Adults have about 206 bones.", "Around two hundred and six bones in adults.", True),
-        ("Adults have about 206 bones.", "Adults have about 208 bones.", False),
+        ("Lisbon, Portugal", "She moved to Lisbon in Portugal.", True),
+        ("Lisbon, Portugal", "She moved to Madrid.", False),
+        (
+            "The bridge is 1,280 meters long.",
+            "It is one thousand two hundred and eighty meters long.",
+            True,
+        ),
+        ("The bridge is 1,280 meters long.", "The bridge is 1,250 meters long.", False),
         ("Karen and Leo", "Karen and Leo did.", True),
         ("Karen and Leo", "Only Karen did.", False),
         ("That", "I think that.", True),
@@ -303,9 +316,9 @@ def test_understanding_keyword_heuristic(answer, response, correct):
 
 
 DEBATE = [
-    ("Adam", "Where did the croissant come from?"),
-    ("Emma", "Obviously France, it is the classic Parisian pastry."),
-    ("Karen", "I read it came from Vienna in Austria, after a siege."),
+    ("Adam", "Which planet in our solar system has the most moons?"),
+    ("Emma", "Jupiter, surely; it is the giant with those famous Galilean moons."),
+    ("Karen", "Saturn overtook it once astronomers counted the small irregular ones."),
     ("Adam", "AI Assistant, who is right?"),
 ]
 
@@ -313,10 +326,10 @@ DEBATE = [
 @pytest.mark.parametrize(
     ("response", "consistent"),
     [
-        ("Karen is right: it started in Vienna.", True),
-        ("I side with Emma, it is a Parisian classic from France.", True),
-        ("Emma is right, it began in Vienna.", False),  # Vienna was Karen's claim, not Emma's
-        ("It came from Vienna.", False),  # names no one
+        ("Karen is right: Saturn, counting the irregular moons.", True),
+        ("I side with Emma, it is Jupiter.", True),
+        ("Emma is right, it is Saturn.", False),  # Saturn was Karen's claim, not Emma's
+        ("It is Saturn.", False),  # names no one
         ("", False),
     ],
 )

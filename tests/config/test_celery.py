@@ -1,0 +1,54 @@
+"""The Celery app really loads the CELERY_* settings (namespace="CELERY")."""
+
+from config.celery import app
+
+
+def test_loaded_celery_configuration():
+    conf = app.conf
+    assert conf.task_acks_late is True
+    assert conf.task_reject_on_worker_lost is True
+    assert conf.task_serializer == "json"
+    assert conf.result_serializer == "json"
+    assert conf.accept_content == ["json"]
+    assert conf.worker_prefetch_multiplier == 1
+    assert conf.task_soft_time_limit == 3 * 3600
+    assert conf.task_time_limit == 3 * 3600 + 300
+    assert conf.task_time_limit > conf.task_soft_time_limit
+
+
+def test_redis_visibility_timeout_outlasts_the_time_limit(monkeypatch):
+    import subprocess
+    import sys
+
+    code = (
+        "import django, os; os.environ['CELERY_BROKER_URL']='redis://127.0.0.1:6379/0'; django.setup();"
+        "from config.celery import app; print(app.conf.broker_transport_options['visibility_timeout'], app.conf.task_time_limit)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True, text=True, check=True, env={"DJANGO_SETTINGS_MODULE": "config.settings", "PATH": ""},
+    ).stdout.split()
+    visibility, limit = map(int, out)
+    assert visibility > limit
+
+
+def test_pipeline_tasks_are_registered_with_late_acks():
+    from evaluation import tasks
+
+    for task in (tasks.ingest_submission, tasks.detect_submission, tasks.judge_submission):
+        assert task.name in app.tasks
+        assert task.acks_late and task.reject_on_worker_lost
+
+
+def test_env_helpers_fail_loudly(monkeypatch):
+    import pytest
+    from django.core.exceptions import ImproperlyConfigured
+
+    from config.env import env_bool, env_int
+
+    monkeypatch.setenv("X_FLAG", "maybe")
+    with pytest.raises(ImproperlyConfigured, match="X_FLAG='maybe' is not a boolean"):
+        env_bool("X_FLAG")
+    monkeypatch.setenv("X_NUM", "12x")
+    with pytest.raises(ImproperlyConfigured, match="X_NUM='12x' is not an integer"):
+        env_int("X_NUM", 1)
