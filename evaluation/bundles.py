@@ -18,8 +18,11 @@ from pathlib import Path, PurePosixPath
 # Entries that archivers add on their own; never part of a result bundle.
 IGNORED_PREFIXES = ("__MACOSX/",)
 IGNORED_NAMES = {".DS_Store", "Thumbs.db"}
-# Below this size a high compression ratio is normal (a file of silence, padding, whitespace).
+# Below this size a high compression ratio is normal (padding, whitespace).
 RATIO_CHECK_MIN_BYTES = 1024 * 1024
+# Digital silence compresses past 1000:1: an agent that never spoke leaves such WAVs. Audio is
+# exempt from the ratio test and bounded by the uncompressed-size cap alone.
+RATIO_EXEMPT_SUFFIXES = (".wav",)
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,7 @@ def scan_zip(
         return None, []
     entries: list[Entry] = []
     seen: set[str] = set()
-    total_uncompressed = total_compressed = 0
+    total_uncompressed = ratio_uncompressed = ratio_compressed = 0
     for info in archive.infolist():
         name = info.filename
         if name in seen:
@@ -129,14 +132,13 @@ def scan_zip(
             report.add("zip entry is encrypted", file=name)
             continue
         total_uncompressed += info.file_size
-        total_compressed += info.compress_size
-        if info.file_size >= RATIO_CHECK_MIN_BYTES and info.file_size > max_ratio * max(info.compress_size, 1):
-            report.add(
-                f"compression ratio {info.file_size / max(info.compress_size, 1):.0f}:1 exceeds "
-                f"the limit of {max_ratio:.0f}:1",
-                file=name,
-            )
-            continue
+        if not name.lower().endswith(RATIO_EXEMPT_SUFFIXES):
+            ratio = info.file_size / max(info.compress_size, 1)
+            if info.file_size >= RATIO_CHECK_MIN_BYTES and ratio > max_ratio:
+                report.add(f"compression ratio {ratio:.0f}:1 exceeds the limit of {max_ratio:.0f}:1", file=name)
+                continue
+            ratio_uncompressed += info.file_size
+            ratio_compressed += info.compress_size
         parts = PurePosixPath(name).parts
         if parts[-1] in IGNORED_NAMES:
             continue
@@ -158,9 +160,9 @@ def scan_zip(
             f"uncompressed size {total_uncompressed:,} bytes exceeds the limit of "
             f"{max_uncompressed:,} bytes"
         )
-    if total_uncompressed >= RATIO_CHECK_MIN_BYTES and total_uncompressed > max_ratio * max(total_compressed, 1):
+    if ratio_uncompressed >= RATIO_CHECK_MIN_BYTES and ratio_uncompressed > max_ratio * max(ratio_compressed, 1):
         report.add(
-            f"overall compression ratio {total_uncompressed / max(total_compressed, 1):.0f}:1 "
+            f"overall compression ratio {ratio_uncompressed / max(ratio_compressed, 1):.0f}:1 "
             f"exceeds the limit of {max_ratio:.0f}:1"
         )
     return archive, entries

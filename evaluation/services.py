@@ -112,7 +112,29 @@ def benchmark_import(
         )
         added.append(prompt.kind)
     _ensure_default_judges(benchmark)
+    if not is_demo:
+        reported_rows_load(benchmark=benchmark)
     return ImportSummary(benchmark, len(created), len(updated), added)
+
+
+def reported_rows_load(*, benchmark: Benchmark) -> int:
+    """Preload the numbers the benchmark's paper reports, labelled as such. Idempotent."""
+    plugin = get_plugin(benchmark.plugin)
+    loaded = 0
+    for name, system_type, results in plugin.reported_rows():
+        system, _ = System.objects.get_or_create(name=name, defaults={"system_type": system_type})
+        _, created = Submission.objects.update_or_create(
+            benchmark=benchmark,
+            system=system,
+            is_reported=True,
+            defaults={
+                "status": Submission.Status.SCORED,
+                "reported_source": plugin.REPORTED_SOURCE,
+                "reported_results": results,
+            },
+        )
+        loaded += created
+    return loaded
 
 
 def _ensure_default_judges(benchmark: Benchmark) -> None:

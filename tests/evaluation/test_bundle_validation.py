@@ -8,6 +8,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from evaluation.bundles import BundleRejected
 from evaluation.models import Submission, System, TaskResult
@@ -48,15 +49,18 @@ def write_zip(path: Path, files: dict[str, bytes], *, links=(), compression=zipf
     return path
 
 
-def assert_rejected(mpbench, path: Path, *fragments: str, allow_partial=False, media=None):
+def assert_rejected(mpbench, path: Path, *fragments: str, allow_partial=False):
+    systems_before = System.objects.count()
     with pytest.raises(BundleRejected) as caught:
         submission_create(benchmark=mpbench, bundle_path=path, system_name="Rejected", allow_partial=allow_partial)
     message = str(caught.value)
     for fragment in fragments:
         assert fragment in message, message
-    assert Submission.objects.count() == 0
-    assert System.objects.count() == 0
+    assert Submission.objects.filter(is_reported=False).count() == 0
+    assert System.objects.count() == systems_before
     assert TaskResult.objects.count() == 0
+    media = Path(settings.STORAGES["default"]["OPTIONS"]["location"])
+    assert not media.exists() or not any(p.is_file() for p in media.rglob("*"))
     return caught.value.report
 
 
@@ -174,9 +178,16 @@ def test_uncompressed_size_over_the_cap(mpbench, task_ids, tmp_path, settings):
 
 
 def test_compression_ratio_over_100(mpbench, task_ids, tmp_path):
-    bomb = b"RIFF\x00\x00\x00\x00WAVE" + b"\x00" * (20 * 1024 * 1024)
-    files = full_bundle(task_ids, extra={f"run/{first(task_ids)}/response.wav": bomb})
-    assert_rejected(mpbench, write_zip(tmp_path / "b.zip", files), "response.wav: compression ratio", "exceeds the limit of 100:1")
+    bomb = b'{"text": "' + b" " * (20 * 1024 * 1024) + b'"}'
+    files = full_bundle(task_ids, extra={f"run/{first(task_ids)}/combined.json": bomb})
+    assert_rejected(mpbench, write_zip(tmp_path / "b.zip", files), "combined.json: compression ratio", "exceeds the limit of 100:1")
+
+
+def test_silent_audio_compresses_far_past_100_and_is_accepted(mpbench, task_ids, tmp_path):
+    # 60 s of 16 kHz digital silence: what an agent that never spoke leaves behind.
+    silence = b"RIFF\x24\x4c\x1d\x00WAVEfmt " + b"\x00" * (60 * 32000)
+    files = full_bundle(task_ids, extra={f"run/{task}/response.wav": silence for task in task_ids[:5]})
+    assert submission_create(benchmark=mpbench, bundle_path=write_zip(tmp_path / "b.zip", files), system_name="Quiet")
 
 
 def test_wav_that_is_not_a_wav(mpbench, task_ids, tmp_path):
@@ -223,4 +234,4 @@ def test_stored_file_removed_when_the_transaction_fails(mpbench, task_ids, tmp_p
     with pytest.raises(RuntimeError):
         submission_create(benchmark=mpbench, bundle_path=path, system_name="Boom")
     media = Path(settings.STORAGES["default"]["OPTIONS"]["location"])
-    assert not list(media.rglob("*.zip")) and Submission.objects.count() == 0
+    assert not list(media.rglob("*.zip")) and Submission.objects.filter(is_reported=False).count() == 0

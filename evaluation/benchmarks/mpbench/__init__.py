@@ -4,6 +4,8 @@ from .bundle import BundleContents, accepts_file, is_task_folder, validate_conte
 from .detection import Detection, Evidence, collect_evidence, detect, probe_half_duplex
 from .importer import Source, SourceError, read_source
 from .offline import offline_verdict
+from .paper import SOURCE as REPORTED_SOURCE
+from .paper import reported_rows
 from .scoring import (
     CHANCE_PCT,
     KINDS,
@@ -29,6 +31,7 @@ __all__ = [
     "Evidence",
     "KINDS",
     "SCHEMA_NAME",
+    "REPORTED_SOURCE",
     "Source",
     "SourceError",
     "TaskOutcome",
@@ -43,6 +46,7 @@ __all__ = [
     "parse_verdict",
     "probe_half_duplex",
     "read_source",
+    "reported_rows",
     "response_for",
     "skips_judge",
     "validate_contents",
