@@ -40,3 +40,26 @@ def submission_summary(*, submission) -> dict:
         "failed_judgments": score.judgments_failed if score else 0,
         "error": submission.error or None,
     }
+
+
+def submission_progress(*, submission) -> dict:
+    """Counts behind the status line: tasks ingested, judgments finished and failed."""
+    from django.db.models import Count, Q
+
+    from evaluation.models import Judgment, TaskJudgment
+
+    links = TaskJudgment.objects.filter(task_result__submission=submission, judge_id=submission.judge_id)
+    counts = links.aggregate(
+        total=Count("pk"),
+        skipped=Count("pk", filter=Q(judgment__isnull=True)),
+        done=Count("pk", filter=Q(judgment__status=Judgment.Status.DONE)),
+        failed=Count("pk", filter=Q(judgment__status=Judgment.Status.FAILED)),
+    )
+    return {
+        "tasks_total": submission.benchmark.tasks.count(),
+        "tasks_ingested": submission.tasks_ingested,
+        "judgments_total": counts["total"] - counts["skipped"],
+        "judgments_done": counts["done"],
+        "judgments_failed": counts["failed"],
+        "empty_responses": counts["skipped"],
+    }

@@ -45,12 +45,10 @@ def leaderboard_judges(*, benchmark: Benchmark) -> list[Judge]:
 
 
 def default_judge(*, benchmark: Benchmark) -> Judge | None:
+    """The official judge where the benchmark has one (its board also carries the paper's
+    rows); otherwise the first judge that has scored something."""
     judges = leaderboard_judges(benchmark=benchmark)
-    scored = [j for j in judges if j.scores.exists()]
-    official = next((j for j in judges if j.is_official), None)
-    if official is not None and (official.scores.exists() or not scored):
-        return official
-    return scored[0] if scored else official
+    return judges[0] if judges else None
 
 
 def _rank_expressions(prefix: str):

@@ -5,5 +5,6 @@ from leaderboard import views
 urlpatterns = [
     path("", views.benchmark_list, name="benchmark-list"),
     path("benchmarks/<slug:slug>/", views.leaderboard_page, name="leaderboard"),
+    path("submissions/<int:pk>/", views.submission_page, name="submission"),
     path("api/benchmarks/<slug:slug>/leaderboard/", views.leaderboard_api, name="leaderboard-api"),
 ]

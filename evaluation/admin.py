@@ -1,0 +1,67 @@
+from django.contrib import admin, messages
+
+from evaluation.models import Benchmark, Judge, Judgment, PromptVersion, Score, Submission, System, Task
+from evaluation.services import judgments_retry_failed, submission_rescore
+
+
+@admin.register(Benchmark)
+class BenchmarkAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "plugin", "is_demo"]
+
+
+@admin.register(Task)
+class TaskAdmin(admin.ModelAdmin):
+    list_display = ["task_id", "benchmark", "family", "should_speak", "is_speaker_name"]
+    list_filter = ["benchmark", "family", "should_speak"]
+    search_fields = ["task_id"]
+
+
+@admin.register(PromptVersion)
+class PromptVersionAdmin(admin.ModelAdmin):
+    list_display = ["benchmark", "kind", "version", "sha256", "created_at"]
+    readonly_fields = ["benchmark", "kind", "version", "template", "schema", "sha256"]
+
+
+@admin.register(Judge)
+class JudgeAdmin(admin.ModelAdmin):
+    list_display = ["benchmark", "slug", "name", "provider", "is_official"]
+
+
+@admin.register(System)
+class SystemAdmin(admin.ModelAdmin):
+    list_display = ["name", "system_type", "organization"]
+    search_fields = ["name", "organization"]
+
+
+@admin.register(Submission)
+class SubmissionAdmin(admin.ModelAdmin):
+    list_display = ["pk", "system", "benchmark", "judge", "status", "is_partial", "is_reported", "created_at"]
+    list_filter = ["benchmark", "status", "is_reported", "is_partial"]
+    actions = ["retry_failed", "rescore"]
+
+    @admin.action(description="Retry failed judgments")
+    def retry_failed(self, request, queryset):
+        total = sum(judgments_retry_failed(submission=s) for s in queryset.filter(is_reported=False))
+        self.message_user(request, f"{total} failed judgment(s) queued again", messages.SUCCESS)
+
+    @admin.action(description="Re-score (cached judgments make no call)")
+    def rescore(self, request, queryset):
+        items = list(queryset.filter(is_reported=False))
+        for submission in items:
+            submission_rescore(submission=submission)
+        self.message_user(request, f"{len(items)} submission(s) queued for re-scoring", messages.SUCCESS)
+
+
+@admin.register(Judgment)
+class JudgmentAdmin(admin.ModelAdmin):
+    list_display = ["pk", "kind", "model", "status", "verdict", "attempts", "latency_ms", "completed_at"]
+    list_filter = ["status", "kind", "provider"]
+    search_fields = ["prompt_sha256", "judge_identity"]
+
+    def has_change_permission(self, request, obj=None):
+        return False  # judgments are data; retry them, never edit them
+
+
+@admin.register(Score)
+class ScoreAdmin(admin.ModelAdmin):
+    list_display = ["submission", "judge", "judgments_total", "judgments_failed", "computed_at"]

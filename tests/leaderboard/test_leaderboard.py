@@ -1,0 +1,111 @@
+"""The first leaderboard: Table 3 layout, ranking, paper rows, offline scores kept apart."""
+
+import pytest
+from django.contrib.auth.models import User
+
+from config.celery import app as celery_app
+from evaluation.models import Submission
+from evaluation.services import judgments_retry_failed, submission_create
+from tests.conftest import copy_examples, zip_tree
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def eager():
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = False
+
+
+@pytest.fixture
+def scored_offline(eager, mpbench, mpbench_dir, tmp_path):
+    bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / "ex"), tmp_path / "b.zip")
+    offline = mpbench.judges.get(slug="offline")
+    return submission_create(
+        benchmark=mpbench, bundle_path=bundle, system_name="Offline Agent", judge=offline, allow_partial=True
+    )
+
+
+def test_official_board_shows_paper_rows_ranked(client, mpbench):
+    data = client.get("/api/benchmarks/mp-bench/leaderboard/").json()
+    assert data["judge"]["slug"] == "official"
+    assert data["chance_pct"] == {"spk_name_acc": 33.3, "turnbased.tt_acc": 50.0}
+    names = [e["system"] for e in data["entries"]]
+    # Ranked by overall understanding accuracy (Table 3): 87.48, 73.30, 34.44, 32.60, ...
+    assert names[:4] == ["Gemini-3.1-Pro (SpkD-ASR)", "Gemini-3.1-Pro", "Qwen3-Omni", "Covo-Audio"]
+    assert names[-1] == "Freeze-Omni"  # 0.18
+    assert [e["rank"] for e in data["entries"]] == list(range(1, 15))
+    moshi = next(e for e in data["entries"] if e["system"] == "Moshi")
+    assert moshi["flags"]["reported_in_paper"] and not moshi["flags"]["verified"]
+    assert moshi["results"]["turnbased"]["app_acc"]["pct"] == 28.12
+    assert moshi["results"]["discussion"]["latency_s"] == 0.5
+
+    page = client.get("/benchmarks/mp-bench/").content.decode()
+    assert "reported in paper" in page and "chance 33.3%" in page and "chance 50.0%" in page
+    assert page.index("Gemini-3.1-Pro (SpkD-ASR)") < page.index("Freeze-Omni")
+    for header in ("Understanding", "Discussion", "Turn-based", "Spk Name Acc", "App Acc", "Lat (s)"):
+        assert header in page
+
+
+def test_offline_scores_are_labelled_and_never_mixed(client, scored_offline):
+    official = client.get("/api/benchmarks/mp-bench/leaderboard/").json()
+    assert "Offline Agent" not in [e["system"] for e in official["entries"]]
+    assert official["judges"] == ["official", "offline"]
+
+    offline = client.get("/api/benchmarks/mp-bench/leaderboard/?judge=offline").json()
+    assert [e["system"] for e in offline["entries"]] == ["Offline Agent"]
+    entry = offline["entries"][0]
+    assert entry["flags"] == {"verified": True, "reported_in_paper": False, "incomplete": True, "offline_judge": True}
+    assert entry["submission"] == scored_offline.pk
+    page = client.get("/benchmarks/mp-bench/?judge=offline").content.decode()
+    assert "offline judge" in page and "incomplete bundle" in page and "reported in paper" not in page
+    assert client.get("/benchmarks/mp-bench/?judge=nobody").status_code == 404
+
+
+def test_newest_submission_per_system(client, eager, mpbench, mpbench_dir, tmp_path, scored_offline):
+    bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / "again"), tmp_path / "c.zip")
+    newer = submission_create(
+        benchmark=mpbench, bundle_path=bundle, system_name="Offline Agent",
+        judge=mpbench.judges.get(slug="offline"), allow_partial=True,
+    )
+    entries = client.get("/api/benchmarks/mp-bench/leaderboard/?judge=offline").json()["entries"]
+    assert [e["submission"] for e in entries] == [newer.pk]
+
+
+def test_unfinished_submissions_are_not_ranked(client, mpbench, mpbench_dir, tmp_path):
+    bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / "ex"), tmp_path / "b.zip")
+    queued = submission_create(
+        benchmark=mpbench, bundle_path=bundle, system_name="Queued", judge=mpbench.judges.get(slug="offline"), allow_partial=True
+    )
+    assert Submission.objects.get(pk=queued.pk).status == "queued"
+    # The offline judge has scored nothing yet, so it is not even offered.
+    assert client.get("/api/benchmarks/mp-bench/leaderboard/?judge=offline").status_code == 404
+    official = client.get("/api/benchmarks/mp-bench/leaderboard/").json()
+    assert "Queued" not in [e["system"] for e in official["entries"]]
+
+
+def test_submission_page_shows_progress_scores_and_audio(client, scored_offline, mpbench_dir, tmp_path, eager, mpbench):
+    page = client.get(f"/submissions/{scored_offline.pk}/").content.decode()
+    assert "Status: <strong>scored</strong>" in page
+    assert "Tasks ingested: 3 / 927" in page
+    assert "incomplete bundle: 924 tasks missing" in page
+    assert "scenario_argument-diag_1001-tier_2-task_0" in page
+    assert client.get("/submissions/999999/").status_code == 404
+
+
+def test_benchmark_list(client, mpbench):
+    page = client.get("/").content.decode()
+    assert 'href="/benchmarks/mp-bench/"' in page
+
+
+def test_admin_retry_action(client, scored_offline):
+    admin = User.objects.create_superuser("staff", "staff@example.org", "pw")
+    client.force_login(admin)
+    response = client.post(
+        "/admin/evaluation/submission/",
+        {"action": "retry_failed", "_selected_action": [scored_offline.pk]},
+        follow=True,
+    )
+    assert "0 failed judgment(s) queued again" in response.content.decode()
+    assert judgments_retry_failed(submission=scored_offline) == 0
