@@ -41,6 +41,7 @@ from evaluation.models import (
     TaskResult,
 )
 from evaluation.selectors import current_prompts, task_spec
+from evaluation.throttle import EndpointSlots
 
 logger = logging.getLogger(__name__)
 
@@ -468,6 +469,17 @@ def judge_client(judge: Judge):
     raise ValueError(f"judge {judge} makes no calls")
 
 
+def judge_slots(judge: Judge, client, limit: int) -> EndpointSlots:
+    """Calls in flight to this endpoint, across all workers, stay within the judge's limit."""
+    broker = settings.CELERY_BROKER_URL
+    return EndpointSlots(
+        endpoint=f"{judge.provider}:{client.base_url}",
+        limit=limit,
+        redis_url=broker if broker.startswith(("redis://", "rediss://")) else None,
+        lease_seconds=settings.JUDGE_TIMEOUT_SECONDS + 30,
+    )
+
+
 def _claim_judgment(judgment_id: int) -> Judgment | None:
     """Take a pending judgment, or one whose worker's lease ran out (that worker died)."""
     now = timezone.now()
@@ -489,13 +501,19 @@ class _CallOutcome:
     seconds: float
 
 
-def _call(client, judgment: Judgment, params: dict) -> _CallOutcome:
+def _call(client, slots: EndpointSlots, judgment: Judgment, params: dict) -> _CallOutcome:
     started = time.monotonic()
+
+    def attempt() -> JudgeReply:
+        # One slot per HTTP attempt: backoff sleeps between retries hold none.
+        with slots.slot():
+            return client.complete(
+                model=judgment.model, prompt=judgment.prompt, schema=judgment.prompt_version.schema, params=params
+            )
+
     try:
         reply, attempts = call_with_retries(
-            lambda: client.complete(
-                model=judgment.model, prompt=judgment.prompt, schema=judgment.prompt_version.schema, params=params
-            ),
+            attempt,
             max_attempts=settings.JUDGE_MAX_ATTEMPTS,
             backoff_base=settings.JUDGE_BACKOFF_BASE_SECONDS,
             backoff_max=settings.JUDGE_BACKOFF_MAX_SECONDS,
@@ -541,6 +559,7 @@ def judgments_run(*, judge: Judge, judgment_ids: list[int]) -> None:
     params = judge.sampling_params()
     limit = judge.concurrency or settings.JUDGE_CONCURRENCY
     client = judge_client(judge)
+    slots = judge_slots(judge, client, limit)
     remaining = list(reversed(judgment_ids))
     try:
         with ThreadPoolExecutor(max_workers=limit, thread_name_prefix="judge") as pool:
@@ -552,7 +571,7 @@ def judgments_run(*, judge: Judge, judgment_ids: list[int]) -> None:
                         judgment_id = remaining.pop()
                         judgment = _claim_judgment(judgment_id)
                         if judgment is not None:
-                            in_flight[pool.submit(_call, client, judgment, params)] = judgment
+                            in_flight[pool.submit(_call, client, slots, judgment, params)] = judgment
                         elif Judgment.objects.filter(pk=judgment_id, status=Judgment.Status.RUNNING).exists():
                             waiting.append(judgment_id)  # another worker holds it; check back
                     if in_flight:

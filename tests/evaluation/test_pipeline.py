@@ -3,6 +3,8 @@ judge server: prompts byte for byte, retries, cache, partial bundles, the table 
 
 import json
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -242,3 +244,25 @@ def test_offline_judge_needs_no_server(eager, mpbench, mpbench_dir, tmp_path):
     assert submission.status == "scored"
     assert TaskResult.objects.filter(submission=submission, spoke=True).count() == 3
     assert all(j.provider == Judge.Provider.OFFLINE for j in Judgment.objects.all())
+
+
+def test_concurrency_per_judge_is_bounded(eager, official, judge_server, mpbench_dir, tmp_path):
+    official.concurrency = 4
+    official.save()
+    lock = threading.Lock()
+    state = {"now": 0, "peak": 0}
+
+    def responder(body, call):
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        time.sleep(0.02)
+        with lock:
+            state["now"] -= 1
+        return 200, {}, completion('{"consistent": false, "reasoning": "x"}')
+
+    judge_server.responder = responder
+    bundle = single_task_zip(mpbench_dir, tmp_path, EXAMPLE_D)
+    submission_create(benchmark=official.benchmark, bundle_path=bundle, system_name="Busy", judge=official, allow_partial=True)
+    assert len(judge_server.requests) > 100
+    assert state["peak"] == 4

@@ -1,0 +1,100 @@
+"""Bundles and task files on S3-compatible storage: a moto server speaking HTTP on loopback."""
+
+import socket
+import subprocess
+import sys
+import time
+
+import boto3
+import pytest
+
+from config.celery import app as celery_app
+from evaluation.models import TaskResult
+from evaluation.services import submission_create
+from tests.conftest import copy_examples, zip_tree
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3_server():
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "moto server did not start"
+            time.sleep(0.1)
+    yield url
+    process.terminate()
+    process.wait(10)
+
+
+@pytest.fixture
+def s3_storage(s3_server, settings, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
+    client = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test")
+    bucket = f"floorboard-{time.monotonic_ns()}"
+    client.create_bucket(Bucket=bucket)
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {
+                "bucket_name": bucket,
+                "endpoint_url": s3_server,
+                "region_name": "us-east-1",
+                "access_key": "test",
+                "secret_key": "test",
+                "file_overwrite": True,
+                "querystring_expire": 300,
+            },
+        },
+    }
+    celery_app.conf.task_always_eager = True
+    yield client, bucket
+    celery_app.conf.task_always_eager = False
+
+
+def test_pipeline_reads_and_writes_through_s3(s3_storage, mpbench, mpbench_dir, tmp_path):
+    client, bucket = s3_storage
+    run = copy_examples(mpbench_dir, tmp_path / "run")
+    (run / "scenario_argument-diag_1001-tier_2-task_0" / "response.wav").write_bytes(b"RIFF\x24\x00\x00\x00WAVEfmt " + b"\x01" * 64)
+    bundle = zip_tree(run, tmp_path / "bundle.zip")
+    submission = submission_create(
+        benchmark=mpbench, bundle_path=bundle, system_name="On S3", judge=mpbench.judges.get(slug="offline"), allow_partial=True
+    )
+    submission.refresh_from_db()
+    assert submission.status == "scored", submission.error
+    keys = {obj["Key"] for obj in client.list_objects_v2(Bucket=bucket)["Contents"]}
+    assert submission.bundle.name in keys
+    assert f"submissions/{submission.pk}/scenario_argument-diag_1001-tier_2-task_0/response.wav" in keys
+    stored = client.get_object(Bucket=bucket, Key=submission.bundle.name)["Body"].read()
+    assert stored == bundle.read_bytes()
+    row = TaskResult.objects.get(submission=submission, task__task_id="scenario_argument-diag_1001-tier_2-task_0")
+    assert row.latency == 4.8 and row.post_text.startswith("Sure, the Lamborghini")
+
+
+def test_rejected_bundle_writes_nothing_to_s3(s3_storage, mpbench, tmp_path):
+    client, bucket = s3_storage
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(b"nope")
+    from evaluation.bundles import BundleRejected
+
+    with pytest.raises(BundleRejected):
+        submission_create(benchmark=mpbench, bundle_path=bad, system_name="Bad")
+    assert client.list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0
