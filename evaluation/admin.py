@@ -1,6 +1,15 @@
 from django.contrib import admin, messages
 
-from evaluation.models import Benchmark, Judge, Judgment, PromptVersion, Score, Submission, System, Task
+from evaluation.models import (
+    Benchmark,
+    Judge,
+    Judgment,
+    PromptVersion,
+    Score,
+    Submission,
+    System,
+    Task,
+)
 from evaluation.services import judgments_retry_failed, submission_rescore
 
 
@@ -35,13 +44,24 @@ class SystemAdmin(admin.ModelAdmin):
 
 @admin.register(Submission)
 class SubmissionAdmin(admin.ModelAdmin):
-    list_display = ["pk", "system", "benchmark", "judge", "status", "is_partial", "is_reported", "created_at"]
+    list_display = [
+        "pk",
+        "system",
+        "benchmark",
+        "judge",
+        "status",
+        "is_partial",
+        "is_reported",
+        "created_at",
+    ]
     list_filter = ["benchmark", "status", "is_reported", "is_partial"]
     actions = ["retry_failed", "rescore"]
 
     @admin.action(description="Retry failed judgments")
     def retry_failed(self, request, queryset):
-        total = sum(judgments_retry_failed(submission=s) for s in queryset.filter(is_reported=False))
+        total = sum(
+            judgments_retry_failed(submission=s) for s in queryset.filter(is_reported=False)
+        )
         self.message_user(request, f"{total} failed judgment(s) queued again", messages.SUCCESS)
 
     @admin.action(description="Re-score (cached judgments make no call)")
@@ -49,12 +69,23 @@ class SubmissionAdmin(admin.ModelAdmin):
         items = list(queryset.filter(is_reported=False))
         for submission in items:
             submission_rescore(submission=submission)
-        self.message_user(request, f"{len(items)} submission(s) queued for re-scoring", messages.SUCCESS)
+        self.message_user(
+            request, f"{len(items)} submission(s) queued for re-scoring", messages.SUCCESS
+        )
 
 
 @admin.register(Judgment)
 class JudgmentAdmin(admin.ModelAdmin):
-    list_display = ["pk", "kind", "model", "status", "verdict", "attempts", "latency_ms", "completed_at"]
+    list_display = [
+        "pk",
+        "kind",
+        "model",
+        "status",
+        "verdict",
+        "attempts",
+        "latency_ms",
+        "completed_at",
+    ]
     list_filter = ["status", "kind", "provider"]
     search_fields = ["prompt_sha256", "judge_identity"]
 

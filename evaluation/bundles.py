@@ -65,7 +65,8 @@ class BundleRejected(Exception):
         lines = [str(p) for p in report.problems]
         shown = lines[:50] + ([f"... and {len(lines) - 50} more"] if len(lines) > 50 else [])
         super().__init__(
-            f"bundle rejected: {len(lines)} problem(s)\n" + "\n".join(f"  - {line}" for line in shown)
+            f"bundle rejected: {len(lines)} problem(s)\n"
+            + "\n".join(f"  - {line}" for line in shown)
         )
 
 
@@ -135,7 +136,10 @@ def scan_zip(
         if not name.lower().endswith(RATIO_EXEMPT_SUFFIXES):
             ratio = info.file_size / max(info.compress_size, 1)
             if info.file_size >= RATIO_CHECK_MIN_BYTES and ratio > max_ratio:
-                report.add(f"compression ratio {ratio:.0f}:1 exceeds the limit of {max_ratio:.0f}:1", file=name)
+                report.add(
+                    f"compression ratio {ratio:.0f}:1 exceeds the limit of {max_ratio:.0f}:1",
+                    file=name,
+                )
                 continue
             ratio_uncompressed += info.file_size
             ratio_compressed += info.compress_size
@@ -160,7 +164,9 @@ def scan_zip(
             f"uncompressed size {total_uncompressed:,} bytes exceeds the limit of "
             f"{max_uncompressed:,} bytes"
         )
-    if ratio_uncompressed >= RATIO_CHECK_MIN_BYTES and ratio_uncompressed > max_ratio * max(ratio_compressed, 1):
+    if ratio_uncompressed >= RATIO_CHECK_MIN_BYTES and ratio_uncompressed > max_ratio * max(
+        ratio_compressed, 1
+    ):
         report.add(
             f"overall compression ratio {ratio_uncompressed / max(ratio_compressed, 1):.0f}:1 "
             f"exceeds the limit of {max_ratio:.0f}:1"
@@ -187,7 +193,10 @@ def zip_directory(directory: Path) -> Path:
                     info.external_attr = (stat.S_IFLNK | 0o777) << 16
                     archive.writestr(info, os.readlink(path))
                 elif path.is_file():
-                    with open(path, "rb") as source, archive.open(arcname, "w", force_zip64=True) as sink:
+                    with (
+                        open(path, "rb") as source,
+                        archive.open(arcname, "w", force_zip64=True) as sink,
+                    ):
                         shutil.copyfileobj(source, sink, 1024 * 1024)
     return target
 

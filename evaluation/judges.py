@@ -124,7 +124,10 @@ class GeminiClient:
             config["topP"] = params["top_p"]
         if "max_completion_tokens" in params:
             config["maxOutputTokens"] = params["max_completion_tokens"]
-        return {"contents": [{"role": "user", "parts": [{"text": prompt}]}], "generationConfig": config}
+        return {
+            "contents": [{"role": "user", "parts": [{"text": prompt}]}],
+            "generationConfig": config,
+        }
 
     def complete(self, *, model: str, prompt: str, schema: dict, params: dict) -> JudgeReply:
         data = _post(

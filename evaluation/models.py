@@ -32,7 +32,9 @@ class Task(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["benchmark", "task_id"], name="task_unique_per_benchmark")
+            models.UniqueConstraint(
+                fields=["benchmark", "task_id"], name="task_unique_per_benchmark"
+            )
         ]
         ordering = ["task_id"]
 
@@ -53,7 +55,9 @@ class PromptVersion(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["benchmark", "kind", "version"], name="prompt_version_unique"),
+            models.UniqueConstraint(
+                fields=["benchmark", "kind", "version"], name="prompt_version_unique"
+            ),
         ]
         ordering = ["kind", "-version"]
 
@@ -79,11 +83,17 @@ class Judge(models.Model):
     temperature = models.FloatField(default=0.0)
     top_p = models.FloatField(default=1.0)
     max_completion_tokens = models.PositiveIntegerField(default=4096)
-    concurrency = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: JUDGE_CONCURRENCY")
+    concurrency = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Empty: JUDGE_CONCURRENCY"
+    )
     is_official = models.BooleanField(default=False)
     # USD per million tokens, for the cost shown beside token counts.
-    price_input_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
-    price_output_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
+    price_input_per_mtok = models.DecimalField(
+        max_digits=10, decimal_places=4, null=True, blank=True
+    )
+    price_output_per_mtok = models.DecimalField(
+        max_digits=10, decimal_places=4, null=True, blank=True
+    )
 
     class Meta:
         constraints = [
@@ -117,7 +127,9 @@ class System(models.Model):
         TEXT_LLM = "text-llm", "Text LLM"
 
     name = models.CharField(max_length=200, unique=True)
-    system_type = models.CharField(max_length=20, choices=SystemType.choices, default=SystemType.REALTIME)
+    system_type = models.CharField(
+        max_length=20, choices=SystemType.choices, default=SystemType.REALTIME
+    )
     organization = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
     metadata = models.JSONField(default=dict, blank=True, help_text="manifest.json of its bundles")
@@ -138,7 +150,9 @@ class Submission(models.Model):
 
     benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="submissions")
     system = models.ForeignKey(System, on_delete=models.PROTECT, related_name="submissions")
-    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="submissions", null=True)
+    judge = models.ForeignKey(
+        Judge, on_delete=models.PROTECT, related_name="submissions", null=True
+    )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
     error = models.TextField(blank=True)
     bundle = models.FileField(upload_to="bundles/", blank=True)
@@ -166,7 +180,9 @@ class Submission(models.Model):
 class TaskResult(models.Model):
     """One task of one submission: where its files are and what detection decided."""
 
-    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="task_results")
+    submission = models.ForeignKey(
+        Submission, on_delete=models.CASCADE, related_name="task_results"
+    )
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="results")
     files = models.JSONField(default=dict, help_text="relative name -> storage key")
     detected = models.BooleanField(default=False)
@@ -218,7 +234,9 @@ class Judgment(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["judge_identity", "prompt_sha256"], name="judgment_cache_key")
+            models.UniqueConstraint(
+                fields=["judge_identity", "prompt_sha256"], name="judgment_cache_key"
+            )
         ]
         indexes = [models.Index(fields=["status", "lease_until"])]
 
@@ -229,14 +247,18 @@ class Judgment(models.Model):
 class TaskJudgment(models.Model):
     """Which judgment decided one kind for one task under one judge (none: empty response)."""
 
-    task_result = models.ForeignKey(TaskResult, on_delete=models.CASCADE, related_name="task_judgments")
+    task_result = models.ForeignKey(
+        TaskResult, on_delete=models.CASCADE, related_name="task_judgments"
+    )
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=50)
     judgment = models.ForeignKey(Judgment, on_delete=models.PROTECT, null=True, related_name="uses")
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["task_result", "judge", "kind"], name="task_judgment_unique")
+            models.UniqueConstraint(
+                fields=["task_result", "judge", "kind"], name="task_judgment_unique"
+            )
         ]
 
     def __str__(self) -> str:

@@ -48,7 +48,9 @@ def submission_progress(*, submission) -> dict:
 
     from evaluation.models import Judgment, TaskJudgment
 
-    links = TaskJudgment.objects.filter(task_result__submission=submission, judge_id=submission.judge_id)
+    links = TaskJudgment.objects.filter(
+        task_result__submission=submission, judge_id=submission.judge_id
+    )
     counts = links.aggregate(
         total=Count("pk"),
         skipped=Count("pk", filter=Q(judgment__isnull=True)),

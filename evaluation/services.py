@@ -83,7 +83,14 @@ def benchmark_import(
     )
     existing = {task.task_id: task for task in benchmark.tasks.all()}
     created, updated = [], []
-    fields = ["family", "should_speak", "metatranscript", "question_text", "answer_text", "is_speaker_name"]
+    fields = [
+        "family",
+        "should_speak",
+        "metatranscript",
+        "question_text",
+        "answer_text",
+        "is_speaker_name",
+    ]
     for spec in source.tasks:
         values = {field: getattr(spec, field) for field in fields}
         task = existing.get(spec.task_id)
@@ -205,7 +212,9 @@ def submission_create(
 ) -> Submission:
     """Validate, then store the bundle and queue it. A rejected bundle raises BundleRejected and
     leaves no row and no file behind."""
-    report, contents = bundle_validate(benchmark=benchmark, path=bundle_path, allow_partial=allow_partial)
+    report, contents = bundle_validate(
+        benchmark=benchmark, path=bundle_path, allow_partial=allow_partial
+    )
     if not report.ok:
         raise BundleRejected(report)
     if judge is None:
@@ -219,7 +228,9 @@ def submission_create(
             system, created = System.objects.get_or_create(
                 name=system_name,
                 defaults={
-                    "system_type": system_type or contents.manifest.get("system_type") or System.SystemType.REALTIME,
+                    "system_type": system_type
+                    or contents.manifest.get("system_type")
+                    or System.SystemType.REALTIME,
                     "organization": str(contents.manifest.get("organization", ""))[:200],
                     "metadata": contents.manifest,
                 },
@@ -238,7 +249,9 @@ def submission_create(
                 bundle_size=size,
             )
             with open(bundle_path, "rb") as handle:
-                stored_name = default_storage.save(f"bundles/{submission.pk}-{sha[:16]}.zip", File(handle))
+                stored_name = default_storage.save(
+                    f"bundles/{submission.pk}-{sha[:16]}.zip", File(handle)
+                )
             submission.bundle.name = stored_name
             submission.save(update_fields=["bundle"])
             _enqueue_on_commit("ingest_submission", submission.pk)
@@ -279,7 +292,11 @@ def _task_file_key(submission: Submission, task_id: str, relative: str) -> str:
 def submission_ingest(*, submission_id: int) -> bool:
     """Copy every accepted file out of the stored zip into storage, streaming, and create one
     TaskResult per task of the benchmark (missing tasks get one with no files)."""
-    if not _claim_stage(submission_id, from_statuses=[Submission.Status.QUEUED], to_status=Submission.Status.INGESTING):
+    if not _claim_stage(
+        submission_id,
+        from_statuses=[Submission.Status.QUEUED],
+        to_status=Submission.Status.INGESTING,
+    ):
         return False
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     plugin = get_plugin(submission.benchmark.plugin)
@@ -309,7 +326,9 @@ def submission_ingest(*, submission_id: int) -> bool:
                 if entry.task not in done_tasks:
                     done_tasks.add(entry.task)
                     if len(done_tasks) % 100 == 0:
-                        Submission.objects.filter(pk=submission_id).update(tasks_ingested=len(done_tasks))
+                        Submission.objects.filter(pk=submission_id).update(
+                            tasks_ingested=len(done_tasks)
+                        )
     rows = [
         TaskResult(submission_id=submission_id, task_id=task_pk, files=files[task_id])
         for task_id, task_pk in tasks.items()
@@ -359,7 +378,16 @@ def submission_detect(*, submission_id: int) -> bool:
         row.latency = found.latency
         row.input_end = found.input_end
         row.turn_taking_correct = found.spoke == row.task.should_speak
-    fields = ["detected", "spoke", "spoke_via", "post_text", "full_text", "latency", "input_end", "turn_taking_correct"]
+    fields = [
+        "detected",
+        "spoke",
+        "spoke_via",
+        "post_text",
+        "full_text",
+        "latency",
+        "input_end",
+        "turn_taking_correct",
+    ]
     with transaction.atomic():
         TaskResult.objects.bulk_update(results, fields, batch_size=SQL_IN_BATCH)
         Submission.objects.filter(pk=submission_id).update(
@@ -377,7 +405,9 @@ def judge_identity(*, judge: Judge, kind: str, prompt: PromptVersion) -> str:
     model = OFFLINE_MODEL if judge.is_offline else judge.models_by_kind[kind]
     endpoint = f"@{judge.base_url}" if judge.base_url else ""
     params = json.dumps(judge.sampling_params(), sort_keys=True, separators=(",", ":"))
-    return f"{judge.provider}{endpoint}|{model}|{params}|{kind}@v{prompt.version}:{prompt.sha256[:12]}"
+    return (
+        f"{judge.provider}{endpoint}|{model}|{params}|{kind}@v{prompt.version}:{prompt.sha256[:12]}"
+    )
 
 
 def judgments_prepare(*, submission: Submission, judge: Judge) -> list[int]:
@@ -428,7 +458,9 @@ def judgments_prepare(*, submission: Submission, judge: Judge) -> list[int]:
                     needs_call.append(pk)
     TaskJudgment.objects.bulk_create(
         [
-            TaskJudgment(task_result_id=row_pk, judge=judge, kind=kind, judgment_id=ids[key] if key else None)
+            TaskJudgment(
+                task_result_id=row_pk, judge=judge, kind=kind, judgment_id=ids[key] if key else None
+            )
             for row_pk, kind, key in links
         ],
         batch_size=SQL_IN_BATCH,
@@ -485,8 +517,14 @@ def _claim_judgment(judgment_id: int) -> Judgment | None:
     now = timezone.now()
     claimed = (
         Judgment.objects.filter(pk=judgment_id)
-        .filter(Q(status=Judgment.Status.PENDING) | Q(status=Judgment.Status.RUNNING, lease_until__lt=now))
-        .update(status=Judgment.Status.RUNNING, lease_until=now + timedelta(seconds=settings.JUDGE_LEASE_SECONDS))
+        .filter(
+            Q(status=Judgment.Status.PENDING)
+            | Q(status=Judgment.Status.RUNNING, lease_until__lt=now)
+        )
+        .update(
+            status=Judgment.Status.RUNNING,
+            lease_until=now + timedelta(seconds=settings.JUDGE_LEASE_SECONDS),
+        )
     )
     if not claimed:
         return None
@@ -508,7 +546,10 @@ def _call(client, slots: EndpointSlots, judgment: Judgment, params: dict) -> _Ca
         # One slot per HTTP attempt: backoff sleeps between retries hold none.
         with slots.slot():
             return client.complete(
-                model=judgment.model, prompt=judgment.prompt, schema=judgment.prompt_version.schema, params=params
+                model=judgment.model,
+                prompt=judgment.prompt,
+                schema=judgment.prompt_version.schema,
+                params=params,
             )
 
     try:
@@ -545,7 +586,9 @@ def _record(judgment: Judgment, outcome: _CallOutcome, plugin) -> None:
             reasoning=reasoning,
             # An answer without a boolean verdict is no verdict: failed, and retryable on request.
             status=Judgment.Status.DONE if verdict is not None else Judgment.Status.FAILED,
-            error="" if verdict is not None else f"answer has no boolean '{plugin.VERDICT_KEYS[judgment.kind]}'",
+            error=""
+            if verdict is not None
+            else f"answer has no boolean '{plugin.VERDICT_KEYS[judgment.kind]}'",
         )
     Judgment.objects.filter(pk=judgment.pk, status=Judgment.Status.RUNNING).update(**values)
 
@@ -571,8 +614,12 @@ def judgments_run(*, judge: Judge, judgment_ids: list[int]) -> None:
                         judgment_id = remaining.pop()
                         judgment = _claim_judgment(judgment_id)
                         if judgment is not None:
-                            in_flight[pool.submit(_call, client, slots, judgment, params)] = judgment
-                        elif Judgment.objects.filter(pk=judgment_id, status=Judgment.Status.RUNNING).exists():
+                            in_flight[pool.submit(_call, client, slots, judgment, params)] = (
+                                judgment
+                            )
+                        elif Judgment.objects.filter(
+                            pk=judgment_id, status=Judgment.Status.RUNNING
+                        ).exists():
                             waiting.append(judgment_id)  # another worker holds it; check back
                     if in_flight:
                         finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
@@ -595,7 +642,11 @@ def submission_judge(*, submission_id: int, judge_id: int) -> Score:
     if primary:
         _claim_stage(
             submission_id,
-            from_statuses=[Submission.Status.DETECTING, Submission.Status.SCORED, Submission.Status.FAILED],
+            from_statuses=[
+                Submission.Status.DETECTING,
+                Submission.Status.SCORED,
+                Submission.Status.FAILED,
+            ],
             to_status=Submission.Status.JUDGING,
         )
     needs_call = judgments_prepare(submission=submission, judge=judge)
@@ -613,9 +664,9 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
     plugin = get_plugin(submission.benchmark.plugin)
     verdicts: dict[int, dict[str, bool | None]] = {}
     total = failed = 0
-    links = TaskJudgment.objects.filter(task_result__submission=submission, judge=judge).values_list(
-        "task_result_id", "kind", "judgment_id", "judgment__verdict", "judgment__status"
-    )
+    links = TaskJudgment.objects.filter(
+        task_result__submission=submission, judge=judge
+    ).values_list("task_result_id", "kind", "judgment_id", "judgment__verdict", "judgment__status")
     for row_pk, kind, judgment_id, verdict, status in links:
         if judgment_id is None:
             verdicts.setdefault(row_pk, {})[kind] = False  # empty response: false without a call
@@ -624,13 +675,22 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
         failed += status == Judgment.Status.FAILED
         verdicts.setdefault(row_pk, {})[kind] = verdict if status == Judgment.Status.DONE else None
     outcomes = [
-        plugin.TaskOutcome(task=task_spec(row.task), spoke=row.spoke, latency=row.latency, verdicts=verdicts.get(row.pk, {}))
+        plugin.TaskOutcome(
+            task=task_spec(row.task),
+            spoke=row.spoke,
+            latency=row.latency,
+            verdicts=verdicts.get(row.pk, {}),
+        )
         for row in submission.task_results.select_related("task")
     ]
     score, _ = Score.objects.update_or_create(
         submission=submission,
         judge=judge,
-        defaults={"results": plugin.aggregate(outcomes), "judgments_total": total, "judgments_failed": failed},
+        defaults={
+            "results": plugin.aggregate(outcomes),
+            "judgments_total": total,
+            "judgments_failed": failed,
+        },
     )
     return score
 

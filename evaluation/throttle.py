@@ -37,7 +37,9 @@ class EndpointSlots:
             self._acquire_script = self.redis.register_script(_ACQUIRE)
         else:
             with _local_lock:
-                self.semaphore = _local.setdefault((endpoint, limit), threading.BoundedSemaphore(limit))
+                self.semaphore = _local.setdefault(
+                    (endpoint, limit), threading.BoundedSemaphore(limit)
+                )
 
     @contextmanager
     def slot(self):
@@ -48,7 +50,9 @@ class EndpointSlots:
         token = uuid.uuid4().hex
         while True:
             now = time.time()
-            if self._acquire_script(keys=[self.key], args=[now, now + self.lease_seconds, self.limit, token]):
+            if self._acquire_script(
+                keys=[self.key], args=[now, now + self.lease_seconds, self.limit, token]
+            ):
                 break
             time.sleep(POLL_SECONDS)
         try:

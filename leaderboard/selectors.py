@@ -73,7 +73,9 @@ def leaderboard_entries(*, benchmark: Benchmark, judge: Judge | None) -> list[En
         )
         scores = (
             Score.objects.filter(
-                judge=judge, submission__benchmark=benchmark, submission__status=Submission.Status.SCORED
+                judge=judge,
+                submission__benchmark=benchmark,
+                submission__status=Submission.Status.SCORED,
             )
             .filter(pk=Subquery(newest))
             .select_related("submission__system")
@@ -130,4 +132,3 @@ def _sort_key(entry: Entry):
             node = node.get(part) if isinstance(node, dict) else None
         values.append(-node if isinstance(node, int | float) else float("inf"))
     return (*values, entry.system)
-

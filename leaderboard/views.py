@@ -24,7 +24,11 @@ def _board(request, slug: str):
 
 
 def benchmark_list(request):
-    return render(request, "leaderboard/benchmark_list.html", {"benchmarks": Benchmark.objects.order_by("name")})
+    return render(
+        request,
+        "leaderboard/benchmark_list.html",
+        {"benchmarks": Benchmark.objects.order_by("name")},
+    )
 
 
 def leaderboard_page(request, slug: str):
@@ -91,12 +95,15 @@ def leaderboard_api(request, slug: str):
 
 def submission_page(request, pk: int):
     submission = get_object_or_404(
-        Submission.objects.select_related("benchmark", "system", "judge").filter(is_reported=False), pk=pk
+        Submission.objects.select_related("benchmark", "system", "judge").filter(is_reported=False),
+        pk=pk,
     )
     tasks = list(submission.task_results.select_related("task").order_by("task__task_id"))
     for row in tasks:
         row.audio = [
-            (name, default_storage.url(info["key"])) for name, info in sorted(row.files.items()) if name.endswith(".wav")
+            (name, default_storage.url(info["key"]))
+            for name, info in sorted(row.files.items())
+            if name.endswith(".wav")
         ]
     return render(
         request,
@@ -104,7 +111,9 @@ def submission_page(request, pk: int):
         {
             "submission": submission,
             "progress": submission_progress(submission=submission),
-            "score": Score.objects.filter(submission=submission, judge_id=submission.judge_id).first(),
+            "score": Score.objects.filter(
+                submission=submission, judge_id=submission.judge_id
+            ).first(),
             "tasks": tasks,
         },
     )

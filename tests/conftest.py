@@ -104,7 +104,14 @@ class JudgeServer:
 
 def _default_answer(body: dict) -> dict:
     return {
-        "choices": [{"message": {"role": "assistant", "content": json.dumps({"correct": True, "consistent": True})}}],
+        "choices": [
+            {
+                "message": {
+                    "role": "assistant",
+                    "content": json.dumps({"correct": True, "consistent": True}),
+                }
+            }
+        ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 3},
     }
 

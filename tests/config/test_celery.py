@@ -26,7 +26,10 @@ def test_redis_visibility_timeout_outlasts_the_time_limit(monkeypatch):
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
-        capture_output=True, text=True, check=True, env={"DJANGO_SETTINGS_MODULE": "config.settings", "PATH": ""},
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"DJANGO_SETTINGS_MODULE": "config.settings", "PATH": ""},
     ).stdout.split()
     visibility, limit = map(int, out)
     assert visibility > limit

@@ -36,7 +36,9 @@ def test_real_understanding_example(mpbench_dir):
         "introduced themselves. As of the people talking, I'll be able to refer to them "
         "accordingly. Let me know how you'd like to proceed."
     )
-    assert found.full_text.startswith("Hey there! It's great to connect with you. How can the Lamborghini")
+    assert found.full_text.startswith(
+        "Hey there! It's great to connect with you. How can the Lamborghini"
+    )
 
 
 def test_real_discussion_example(mpbench_dir):
@@ -63,13 +65,24 @@ INPUT = transcript(words(("Hello", 0.0, 0.5), ("there", 0.5, 2.0)))
 
 
 def test_word_starting_exactly_at_input_end_counts_as_post(tmp_path):
-    write_task(tmp_path, {"all_stitched.json": INPUT, "response.json": transcript(words(("Yes", 2.0, 2.4)))})
+    write_task(
+        tmp_path,
+        {"all_stitched.json": INPUT, "response.json": transcript(words(("Yes", 2.0, 2.4)))},
+    )
     found = detect(evidence_of(tmp_path), half_duplex=False)
-    assert (found.spoke, found.spoke_via, found.latency, found.post_text) == (True, SPOKE_POST, 0.0, "Yes")
+    assert (found.spoke, found.spoke_via, found.latency, found.post_text) == (
+        True,
+        SPOKE_POST,
+        0.0,
+        "Yes",
+    )
 
 
 def test_word_just_before_input_end_is_not_post(tmp_path):
-    write_task(tmp_path, {"all_stitched.json": INPUT, "response.json": transcript(words(("Yes", 1.99, 2.4)))})
+    write_task(
+        tmp_path,
+        {"all_stitched.json": INPUT, "response.json": transcript(words(("Yes", 1.99, 2.4)))},
+    )
     found = detect(evidence_of(tmp_path), half_duplex=False)
     assert (found.spoke, found.post_text, found.latency) == (False, "", None)
     assert found.full_text == "Yes"
@@ -84,12 +97,23 @@ def test_streaming_run_only_post_words_in_post_text(tmp_path):
 
 
 def test_half_duplex_uses_full_text_and_first_word_start(tmp_path):
-    write_task(tmp_path, {"all_stitched.json": INPUT, "response.json": transcript(words(("Hi", 0.25, 0.4), ("all", 0.5, 0.9)))})
+    write_task(
+        tmp_path,
+        {
+            "all_stitched.json": INPUT,
+            "response.json": transcript(words(("Hi", 0.25, 0.4), ("all", 0.5, 0.9))),
+        },
+    )
     ev = evidence_of(tmp_path)
     assert detect(ev, half_duplex=False).spoke is False
     found = detect(ev, half_duplex=True)
     # The harness's half-duplex latency is the first output word's start itself.
-    assert (found.spoke, found.spoke_via, found.post_text, found.latency) == (True, SPOKE_HALF_DUPLEX, "Hi all", 0.25)
+    assert (found.spoke, found.spoke_via, found.post_text, found.latency) == (
+        True,
+        SPOKE_HALF_DUPLEX,
+        "Hi all",
+        0.25,
+    )
 
 
 def test_half_duplex_probe_threshold(tmp_path):
@@ -98,25 +122,45 @@ def test_half_duplex_probe_threshold(tmp_path):
     for index in range(4):
         folder = tmp_path / f"t{index}"
         start = 3.0 if index == 0 else 1.0
-        write_task(folder, {"all_stitched.json": INPUT, "response.json": transcript(words(("w", start, start + 0.2)))})
+        write_task(
+            folder,
+            {
+                "all_stitched.json": INPUT,
+                "response.json": transcript(words(("w", start, start + 0.2))),
+            },
+        )
         evidence.append(evidence_of(folder))
     probe = probe_half_duplex(evidence)
     assert (probe.n_post, probe.n_text, probe.is_half_duplex) == (1, 4, False)
     folder = tmp_path / "t4"
-    write_task(folder, {"all_stitched.json": INPUT, "response.json": transcript(words(("w", 1.0, 1.2)))})
+    write_task(
+        folder, {"all_stitched.json": INPUT, "response.json": transcript(words(("w", 1.0, 1.2)))}
+    )
     probe = probe_half_duplex([*evidence, evidence_of(folder)])
     # 1 / 5 = 0.2 < 0.25.
     assert (probe.n_post, probe.n_text, probe.is_half_duplex) == (1, 5, True)
 
 
 def test_probe_ignores_tasks_without_valid_chunks(tmp_path):
-    write_task(tmp_path, {"all_stitched.json": INPUT, "response.json": {"text": "words without stamps", "chunks": []}})
+    write_task(
+        tmp_path,
+        {
+            "all_stitched.json": INPUT,
+            "response.json": {"text": "words without stamps", "chunks": []},
+        },
+    )
     probe = probe_half_duplex([evidence_of(tmp_path)])
     assert (probe.n_post, probe.n_text, probe.is_half_duplex) == (0, 0, False)
 
 
 def test_empty_text_with_chunks_joins_chunk_texts(tmp_path):
-    response = {"text": "  ", "chunks": [{"text": " Good ", "timestamp": [3.0, 3.2]}, {"text": "answer", "timestamp": None}]}
+    response = {
+        "text": "  ",
+        "chunks": [
+            {"text": " Good ", "timestamp": [3.0, 3.2]},
+            {"text": "answer", "timestamp": None},
+        ],
+    }
     write_task(tmp_path, {"all_stitched.json": INPUT, "response.json": response})
     found = detect(evidence_of(tmp_path), half_duplex=False)
     # Full text joins all chunks (valid or not), each stripped; post text only the valid post word.
@@ -138,7 +182,12 @@ def test_malformed_chunks_are_ignored(tmp_path):
     write_task(tmp_path, {"all_stitched.json": INPUT, "response.json": response})
     found = detect(evidence_of(tmp_path), half_duplex=False)
     # No valid output chunk: falls to the text-only rule.
-    assert (found.spoke, found.spoke_via, found.post_text, found.latency) == (True, SPOKE_FULL_TEXT, "a b c d e", None)
+    assert (found.spoke, found.spoke_via, found.post_text, found.latency) == (
+        True,
+        SPOKE_FULL_TEXT,
+        "a b c d e",
+        None,
+    )
 
 
 def test_text_only_output(tmp_path):
@@ -172,7 +221,9 @@ def test_missing_and_empty_files_make_a_missing_task(tmp_path):
 )
 def test_each_transcript_layout(tmp_path, files):
     out = transcript(words(("Sure", 2.5, 2.9)))
-    write_task(tmp_path, {name: (out if value == "OUT" else value) for name, value in files.items()})
+    write_task(
+        tmp_path, {name: (out if value == "OUT" else value) for name, value in files.items()}
+    )
     found = detect(evidence_of(tmp_path), half_duplex=False)
     assert (found.spoke, found.post_text, found.latency) == (True, "Sure", 0.5)
 
@@ -194,14 +245,21 @@ def test_latency_from_combined_transcript(tmp_path):
     combined = transcript(words(("Hello", 0.0, 0.5), ("there", 0.5, 2.0), ("Yes", 2.25, 2.5)))
     write_task(
         tmp_path,
-        {"all_stitched.json": INPUT, "response.json": transcript(words(("Yes", 2.7, 3.0))), "combined.json": combined},
+        {
+            "all_stitched.json": INPUT,
+            "response.json": transcript(words(("Yes", 2.7, 3.0))),
+            "combined.json": combined,
+        },
     )
     # combined.json's first word at or after 2.0 starts at 2.25: latency 0.25, not 0.7.
     assert detect(evidence_of(tmp_path), half_duplex=False).latency == 0.25
 
 
 def test_missing_combined_falls_back_to_post_words(tmp_path):
-    write_task(tmp_path, {"all_stitched.json": INPUT, "response.json": transcript(words(("Yes", 2.7, 3.0)))})
+    write_task(
+        tmp_path,
+        {"all_stitched.json": INPUT, "response.json": transcript(words(("Yes", 2.7, 3.0)))},
+    )
     assert detect(evidence_of(tmp_path), half_duplex=False).latency == 0.7
 
 
@@ -209,13 +267,20 @@ def test_combined_without_word_after_input_falls_back(tmp_path):
     combined = transcript(words(("Hello", 0.0, 0.5), ("there", 0.5, 2.0)))
     write_task(
         tmp_path,
-        {"all_stitched.json": INPUT, "response.json": transcript(words(("Yes", 2.7, 3.0))), "combined.json": combined},
+        {
+            "all_stitched.json": INPUT,
+            "response.json": transcript(words(("Yes", 2.7, 3.0))),
+            "combined.json": combined,
+        },
     )
     assert detect(evidence_of(tmp_path), half_duplex=False).latency == 0.7
 
 
 def test_latency_rounded_to_three_decimals(tmp_path):
-    write_task(tmp_path, {"all_stitched.json": INPUT, "response.json": transcript(words(("Yes", 3.12345, 3.5)))})
+    write_task(
+        tmp_path,
+        {"all_stitched.json": INPUT, "response.json": transcript(words(("Yes", 3.12345, 3.5)))},
+    )
     # 3.12345 - 2.0 = 1.12345 (as a float 1.1234500000000001...) -> 1.123
     assert detect(evidence_of(tmp_path), half_duplex=False).latency == 1.123
 
@@ -224,7 +289,11 @@ def test_no_latency_when_silent(tmp_path):
     combined = transcript(words(("Hello", 0.0, 0.5), ("there", 0.5, 2.0), ("noise", 2.5, 2.6)))
     write_task(
         tmp_path,
-        {"all_stitched.json": INPUT, "response.json": transcript(words(("early", 1.0, 1.5))), "combined.json": combined},
+        {
+            "all_stitched.json": INPUT,
+            "response.json": transcript(words(("early", 1.0, 1.5))),
+            "combined.json": combined,
+        },
     )
     found = detect(evidence_of(tmp_path), half_duplex=False)
     assert (found.spoke, found.latency) == (False, None)

@@ -27,12 +27,18 @@ def test_import_is_idempotent_and_versions_changed_prompts(mpbench_dir, tmp_path
     assert "927 tasks (0 new, 0 changed); new prompt versions: none" in capsys.readouterr().out
     benchmark = Benchmark.objects.get(slug="mp-bench")
     assert Task.objects.count() == 927 and PromptVersion.objects.count() == 4
-    counts = {f: benchmark.tasks.filter(family=f).count() for f in ("understanding", "discussion", "turnbased")}
+    counts = {
+        f: benchmark.tasks.filter(family=f).count()
+        for f in ("understanding", "discussion", "turnbased")
+    }
     # The benchmark's README: 543 understanding, 128 discussion behaviour, 256 turn-based.
     assert counts == {"understanding": 543, "discussion": 128, "turnbased": 256}
     official = Judge.objects.get(benchmark=benchmark, is_official=True)
     assert official.models_by_kind == {
-        "understanding": "gpt-5.4", "discussion": "gpt-5.4", "turnbased": "gpt-5.4", "speaker_name": "gpt-5.2"
+        "understanding": "gpt-5.4",
+        "discussion": "gpt-5.4",
+        "turnbased": "gpt-5.4",
+        "speaker_name": "gpt-5.2",
     }
 
     # A changed prompt, in the official layout (benchmark/tasks.jsonl): a new version, old kept.
@@ -41,10 +47,16 @@ def test_import_is_idempotent_and_versions_changed_prompts(mpbench_dir, tmp_path
     shutil.copy(mpbench_dir / "tasks.jsonl", changed / "benchmark" / "tasks.jsonl")
     shutil.copytree(mpbench_dir / "prompts", changed / "prompts")
     (changed / "prompts" / "discussion.txt").chmod(0o644)
-    (changed / "prompts" / "discussion.txt").write_text("New {metatranscript} / {llm_predicted_answer}")
+    (changed / "prompts" / "discussion.txt").write_text(
+        "New {metatranscript} / {llm_predicted_answer}"
+    )
     call_command("import_benchmark", "mp-bench", str(changed))
     assert "new prompt versions: discussion" in capsys.readouterr().out
-    versions = list(PromptVersion.objects.filter(kind="discussion").order_by("version").values_list("version", flat=True))
+    versions = list(
+        PromptVersion.objects.filter(kind="discussion")
+        .order_by("version")
+        .values_list("version", flat=True)
+    )
     assert versions == [1, 2]
     original = PromptVersion.objects.get(kind="discussion", version=1)
     assert original.template == (mpbench_dir / "prompts" / "discussion.txt").read_text()
@@ -52,7 +64,9 @@ def test_import_is_idempotent_and_versions_changed_prompts(mpbench_dir, tmp_path
 
 def test_import_reports_a_bad_checkout(tmp_path):
     (tmp_path / "tasks.jsonl").write_text('{"task_dir": "scenario_x"}\n')
-    with pytest.raises(CommandError, match="tasks.jsonl line 1: missing family, should_speak, metatranscript"):
+    with pytest.raises(
+        CommandError, match="tasks.jsonl line 1: missing family, should_speak, metatranscript"
+    ):
         call_command("import_benchmark", "mp-bench", str(tmp_path))
     with pytest.raises(CommandError, match="is not a directory"):
         call_command("import_benchmark", "mp-bench", str(tmp_path / "nope"))
@@ -61,8 +75,19 @@ def test_import_reports_a_bad_checkout(tmp_path):
 def test_submit_json_wait_rescore_and_retry(eager, mpbench, mpbench_dir, tmp_path, capsys):
     run = copy_examples(mpbench_dir, tmp_path / "run")
     call_command(
-        "submit", str(run), "--benchmark", "mp-bench", "--system", "Examples", "--judge", "offline",
-        "--allow-partial", "--wait", "--json", "--system-type", "non-realtime",
+        "submit",
+        str(run),
+        "--benchmark",
+        "mp-bench",
+        "--system",
+        "Examples",
+        "--judge",
+        "offline",
+        "--allow-partial",
+        "--wait",
+        "--json",
+        "--system-type",
+        "non-realtime",
     )
     summary = json.loads(capsys.readouterr().out)
     assert summary["status"] == "scored" and summary["incomplete"] is True
@@ -76,7 +101,9 @@ def test_submit_json_wait_rescore_and_retry(eager, mpbench, mpbench_dir, tmp_pat
     call_command("rescore", "--benchmark", "mp-bench")
     assert "queued 1 submission(s)" in capsys.readouterr().out
     call_command("retry_judgments", str(submission.pk))
-    assert f"submission {submission.pk}: 0 failed judgment(s) queued again" in capsys.readouterr().out
+    assert (
+        f"submission {submission.pk}: 0 failed judgment(s) queued again" in capsys.readouterr().out
+    )
 
 
 def test_submit_rejected_bundle_exits_non_zero_with_the_problems(mpbench, mpbench_dir, tmp_path):
@@ -103,5 +130,10 @@ def test_submit_json_on_rejection(mpbench, tmp_path, capsys):
 
 
 def test_submit_unknown_judge(mpbench, tmp_path):
-    with pytest.raises(CommandError, match="has no judge 'gpt-9'; known: official, offline|known: offline, official"):
-        call_command("submit", str(tmp_path), "--benchmark", "mp-bench", "--system", "X", "--judge", "gpt-9")
+    with pytest.raises(
+        CommandError,
+        match="has no judge 'gpt-9'; known: official, offline|known: offline, official",
+    ):
+        call_command(
+            "submit", str(tmp_path), "--benchmark", "mp-bench", "--system", "X", "--judge", "gpt-9"
+        )

@@ -20,21 +20,30 @@ SCHEMA = {"type": "object", "properties": {"correct": {"type": "boolean"}}, "req
 
 def test_openai_request_and_reply(judge_server):
     judge_server.responder = lambda body, call: (200, {}, completion('{"correct": true}', 321, 7))
-    client = OpenAICompatibleClient(base_url=judge_server.url, api_key="sk-test", timeout=5, schema_name="mpbench_eval")
-    reply = client.complete(model="gpt-5.4", prompt="Judge this", schema=SCHEMA, params={"temperature": 0.0})
+    client = OpenAICompatibleClient(
+        base_url=judge_server.url, api_key="sk-test", timeout=5, schema_name="mpbench_eval"
+    )
+    reply = client.complete(
+        model="gpt-5.4", prompt="Judge this", schema=SCHEMA, params={"temperature": 0.0}
+    )
     assert reply == JudgeReply('{"correct": true}', 321, 7)
     body = judge_server.requests[0]
     assert body["_auth"] == "Bearer sk-test"
     assert {k: v for k, v in body.items() if not k.startswith("_")} == {
         "model": "gpt-5.4",
         "messages": [{"role": "user", "content": "Judge this"}],
-        "response_format": {"type": "json_schema", "json_schema": {"name": "mpbench_eval", "strict": True, "schema": SCHEMA}},
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "mpbench_eval", "strict": True, "schema": SCHEMA},
+        },
         "temperature": 0.0,
     }
 
 
 def test_openai_without_sampling_params_sends_none(judge_server):
-    client = OpenAICompatibleClient(base_url=judge_server.url, api_key="", timeout=5, schema_name="s")
+    client = OpenAICompatibleClient(
+        base_url=judge_server.url, api_key="", timeout=5, schema_name="s"
+    )
     client.complete(model="m", prompt="p", schema=SCHEMA, params={})
     body = judge_server.requests[0]
     assert not {"temperature", "top_p", "max_completion_tokens"} & body.keys()
@@ -43,10 +52,16 @@ def test_openai_without_sampling_params_sends_none(judge_server):
 
 def test_gemini_request_and_reply(judge_server):
     def responder(body, call):
-        return 200, {}, {
-            "candidates": [{"content": {"parts": [{"text": '{"correct":'}, {"text": " false}"}]}}],
-            "usageMetadata": {"promptTokenCount": 50, "candidatesTokenCount": 4},
-        }
+        return (
+            200,
+            {},
+            {
+                "candidates": [
+                    {"content": {"parts": [{"text": '{"correct":'}, {"text": " false}"}]}}
+                ],
+                "usageMetadata": {"promptTokenCount": 50, "candidatesTokenCount": 4},
+            },
+        )
 
     judge_server.responder = responder
     client = GeminiClient(base_url=judge_server.url, api_key="g-key", timeout=5)
@@ -65,10 +80,15 @@ def test_gemini_request_and_reply(judge_server):
     }
 
 
-@pytest.mark.parametrize(("status", "transient"), [(408, True), (429, True), (500, True), (503, True), (400, False), (401, False)])
+@pytest.mark.parametrize(
+    ("status", "transient"),
+    [(408, True), (429, True), (500, True), (503, True), (400, False), (401, False)],
+)
 def test_status_classification(judge_server, status, transient):
     judge_server.responder = lambda body, call: (status, {"Retry-After": "7"}, {"error": "x"})
-    client = OpenAICompatibleClient(base_url=judge_server.url, api_key="", timeout=5, schema_name="s")
+    client = OpenAICompatibleClient(
+        base_url=judge_server.url, api_key="", timeout=5, schema_name="s"
+    )
     with pytest.raises(JudgeError) as caught:
         client.complete(model="m", prompt="p", schema=SCHEMA, params={})
     assert isinstance(caught.value, TransientJudgeError) is transient
@@ -77,7 +97,9 @@ def test_status_classification(judge_server, status, transient):
 
 
 def test_timeout_is_transient():
-    client = OpenAICompatibleClient(base_url="http://127.0.0.1:9", api_key="", timeout=0.5, schema_name="s")
+    client = OpenAICompatibleClient(
+        base_url="http://127.0.0.1:9", api_key="", timeout=0.5, schema_name="s"
+    )
     with pytest.raises(TransientJudgeError):
         client.complete(model="m", prompt="p", schema=SCHEMA, params={})
 
@@ -91,7 +113,14 @@ def test_retry_after_formats():
 
 def test_backoff_is_exponential_and_honours_retry_after():
     slept = []
-    answers = iter([TransientJudgeError("a"), TransientJudgeError("b", retry_after=30), TransientJudgeError("c"), "ok"])
+    answers = iter(
+        [
+            TransientJudgeError("a"),
+            TransientJudgeError("b", retry_after=30),
+            TransientJudgeError("c"),
+            "ok",
+        ]
+    )
 
     def call():
         item = next(answers)
@@ -99,7 +128,9 @@ def test_backoff_is_exponential_and_honours_retry_after():
             raise item
         return JudgeReply(item, None, None)
 
-    reply, attempts = call_with_retries(call, max_attempts=5, backoff_base=1.0, backoff_max=60.0, sleep=slept.append)
+    reply, attempts = call_with_retries(
+        call, max_attempts=5, backoff_base=1.0, backoff_max=60.0, sleep=slept.append
+    )
     assert (reply.raw_output, attempts) == ("ok", 4)
     # 1 s, then max(2 s, Retry-After 30 s), then 4 s.
     assert slept == [1.0, 30.0, 4.0]
@@ -111,7 +142,9 @@ def test_gives_up_after_max_attempts():
 
     slept = []
     with pytest.raises(JudgeError, match="gave up after 3 attempts: HTTP 503"):
-        call_with_retries(call, max_attempts=3, backoff_base=0.5, backoff_max=1.0, sleep=slept.append)
+        call_with_retries(
+            call, max_attempts=3, backoff_base=0.5, backoff_max=1.0, sleep=slept.append
+        )
     assert slept == [0.5, 1.0]
 
 
@@ -123,12 +156,21 @@ def test_permanent_errors_are_not_retried():
         raise JudgeError("HTTP 400: bad request")
 
     with pytest.raises(JudgeError, match="HTTP 400"):
-        call_with_retries(call, max_attempts=5, backoff_base=0.0, backoff_max=0.0, sleep=lambda s: None)
+        call_with_retries(
+            call, max_attempts=5, backoff_base=0.0, backoff_max=0.0, sleep=lambda s: None
+        )
     assert len(calls) == 1
 
 
 def test_reply_json_is_returned_verbatim(judge_server):
     raw = '{"reasoning": "Step 1...", "consistent": true}'
     judge_server.responder = lambda body, call: (200, {}, completion(raw))
-    client = OpenAICompatibleClient(base_url=judge_server.url, api_key="", timeout=5, schema_name="s")
-    assert json.loads(client.complete(model="m", prompt="p", schema=SCHEMA, params={}).raw_output)["consistent"] is True
+    client = OpenAICompatibleClient(
+        base_url=judge_server.url, api_key="", timeout=5, schema_name="s"
+    )
+    assert (
+        json.loads(client.complete(model="m", prompt="p", schema=SCHEMA, params={}).raw_output)[
+            "consistent"
+        ]
+        is True
+    )

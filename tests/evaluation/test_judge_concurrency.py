@@ -40,7 +40,10 @@ def hammer(slot_holders, calls_each: int, counter: InFlight):
 
 def test_local_slots_bound_threads():
     counter = InFlight()
-    holders = [EndpointSlots(endpoint="local-test", limit=3, redis_url=None, lease_seconds=5) for _ in range(10)]
+    holders = [
+        EndpointSlots(endpoint="local-test", limit=3, redis_url=None, lease_seconds=5)
+        for _ in range(10)
+    ]
     hammer(holders, 5, counter)
     assert counter.peak == 3
 
@@ -52,7 +55,10 @@ def test_redis_slots_bound_across_workers():
     counter = InFlight()
     # Each holder has its own Redis connection, as separate worker processes would.
     holders = [
-        EndpointSlots(endpoint=endpoint, limit=4, redis_url="redis://127.0.0.1:6379/15", lease_seconds=5) for _ in range(12)
+        EndpointSlots(
+            endpoint=endpoint, limit=4, redis_url="redis://127.0.0.1:6379/15", lease_seconds=5
+        )
+        for _ in range(12)
     ]
     hammer(holders, 4, counter)
     assert counter.peak == 4
@@ -62,7 +68,9 @@ def test_redis_slots_bound_across_workers():
 def test_a_dead_holders_slot_frees_itself():
     require_service("Redis", "127.0.0.1", 6379)
     endpoint = f"redis-lease-{time.monotonic_ns()}"
-    slots = EndpointSlots(endpoint=endpoint, limit=1, redis_url="redis://127.0.0.1:6379/15", lease_seconds=0.3)
+    slots = EndpointSlots(
+        endpoint=endpoint, limit=1, redis_url="redis://127.0.0.1:6379/15", lease_seconds=0.3
+    )
     held = slots.slot()
     held.__enter__()  # never released, like a worker killed mid-call
     started = time.monotonic()

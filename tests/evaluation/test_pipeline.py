@@ -70,21 +70,42 @@ def verdict_by_response(body, call):
     prompt = body["messages"][0]["content"]
     if "\nModel's response:\n\n\nOutput:" in prompt:
         return 200, {}, completion("I cannot decide")
-    return 200, {}, completion(json.dumps({"correct": True, "consistent": True, "reasoning": "ok", "extracted_name": "Ben"}))
+    return (
+        200,
+        {},
+        completion(
+            json.dumps(
+                {"correct": True, "consistent": True, "reasoning": "ok", "extracted_name": "Ben"}
+            )
+        ),
+    )
 
 
-def test_prompts_are_byte_identical_to_the_harness(eager, official, judge_server, examples_zip, mpbench_dir, mpbench_tasks):
+def test_prompts_are_byte_identical_to_the_harness(
+    eager, official, judge_server, examples_zip, mpbench_dir, mpbench_tasks
+):
     judge_server.responder = verdict_by_response
     submission = submission_create(
-        benchmark=official.benchmark, bundle_path=examples_zip, system_name="Example", judge=official, allow_partial=True
+        benchmark=official.benchmark,
+        bundle_path=examples_zip,
+        system_name="Example",
+        judge=official,
+        allow_partial=True,
     )
     submission.refresh_from_db()
     assert submission.status == Submission.Status.SCORED, submission.error
 
-    prompts = {p.stem: (mpbench_dir / "prompts" / p.name).read_text() for p in (mpbench_dir / "prompts").glob("*.txt")}
+    prompts = {
+        p.stem: (mpbench_dir / "prompts" / p.name).read_text()
+        for p in (mpbench_dir / "prompts").glob("*.txt")
+    }
     u, d, t = mpbench_tasks[EXAMPLE_U], mpbench_tasks[EXAMPLE_D], mpbench_tasks[EXAMPLE_T]
-    u_full = json.loads((mpbench_dir / "examples" / EXAMPLE_U / "response.json").read_text())["text"].strip()
-    t_full = json.loads((mpbench_dir / "examples" / EXAMPLE_T / "response.json").read_text())["text"].strip()
+    u_full = json.loads((mpbench_dir / "examples" / EXAMPLE_U / "response.json").read_text())[
+        "text"
+    ].strip()
+    t_full = json.loads((mpbench_dir / "examples" / EXAMPLE_T / "response.json").read_text())[
+        "text"
+    ].strip()
     d_post = (
         "Sure, the Lamborghini logo features a raging bull, while Ferrari's logo is a prancing horse. "
         "So Ben is correct about Lamborghini. And Karen might be thinking of a different car brand, "
@@ -93,13 +114,25 @@ def test_prompts_are_byte_identical_to_the_harness(eager, official, judge_server
     expected = {
         fill_by_hand(
             prompts["understanding"],
-            {"metainformation": u["metatranscript"], "question_text": u["question_text"], "answer_text": u["answer_text"], "llm_predicted_answer": u_full},
+            {
+                "metainformation": u["metatranscript"],
+                "question_text": u["question_text"],
+                "answer_text": u["answer_text"],
+                "llm_predicted_answer": u_full,
+            },
         ): ("gpt-5.4", "understanding"),
         fill_by_hand(
-            prompts["speaker_name"], {"question": u["question_text"], "gt_name": u["answer_text"], "response": u_full}
+            prompts["speaker_name"],
+            {"question": u["question_text"], "gt_name": u["answer_text"], "response": u_full},
         ): ("gpt-5.2", "speaker_name"),
-        fill_by_hand(prompts["discussion"], {"metatranscript": d["metatranscript"], "llm_predicted_answer": d_post}): ("gpt-5.4", "discussion"),
-        fill_by_hand(prompts["turnbased"], {"metatranscript": t["metatranscript"], "llm_predicted_answer": t_full}): ("gpt-5.4", "turnbased"),
+        fill_by_hand(
+            prompts["discussion"],
+            {"metatranscript": d["metatranscript"], "llm_predicted_answer": d_post},
+        ): ("gpt-5.4", "discussion"),
+        fill_by_hand(
+            prompts["turnbased"],
+            {"metatranscript": t["metatranscript"], "llm_predicted_answer": t_full},
+        ): ("gpt-5.4", "turnbased"),
     }
     by_prompt = {r["messages"][0]["content"]: r for r in judge_server.requests}
     for prompt, (model, kind) in expected.items():
@@ -107,7 +140,11 @@ def test_prompts_are_byte_identical_to_the_harness(eager, official, judge_server
         assert body["_path"] == "/v1/chat/completions"
         assert body["model"] == model
         assert body["messages"] == [{"role": "user", "content": prompt}]
-        assert (body["temperature"], body["top_p"], body["max_completion_tokens"]) == (0.0, 1.0, 4096)
+        assert (body["temperature"], body["top_p"], body["max_completion_tokens"]) == (
+            0.0,
+            1.0,
+            4096,
+        )
         schema = json.loads((mpbench_dir / "prompts" / f"{kind}.schema.json").read_text())
         assert body["response_format"] == {
             "type": "json_schema",
@@ -116,13 +153,21 @@ def test_prompts_are_byte_identical_to_the_harness(eager, official, judge_server
 
     # By hand from the rules: the 924 tasks missing from the partial bundle did not speak.
     families = [task["family"] for task in mpbench_tasks.values()]
-    n_u, n_d, n_t = families.count("understanding"), families.count("discussion"), families.count("turnbased")
+    n_u, n_d, n_t = (
+        families.count("understanding"),
+        families.count("discussion"),
+        families.count("turnbased"),
+    )
     n_spk = sum(task["is_speaker_name"] for task in mpbench_tasks.values())
     silent_ok_t = sum(
-        1 for k, task in mpbench_tasks.items() if task["family"] == "turnbased" and not task["should_speak"] and k != EXAMPLE_T
+        1
+        for k, task in mpbench_tasks.items()
+        if task["family"] == "turnbased" and not task["should_speak"] and k != EXAMPLE_T
     )
     silent_ok_d = sum(
-        1 for k, task in mpbench_tasks.items() if task["family"] == "discussion" and not task["should_speak"] and k != EXAMPLE_D
+        1
+        for k, task in mpbench_tasks.items()
+        if task["family"] == "discussion" and not task["should_speak"] and k != EXAMPLE_D
     )
 
     def pct(k, n):
@@ -163,7 +208,11 @@ def test_prompts_are_byte_identical_to_the_harness(eager, official, judge_server
     assert Score.objects.get(submission=submission, judge=official).results == results
 
     # Retrying the failed judgments calls exactly those again.
-    judge_server.responder = lambda body, call: (200, {}, completion('{"reasoning": "silent", "consistent": true}'))
+    judge_server.responder = lambda body, call: (
+        200,
+        {},
+        completion('{"reasoning": "silent", "consistent": true}'),
+    )
     assert judgments_retry_failed(submission=submission) == n_t - 1
     assert len(judge_server.requests) == before + n_t - 1
     score = Score.objects.get(submission=submission, judge=official)
@@ -190,7 +239,16 @@ def single_task_zip(mpbench_dir, tmp_path, task_id) -> Path:
     ids=["429-then-success", "500-then-success", "unparseable"],
 )
 def test_transient_errors_retry_and_bad_answers_are_no_verdict(
-    eager, fast_retries, official, judge_server, mpbench_dir, tmp_path, script, verdict, calls, status
+    eager,
+    fast_retries,
+    official,
+    judge_server,
+    mpbench_dir,
+    tmp_path,
+    script,
+    verdict,
+    calls,
+    status,
 ):
     def responder(body, call):
         code, headers, content = script[min(call, len(script)) - 1]
@@ -201,7 +259,11 @@ def test_transient_errors_retry_and_bad_answers_are_no_verdict(
     judge_server.responder = responder
     bundle = single_task_zip(mpbench_dir, tmp_path, EXAMPLE_D)
     submission = submission_create(
-        benchmark=official.benchmark, bundle_path=bundle, system_name="Retry", judge=official, allow_partial=True
+        benchmark=official.benchmark,
+        bundle_path=bundle,
+        system_name="Retry",
+        judge=official,
+        allow_partial=True,
     )
     judgment = Judgment.objects.get(uses__task_result__submission=submission, kind="discussion")
     assert (judgment.verdict, judgment.status) == (verdict, status)
@@ -211,11 +273,17 @@ def test_transient_errors_retry_and_bad_answers_are_no_verdict(
     assert app["count"] == (1 if verdict else 0)
 
 
-def test_gives_up_after_max_attempts_and_counts_as_incorrect(eager, fast_retries, official, judge_server, mpbench_dir, tmp_path):
+def test_gives_up_after_max_attempts_and_counts_as_incorrect(
+    eager, fast_retries, official, judge_server, mpbench_dir, tmp_path
+):
     judge_server.responder = lambda body, call: (503, {}, {"error": "overloaded"})
     bundle = single_task_zip(mpbench_dir, tmp_path, EXAMPLE_D)
     submission = submission_create(
-        benchmark=official.benchmark, bundle_path=bundle, system_name="Down", judge=official, allow_partial=True
+        benchmark=official.benchmark,
+        bundle_path=bundle,
+        system_name="Down",
+        judge=official,
+        allow_partial=True,
     )
     judgment = Judgment.objects.get(uses__task_result__submission=submission, kind="discussion")
     assert judgment.status == "failed" and "503" in judgment.error
@@ -225,11 +293,25 @@ def test_gives_up_after_max_attempts_and_counts_as_incorrect(eager, fast_retries
     assert score.results["discussion"]["app_acc"]["count"] == 0
 
 
-def test_same_prompt_is_judged_once_across_submissions(eager, official, judge_server, mpbench_dir, tmp_path):
+def test_same_prompt_is_judged_once_across_submissions(
+    eager, official, judge_server, mpbench_dir, tmp_path
+):
     bundle = single_task_zip(mpbench_dir, tmp_path, EXAMPLE_D)
-    first = submission_create(benchmark=official.benchmark, bundle_path=bundle, system_name="A", judge=official, allow_partial=True)
+    first = submission_create(
+        benchmark=official.benchmark,
+        bundle_path=bundle,
+        system_name="A",
+        judge=official,
+        allow_partial=True,
+    )
     calls = len(judge_server.requests)
-    second = submission_create(benchmark=official.benchmark, bundle_path=bundle, system_name="B", judge=official, allow_partial=True)
+    second = submission_create(
+        benchmark=official.benchmark,
+        bundle_path=bundle,
+        system_name="B",
+        judge=official,
+        allow_partial=True,
+    )
     assert len(judge_server.requests) == calls
     assert first.scores.get().results == second.scores.get().results
 
@@ -238,7 +320,11 @@ def test_offline_judge_needs_no_server(eager, mpbench, mpbench_dir, tmp_path):
     offline = mpbench.judges.get(slug="offline")
     bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / "ex"), tmp_path / "b.zip")
     submission = submission_create(
-        benchmark=mpbench, bundle_path=bundle, system_name="Offline run", judge=offline, allow_partial=True
+        benchmark=mpbench,
+        bundle_path=bundle,
+        system_name="Offline run",
+        judge=offline,
+        allow_partial=True,
     )
     submission.refresh_from_db()
     assert submission.status == "scored"
@@ -263,6 +349,12 @@ def test_concurrency_per_judge_is_bounded(eager, official, judge_server, mpbench
 
     judge_server.responder = responder
     bundle = single_task_zip(mpbench_dir, tmp_path, EXAMPLE_D)
-    submission_create(benchmark=official.benchmark, bundle_path=bundle, system_name="Busy", judge=official, allow_partial=True)
+    submission_create(
+        benchmark=official.benchmark,
+        bundle_path=bundle,
+        system_name="Busy",
+        judge=official,
+        allow_partial=True,
+    )
     assert len(judge_server.requests) > 100
     assert state["peak"] == 4

@@ -27,7 +27,8 @@ def s3_server():
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 20
@@ -47,7 +48,13 @@ def s3_server():
 def s3_storage(s3_server, settings, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
-    client = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test")
+    client = boto3.client(
+        "s3",
+        endpoint_url=s3_server,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
     bucket = f"floorboard-{time.monotonic_ns()}"
     client.create_bucket(Bucket=bucket)
     settings.STORAGES = {
@@ -73,19 +80,30 @@ def s3_storage(s3_server, settings, monkeypatch):
 def test_pipeline_reads_and_writes_through_s3(s3_storage, mpbench, mpbench_dir, tmp_path):
     client, bucket = s3_storage
     run = copy_examples(mpbench_dir, tmp_path / "run")
-    (run / "scenario_argument-diag_1001-tier_2-task_0" / "response.wav").write_bytes(b"RIFF\x24\x00\x00\x00WAVEfmt " + b"\x01" * 64)
+    (run / "scenario_argument-diag_1001-tier_2-task_0" / "response.wav").write_bytes(
+        b"RIFF\x24\x00\x00\x00WAVEfmt " + b"\x01" * 64
+    )
     bundle = zip_tree(run, tmp_path / "bundle.zip")
     submission = submission_create(
-        benchmark=mpbench, bundle_path=bundle, system_name="On S3", judge=mpbench.judges.get(slug="offline"), allow_partial=True
+        benchmark=mpbench,
+        bundle_path=bundle,
+        system_name="On S3",
+        judge=mpbench.judges.get(slug="offline"),
+        allow_partial=True,
     )
     submission.refresh_from_db()
     assert submission.status == "scored", submission.error
     keys = {obj["Key"] for obj in client.list_objects_v2(Bucket=bucket)["Contents"]}
     assert submission.bundle.name in keys
-    assert f"submissions/{submission.pk}/scenario_argument-diag_1001-tier_2-task_0/response.wav" in keys
+    assert (
+        f"submissions/{submission.pk}/scenario_argument-diag_1001-tier_2-task_0/response.wav"
+        in keys
+    )
     stored = client.get_object(Bucket=bucket, Key=submission.bundle.name)["Body"].read()
     assert stored == bundle.read_bytes()
-    row = TaskResult.objects.get(submission=submission, task__task_id="scenario_argument-diag_1001-tier_2-task_0")
+    row = TaskResult.objects.get(
+        submission=submission, task__task_id="scenario_argument-diag_1001-tier_2-task_0"
+    )
     assert row.latency == 4.8 and row.post_text.startswith("Sure, the Lamborghini")
 
 

@@ -17,7 +17,9 @@ from evaluation.benchmarks.mpbench.scoring import (
 
 
 def spec(family, *, should_speak=True, speaker=False, n=0):
-    return TaskSpec(f"scenario_{family}_{n}", family, should_speak, '{"speakers": []}', "Q?", "A", speaker)
+    return TaskSpec(
+        f"scenario_{family}_{n}", family, should_speak, '{"speakers": []}', "Q?", "A", speaker
+    )
 
 
 def test_rate_uses_python_round_not_half_up():
@@ -52,9 +54,17 @@ def test_kinds_and_response_texts():
 def test_build_prompt_fills_each_kinds_fields():
     task = TaskSpec("t", "understanding", True, '{"m": 1}', "Who?", "Ben", True)
     template = "{metainformation}|{question_text}|{answer_text}|{llm_predicted_answer}|{{literal}}"
-    assert build_prompt(template, "understanding", task, "Ben did") == '{"m": 1}|Who?|Ben|Ben did|{literal}'
-    assert build_prompt("{question}/{gt_name}/{response}", "speaker_name", task, "r") == "Who?/Ben/r"
-    assert build_prompt("{metatranscript}/{llm_predicted_answer}", "discussion", task, "r") == '{"m": 1}/r'
+    assert (
+        build_prompt(template, "understanding", task, "Ben did")
+        == '{"m": 1}|Who?|Ben|Ben did|{literal}'
+    )
+    assert (
+        build_prompt("{question}/{gt_name}/{response}", "speaker_name", task, "r") == "Who?/Ben/r"
+    )
+    assert (
+        build_prompt("{metatranscript}/{llm_predicted_answer}", "discussion", task, "r")
+        == '{"m": 1}/r'
+    )
 
 
 def test_parse_verdict():
@@ -87,27 +97,30 @@ def test_aggregate_worked_example():
         outcome(t[2], False, None),  # no verdict, silent, should speak: wrong
         outcome(t[3], True, 1.0, turnbased=None),  # no verdict, spoke, should be silent: wrong
     ]
-    assert aggregate(outcomes) == {
-        "understanding": {
-            "n": 4,
-            "overall_acc": {"count": 1, "total": 4, "pct": 25.0},
-            "spk_name_acc": {"count": 1, "total": 2, "pct": 50.0},
-            "latency_s": 1.5,
-        },
-        "discussion": {
-            "n": 3,
-            "tt_acc": {"count": 2, "total": 3, "pct": 66.67},
-            "app_acc": {"count": 1, "total": 3, "pct": 33.33},
-            "latency_s": 0.8,  # mean(0.5, 1.0) = 0.75 -> round(0.75, 1) = 0.8 (0.75 is exact; half-even -> 0.8)
-        },
-        "turnbased": {
-            "n": 4,
-            # t0 ok, t1 ok, t2 wrong (silent, should speak), t3 wrong (spoke, should be silent)
-            "tt_acc": {"count": 2, "total": 4, "pct": 50.0},
-            "app_acc": {"count": 2, "total": 4, "pct": 50.0},
-            "latency_s": 2.0,
-        },
-    }
+    assert (
+        aggregate(outcomes)
+        == {
+            "understanding": {
+                "n": 4,
+                "overall_acc": {"count": 1, "total": 4, "pct": 25.0},
+                "spk_name_acc": {"count": 1, "total": 2, "pct": 50.0},
+                "latency_s": 1.5,
+            },
+            "discussion": {
+                "n": 3,
+                "tt_acc": {"count": 2, "total": 3, "pct": 66.67},
+                "app_acc": {"count": 1, "total": 3, "pct": 33.33},
+                "latency_s": 0.8,  # mean(0.5, 1.0) = 0.75 -> round(0.75, 1) = 0.8 (0.75 is exact; half-even -> 0.8)
+            },
+            "turnbased": {
+                "n": 4,
+                # t0 ok, t1 ok, t2 wrong (silent, should speak), t3 wrong (spoke, should be silent)
+                "tt_acc": {"count": 2, "total": 4, "pct": 50.0},
+                "app_acc": {"count": 2, "total": 4, "pct": 50.0},
+                "latency_s": 2.0,
+            },
+        }
+    )
 
 
 def test_aggregate_72_of_256_turn_based():

@@ -31,7 +31,9 @@ BROKER = os.environ.get("FLOORBOARD_TEST_BROKER_URL", "redis://127.0.0.1:6379/15
 def services():
     if connection.vendor != "postgresql":
         if os.environ.get("FLOORBOARD_REQUIRE_SERVICES") == "1":
-            pytest.fail("FLOORBOARD_REQUIRE_SERVICES=1 but the test database is not PostgreSQL (set DATABASE_URL)")
+            pytest.fail(
+                "FLOORBOARD_REQUIRE_SERVICES=1 but the test database is not PostgreSQL (set DATABASE_URL)"
+            )
         pytest.skip("needs PostgreSQL: set DATABASE_URL=postgres://...")
     require_service("Redis", "127.0.0.1", 6379)
 
@@ -44,9 +46,24 @@ class Worker:
 
     def start(self):
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "-Q", self.env["FLOORBOARD_QUEUE"],
-             "--loglevel=INFO", "--without-mingle", "--without-gossip"],
-            cwd=REPO, env=self.env, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--pool=solo",
+                "-Q",
+                self.env["FLOORBOARD_QUEUE"],
+                "--loglevel=INFO",
+                "--without-mingle",
+                "--without-gossip",
+            ],
+            cwd=REPO,
+            env=self.env,
+            stdout=self.log.open("ab"),
+            stderr=subprocess.STDOUT,
         )
 
     def kill(self):
@@ -133,7 +150,12 @@ def test_927_tasks_via_cli_and_worker_killed_mid_judging(
             arrivals.setdefault(prompt, []).append(time.time())
         time.sleep(0.05)
         verdict = GOOD in prompt
-        answer = {"correct": verdict, "consistent": verdict, "reasoning": "marker", "extracted_name": "Ben"}
+        answer = {
+            "correct": verdict,
+            "consistent": verdict,
+            "reasoning": "marker",
+            "extracted_name": "Ben",
+        }
         return 200, {}, completion(json.dumps(answer))
 
     judge_server.responder = responder
@@ -142,9 +164,27 @@ def test_927_tasks_via_cli_and_worker_killed_mid_judging(
     first = Worker(worker_env, log)
     first.start()
     cli = subprocess.Popen(
-        [sys.executable, "manage.py", "submit", str(tmp_path / "bundle"), "--benchmark", "mp-bench",
-         "--system", "Synthetic 927", "--system-type", "realtime", "--wait", "--timeout", "300", "--json"],
-        cwd=REPO, env=worker_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "manage.py",
+            "submit",
+            str(tmp_path / "bundle"),
+            "--benchmark",
+            "mp-bench",
+            "--system",
+            "Synthetic 927",
+            "--system-type",
+            "realtime",
+            "--wait",
+            "--timeout",
+            "300",
+            "--json",
+        ],
+        cwd=REPO,
+        env=worker_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     second = Worker(worker_env, log)
     try:
@@ -179,4 +219,9 @@ def test_927_tasks_via_cli_and_worker_killed_mid_judging(
     entry = next(e for e in board["entries"] if e["system"] == "Synthetic 927")
     assert entry["submission"] == summary["submission"]
     assert entry["results"] == expected
-    assert entry["flags"] == {"verified": True, "reported_in_paper": False, "incomplete": False, "offline_judge": False}
+    assert entry["flags"] == {
+        "verified": True,
+        "reported_in_paper": False,
+        "incomplete": False,
+        "offline_judge": False,
+    }

@@ -23,7 +23,11 @@ def scored_offline(eager, mpbench, mpbench_dir, tmp_path):
     bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / "ex"), tmp_path / "b.zip")
     offline = mpbench.judges.get(slug="offline")
     return submission_create(
-        benchmark=mpbench, bundle_path=bundle, system_name="Offline Agent", judge=offline, allow_partial=True
+        benchmark=mpbench,
+        bundle_path=bundle,
+        system_name="Offline Agent",
+        judge=offline,
+        allow_partial=True,
     )
 
 
@@ -44,7 +48,14 @@ def test_official_board_shows_paper_rows_ranked(client, mpbench):
     page = client.get("/benchmarks/mp-bench/").content.decode()
     assert "reported in paper" in page and "chance 33.3%" in page and "chance 50.0%" in page
     assert page.index("Gemini-3.1-Pro (SpkD-ASR)") < page.index("Freeze-Omni")
-    for header in ("Understanding", "Discussion", "Turn-based", "Spk Name Acc", "App Acc", "Lat (s)"):
+    for header in (
+        "Understanding",
+        "Discussion",
+        "Turn-based",
+        "Spk Name Acc",
+        "App Acc",
+        "Lat (s)",
+    ):
         assert header in page
 
 
@@ -56,18 +67,30 @@ def test_offline_scores_are_labelled_and_never_mixed(client, scored_offline):
     offline = client.get("/api/benchmarks/mp-bench/leaderboard/?judge=offline").json()
     assert [e["system"] for e in offline["entries"]] == ["Offline Agent"]
     entry = offline["entries"][0]
-    assert entry["flags"] == {"verified": True, "reported_in_paper": False, "incomplete": True, "offline_judge": True}
+    assert entry["flags"] == {
+        "verified": True,
+        "reported_in_paper": False,
+        "incomplete": True,
+        "offline_judge": True,
+    }
     assert entry["submission"] == scored_offline.pk
     page = client.get("/benchmarks/mp-bench/?judge=offline").content.decode()
-    assert "offline judge" in page and "incomplete bundle" in page and "reported in paper" not in page
+    assert (
+        "offline judge" in page and "incomplete bundle" in page and "reported in paper" not in page
+    )
     assert client.get("/benchmarks/mp-bench/?judge=nobody").status_code == 404
 
 
-def test_newest_submission_per_system(client, eager, mpbench, mpbench_dir, tmp_path, scored_offline):
+def test_newest_submission_per_system(
+    client, eager, mpbench, mpbench_dir, tmp_path, scored_offline
+):
     bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / "again"), tmp_path / "c.zip")
     newer = submission_create(
-        benchmark=mpbench, bundle_path=bundle, system_name="Offline Agent",
-        judge=mpbench.judges.get(slug="offline"), allow_partial=True,
+        benchmark=mpbench,
+        bundle_path=bundle,
+        system_name="Offline Agent",
+        judge=mpbench.judges.get(slug="offline"),
+        allow_partial=True,
     )
     entries = client.get("/api/benchmarks/mp-bench/leaderboard/?judge=offline").json()["entries"]
     assert [e["submission"] for e in entries] == [newer.pk]
@@ -76,7 +99,11 @@ def test_newest_submission_per_system(client, eager, mpbench, mpbench_dir, tmp_p
 def test_unfinished_submissions_are_not_ranked(client, mpbench, mpbench_dir, tmp_path):
     bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / "ex"), tmp_path / "b.zip")
     queued = submission_create(
-        benchmark=mpbench, bundle_path=bundle, system_name="Queued", judge=mpbench.judges.get(slug="offline"), allow_partial=True
+        benchmark=mpbench,
+        bundle_path=bundle,
+        system_name="Queued",
+        judge=mpbench.judges.get(slug="offline"),
+        allow_partial=True,
     )
     assert Submission.objects.get(pk=queued.pk).status == "queued"
     # The offline judge has scored nothing yet, so it is not even offered.
@@ -85,7 +112,9 @@ def test_unfinished_submissions_are_not_ranked(client, mpbench, mpbench_dir, tmp
     assert "Queued" not in [e["system"] for e in official["entries"]]
 
 
-def test_submission_page_shows_progress_scores_and_audio(client, scored_offline, mpbench_dir, tmp_path, eager, mpbench):
+def test_submission_page_shows_progress_scores_and_audio(
+    client, scored_offline, mpbench_dir, tmp_path, eager, mpbench
+):
     page = client.get(f"/submissions/{scored_offline.pk}/").content.decode()
     assert "Status: <strong>scored</strong>" in page
     assert "Tasks ingested: 3 / 927" in page

@@ -64,12 +64,22 @@ def check_transcript(data, report: ValidationReport, *, task: str, file: str) ->
         elif start < 0 or end < 0:
             report.add(f"{where} has a negative timestamp {stamp!r}", task=task, file=file)
         elif start > end:
-            report.add(f"{where} has a reversed timestamp {stamp!r} (start after end)", task=task, file=file)
+            report.add(
+                f"{where} has a reversed timestamp {stamp!r} (start after end)",
+                task=task,
+                file=file,
+            )
 
 
-def _read_json(archive: zipfile.ZipFile, entry: Entry, limit: int, report: ValidationReport, task: str | None):
+def _read_json(
+    archive: zipfile.ZipFile, entry: Entry, limit: int, report: ValidationReport, task: str | None
+):
     if entry.info.file_size > limit:
-        report.add(f"file is {entry.info.file_size:,} bytes; the limit is {limit:,}", task=task, file=entry.relative)
+        report.add(
+            f"file is {entry.info.file_size:,} bytes; the limit is {limit:,}",
+            task=task,
+            file=entry.relative,
+        )
         return None
     if entry.info.file_size == 0:
         return None  # empty files are allowed: the rules treat them as absent
@@ -78,7 +88,11 @@ def _read_json(archive: zipfile.ZipFile, entry: Entry, limit: int, report: Valid
             raw = handle.read(limit + 1)
         return json.loads(raw)
     except json.JSONDecodeError as exc:
-        report.add(f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", task=task, file=entry.relative)
+        report.add(
+            f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
+            task=task,
+            file=entry.relative,
+        )
     except UnicodeDecodeError:
         report.add("not valid JSON (not UTF-8 text)", task=task, file=entry.relative)
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
@@ -86,7 +100,9 @@ def _read_json(archive: zipfile.ZipFile, entry: Entry, limit: int, report: Valid
     return None
 
 
-def _check_audio(archive: zipfile.ZipFile, entry: Entry, report: ValidationReport, task: str) -> None:
+def _check_audio(
+    archive: zipfile.ZipFile, entry: Entry, report: ValidationReport, task: str
+) -> None:
     try:
         with archive.open(entry.info) as handle:
             header = handle.read(12)
@@ -138,7 +154,11 @@ def validate_contents(
                 _check_audio(archive, entry, report, task)
                 accepted[entry.relative] = entry
             else:
-                report.warn("not a transcript or WAV file the harness reads; ignored", task=task, file=entry.relative)
+                report.warn(
+                    "not a transcript or WAV file the harness reads; ignored",
+                    task=task,
+                    file=entry.relative,
+                )
         contents.tasks[task] = accepted
 
     contents.missing = sorted(task_ids - contents.tasks.keys())
@@ -146,5 +166,8 @@ def validate_contents(
         report.add("no scenario_* task folders found in the bundle")
     elif contents.missing and not allow_partial:
         for task in contents.missing:
-            report.add("task folder missing (submit with --allow-partial to accept an incomplete bundle)", task=task)
+            report.add(
+                "task folder missing (submit with --allow-partial to accept an incomplete bundle)",
+                task=task,
+            )
     return contents

@@ -37,7 +37,9 @@ def _task(line_number: int, record) -> TaskSpec:
     where = f"tasks.jsonl line {line_number}"
     if not isinstance(record, dict):
         raise SourceError(f"{where}: not a JSON object")
-    missing = [k for k in ("task_dir", "family", "should_speak", "metatranscript") if k not in record]
+    missing = [
+        k for k in ("task_dir", "family", "should_speak", "metatranscript") if k not in record
+    ]
     if missing:
         raise SourceError(f"{where}: missing {', '.join(missing)}")
     if record["family"] not in FAMILIES:
@@ -70,7 +72,9 @@ def read_source(directory: Path) -> Source:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise SourceError(f"tasks.jsonl line {line_number}: not valid JSON ({exc.msg})") from None
+                raise SourceError(
+                    f"tasks.jsonl line {line_number}: not valid JSON ({exc.msg})"
+                ) from None
             task = _task(line_number, record)
             if task.task_id in seen:
                 raise SourceError(f"tasks.jsonl line {line_number}: duplicate task {task.task_id}")
@@ -84,7 +88,9 @@ def read_source(directory: Path) -> Source:
         template_path = directory / "prompts" / f"{kind}.txt"
         schema_path = directory / "prompts" / f"{kind}.schema.json"
         if not template_path.is_file() or not schema_path.is_file():
-            raise SourceError(f"{directory}: prompts/{kind}.txt and prompts/{kind}.schema.json are required")
+            raise SourceError(
+                f"{directory}: prompts/{kind}.txt and prompts/{kind}.schema.json are required"
+            )
         try:
             schema = json.loads(schema_path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:

@@ -11,8 +11,16 @@ SPLIT_SIZES = {"understanding": 543, "discussion": 128, "turnbased": 256}
 
 # system, type, (Overall, Spk Name, Lat | Disc T, App, Lat | Turn T, App, Lat); None is "–".
 TABLE_3 = [
-    ("Gemini-3.1-Pro (ASR-only)", "text-llm", (4.79, 27.27, None, 100, 75.00, None, 49.22, 49.22, None)),
-    ("Gemini-3.1-Pro (SpkD-ASR)", "text-llm", (87.48, 93.94, None, 100, 89.06, None, 98.44, 98.44, None)),
+    (
+        "Gemini-3.1-Pro (ASR-only)",
+        "text-llm",
+        (4.79, 27.27, None, 100, 75.00, None, 49.22, 49.22, None),
+    ),
+    (
+        "Gemini-3.1-Pro (SpkD-ASR)",
+        "text-llm",
+        (87.48, 93.94, None, 100, 89.06, None, 98.44, 98.44, None),
+    ),
     ("Qwen3-Omni", "non-realtime", (34.44, 36.11, None, 100, 60.16, None, 52.73, 46.87, None)),
     ("Gemini-3.1-Pro", "non-realtime", (73.30, 78.28, None, 100, 90.63, None, 52.73, 51.95, None)),
     ("Freeze-Omni", "realtime", (0.18, 0.00, 1.8, 17.71, 0.00, 1.0, 49.61, 48.44, 0.6)),
@@ -42,8 +50,18 @@ def reported_results(values: tuple) -> dict:
             "spk_name_acc": _pct(spk),
             "latency_s": u_lat,
         },
-        "discussion": {"n": SPLIT_SIZES["discussion"], "tt_acc": _pct(d_tt), "app_acc": _pct(d_app), "latency_s": d_lat},
-        "turnbased": {"n": SPLIT_SIZES["turnbased"], "tt_acc": _pct(t_tt), "app_acc": _pct(t_app), "latency_s": t_lat},
+        "discussion": {
+            "n": SPLIT_SIZES["discussion"],
+            "tt_acc": _pct(d_tt),
+            "app_acc": _pct(d_app),
+            "latency_s": d_lat,
+        },
+        "turnbased": {
+            "n": SPLIT_SIZES["turnbased"],
+            "tt_acc": _pct(t_tt),
+            "app_acc": _pct(t_app),
+            "latency_s": t_lat,
+        },
     }
 
 

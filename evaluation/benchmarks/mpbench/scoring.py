@@ -136,7 +136,9 @@ def aggregate(outcomes: Iterable[TaskOutcome]) -> dict:
     results = {
         UNDERSTANDING: {
             "n": len(understanding),
-            "overall_acc": rate(sum(o.appropriate(UNDERSTANDING) for o in understanding), len(understanding)),
+            "overall_acc": rate(
+                sum(o.appropriate(UNDERSTANDING) for o in understanding), len(understanding)
+            ),
             "spk_name_acc": rate(
                 sum(o.appropriate(SPEAKER_NAME) for o in speaker_subset), len(speaker_subset)
             ),

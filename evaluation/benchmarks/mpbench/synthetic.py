@@ -33,7 +33,9 @@ def write_task_folder(folder: Path, *, index: int, outcome: str, input_words: in
     spoken = _words([f"w{index}_{i}" for i in range(input_words)], 0.0)
     input_end = spoken[-1]["timestamp"][1]
     if outcome in ("good", "good_slow"):
-        response = _words(["Hi", "there"], 0.5) + _words([GOOD, "Ben", "is", "right"], input_end + DELAY[outcome])
+        response = _words(["Hi", "there"], 0.5) + _words(
+            [GOOD, "Ben", "is", "right"], input_end + DELAY[outcome]
+        )
     elif outcome == "bad":
         response = _words([BAD, "no", "idea"], input_end + DELAY[outcome])
     elif outcome == "early":

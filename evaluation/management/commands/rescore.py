@@ -22,7 +22,9 @@ class Command(BaseCommand):
             board = Benchmark.objects.filter(slug=benchmark).first()
             if board is None:
                 raise CommandError(f"unknown benchmark {benchmark!r}")
-            submissions = board.submissions.filter(is_reported=False).exclude(status=Submission.Status.QUEUED)
+            submissions = board.submissions.filter(is_reported=False).exclude(
+                status=Submission.Status.QUEUED
+            )
         count = 0
         for item in submissions.select_related("benchmark", "judge"):
             chosen = item.judge

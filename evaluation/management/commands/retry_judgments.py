@@ -11,7 +11,11 @@ class Command(BaseCommand):
         parser.add_argument("submission", type=int)
 
     def handle(self, *args, submission, **options):
-        item = Submission.objects.select_related("judge").filter(pk=submission, is_reported=False).first()
+        item = (
+            Submission.objects.select_related("judge")
+            .filter(pk=submission, is_reported=False)
+            .first()
+        )
         if item is None:
             raise CommandError(f"no submission {submission}")
         count = judgments_retry_failed(submission=item)

@@ -29,7 +29,9 @@ class Command(BaseCommand):
         )
         board = summary.benchmark
         if not board.description:
-            board.description = "Invented conversations and fictional systems; scored by the offline judge."
+            board.description = (
+                "Invented conversations and fictional systems; scored by the offline judge."
+            )
             board.save(update_fields=["description"])
 
         with transaction.atomic():
@@ -40,7 +42,9 @@ class Command(BaseCommand):
         self.stdout.write(f"MP-Bench: {loaded} paper rows added")
 
         if board.submissions.exists():
-            self.stdout.write(f"{DEMO_SLUG}: already seeded ({board.submissions.count()} submissions)")
+            self.stdout.write(
+                f"{DEMO_SLUG}: already seeded ({board.submissions.count()} submissions)"
+            )
             return
         offline = board.judges.get(slug="offline")
         bundles = work / "bundles"
@@ -48,7 +52,10 @@ class Command(BaseCommand):
         for entry in demo.DEMO_SYSTEMS:
             path = bundles / f"{entry['profile']}.zip"
             demo.write_demo_bundle_zip(
-                path, profile=entry["profile"], seed=entry["seed"], manifest=demo.system_manifest(entry)
+                path,
+                profile=entry["profile"],
+                seed=entry["seed"],
+                manifest=demo.system_manifest(entry),
             )
             submission = submission_create(
                 benchmark=board,

@@ -20,16 +20,37 @@ class Command(BaseCommand):
         parser.add_argument("--benchmark", required=True)
         parser.add_argument("--system", required=True, help="system name shown on the board")
         parser.add_argument("--system-type", choices=System.SystemType.values, default="")
-        parser.add_argument("--judge", default="official", help="judge slug: official, offline, ...")
-        parser.add_argument("--allow-partial", action="store_true", help="accept missing tasks; marked incomplete")
+        parser.add_argument(
+            "--judge", default="official", help="judge slug: official, offline, ..."
+        )
+        parser.add_argument(
+            "--allow-partial", action="store_true", help="accept missing tasks; marked incomplete"
+        )
         parser.add_argument("--wait", action="store_true", help="wait until scored or failed")
-        parser.add_argument("--timeout", type=float, default=6 * 3600, help="seconds to wait at most")
+        parser.add_argument(
+            "--timeout", type=float, default=6 * 3600, help="seconds to wait at most"
+        )
         parser.add_argument("--json", action="store_true", dest="as_json")
 
-    def handle(self, *args, bundle, benchmark, system, system_type, judge, allow_partial, wait, timeout, as_json, **options):
+    def handle(
+        self,
+        *args,
+        bundle,
+        benchmark,
+        system,
+        system_type,
+        judge,
+        allow_partial,
+        wait,
+        timeout,
+        as_json,
+        **options,
+    ):
         board = Benchmark.objects.filter(slug=benchmark).first()
         if board is None:
-            raise CommandError(f"unknown benchmark {benchmark!r}; import it first with import_benchmark")
+            raise CommandError(
+                f"unknown benchmark {benchmark!r}; import it first with import_benchmark"
+            )
         chosen = board.judges.filter(slug=judge).first()
         if chosen is None:
             known = ", ".join(board.judges.values_list("slug", flat=True))
@@ -49,7 +70,9 @@ class Command(BaseCommand):
             )
         except BundleRejected as exc:
             if as_json:
-                self.stdout.write(json.dumps({"submission": None, "status": "rejected", **exc.report.as_dict()}))
+                self.stdout.write(
+                    json.dumps({"submission": None, "status": "rejected", **exc.report.as_dict()})
+                )
             raise CommandError(str(exc)) from None
         finally:
             if temporary:
@@ -70,4 +93,6 @@ class Command(BaseCommand):
         if wait and submission.status == Submission.Status.FAILED:
             raise CommandError(f"submission {submission.pk} failed: {submission.error}")
         if wait and submission.status not in FINAL:
-            raise CommandError(f"submission {submission.pk} still {submission.status} after {timeout:.0f} s")
+            raise CommandError(
+                f"submission {submission.pk} still {submission.status} after {timeout:.0f} s"
+            )
