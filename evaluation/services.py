@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 import time
+import zipfile
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import timedelta
@@ -318,11 +319,18 @@ def submission_ingest(*, submission_id: int) -> bool:
             for entry in entries:
                 if entry.task not in tasks or not plugin.accepts_file(entry.relative):
                     continue
-                key = _task_file_key(submission, entry.task, entry.relative)
-                # Streams in chunks; zipfile stops at the declared size and checks the CRC.
-                with archive.open(entry.info) as source:
-                    key = default_storage.save(key, File(source, name=entry.relative))
-                files[entry.task][entry.relative] = {"key": key, "size": entry.info.file_size}
+                info = {"size": entry.info.file_size}
+                if plugin.is_audio(entry.relative):
+                    # Audio is served on its own (with Range requests), so it gets its own object.
+                    # Streams in chunks; zipfile stops at the declared size and checks the CRC.
+                    with archive.open(entry.info) as source:
+                        info["key"] = default_storage.save(
+                            _task_file_key(submission, entry.task, entry.relative),
+                            File(source, name=entry.relative),
+                        )
+                else:
+                    info["entry"] = entry.path  # transcripts are read from the stored bundle itself
+                files[entry.task][entry.relative] = info
                 if entry.task not in done_tasks:
                     done_tasks.add(entry.task)
                     if len(done_tasks) % 100 == 0:
@@ -348,13 +356,18 @@ def submission_ingest(*, submission_id: int) -> bool:
     return True
 
 
-def _storage_reader(files: dict):
+def _bundle_reader(files: dict, archive: zipfile.ZipFile):
+    """size_of/read for one task folder: transcripts from the bundle, audio from storage."""
+
     def size_of(name: str) -> int | None:
         info = files.get(name)
         return info["size"] if info else None
 
     def read(name: str) -> bytes:
-        with default_storage.open(files[name]["key"], "rb") as handle:
+        info = files[name]
+        if "entry" in info:
+            return archive.read(info["entry"])
+        with default_storage.open(info["key"], "rb") as handle:
             return handle.read()
 
     return size_of, read
@@ -365,19 +378,30 @@ def submission_detect(*, submission_id: int) -> bool:
         return False
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     plugin = get_plugin(submission.benchmark.plugin)
-    results = list(submission.task_results.select_related("task"))
-    evidence = {row.pk: plugin.collect_evidence(*_storage_reader(row.files)) for row in results}
-    probe = plugin.probe_half_duplex(evidence.values())
-    for row in results:
-        found = plugin.detect(evidence[row.pk], half_duplex=probe.is_half_duplex)
-        row.detected = True
-        row.spoke = found.spoke
-        row.spoke_via = found.spoke_via or ""
-        row.post_text = found.post_text
-        row.full_text = found.full_text
-        row.latency = found.latency
-        row.input_end = found.input_end
-        row.turn_taking_correct = found.spoke == row.task.should_speak
+    rows = list(submission.task_results.values_list("task_id", "files", "task__should_speak"))
+    with submission.bundle.open("rb") as handle, zipfile.ZipFile(handle) as archive:
+        evidence = [
+            plugin.collect_evidence(*_bundle_reader(files, archive)) for _, files, _ in rows
+        ]
+    probe = plugin.probe_half_duplex(evidence)
+    detected = []
+    for (task_pk, files, should_speak), found in zip(rows, evidence, strict=True):
+        found = plugin.detect(found, half_duplex=probe.is_half_duplex)
+        detected.append(
+            TaskResult(
+                submission_id=submission_id,
+                task_id=task_pk,
+                files=files,
+                detected=True,
+                spoke=found.spoke,
+                spoke_via=found.spoke_via or "",
+                post_text=found.post_text,
+                full_text=found.full_text,
+                latency=found.latency,
+                input_end=found.input_end,
+                turn_taking_correct=found.spoke == should_speak,
+            )
+        )
     fields = [
         "detected",
         "spoke",
@@ -389,7 +413,14 @@ def submission_detect(*, submission_id: int) -> bool:
         "turn_taking_correct",
     ]
     with transaction.atomic():
-        TaskResult.objects.bulk_update(results, fields, batch_size=SQL_IN_BATCH)
+        # An upsert on the natural key: one statement per batch, unlike bulk_update's CASE chains.
+        TaskResult.objects.bulk_create(
+            detected,
+            batch_size=SQL_IN_BATCH,
+            update_conflicts=True,
+            unique_fields=["submission", "task"],
+            update_fields=fields,
+        )
         Submission.objects.filter(pk=submission_id).update(
             half_duplex=probe.is_half_duplex, status=Submission.Status.JUDGING
         )
@@ -508,7 +539,8 @@ def judge_slots(judge: Judge, client, limit: int) -> EndpointSlots:
         endpoint=f"{judge.provider}:{client.base_url}",
         limit=limit,
         redis_url=broker if broker.startswith(("redis://", "rediss://")) else None,
-        lease_seconds=settings.JUDGE_TIMEOUT_SECONDS + 30,
+        # A killed worker's slots come back once a call could no longer be running.
+        lease_seconds=settings.JUDGE_TIMEOUT_SECONDS + 5,
     )
 
 

@@ -93,6 +93,7 @@ def worker_env(services, tmp_path, settings):
         "CELERY_UNACKED_RESTORE_INTERVAL": "2",
         "CELERY_UNACKED_RESTORE_THROTTLE": "1",
         "FLOORBOARD_JUDGE_LEASE_SECONDS": "5",
+        "FLOORBOARD_JUDGE_TIMEOUT_SECONDS": "5",
         "FLOORBOARD_JUDGE_CONCURRENCY": "8",
         "FLOORBOARD_JUDGE_BACKOFF_BASE_SECONDS": "0.05",
     }

@@ -1,6 +1,6 @@
 """The MP-Bench plug-in (927 tasks; Table 3 of the paper)."""
 
-from .bundle import BundleContents, accepts_file, is_task_folder, validate_contents
+from .bundle import BundleContents, accepts_file, is_audio, is_task_folder, validate_contents
 from .detection import Detection, Evidence, collect_evidence, detect, probe_half_duplex
 from .importer import Source, SourceError, read_source
 from .offline import offline_verdict
@@ -25,6 +25,7 @@ SCHEMA_NAME = "mpbench_eval"
 __all__ = [
     "BundleContents",
     "accepts_file",
+    "is_audio",
     "VERDICT_KEYS",
     "CHANCE_PCT",
     "Detection",

@@ -21,9 +21,13 @@ def is_task_folder(name: str) -> bool:
     return name.startswith(TASK_FOLDER_PREFIX)
 
 
+def is_audio(relative: str) -> bool:
+    return relative.lower().endswith(AUDIO_SUFFIX)
+
+
 def accepts_file(relative: str) -> bool:
     """The files of a task folder that are kept: the harness's transcripts and WAV audio."""
-    return relative in TRANSCRIPT_NAMES or relative.lower().endswith(AUDIO_SUFFIX)
+    return relative in TRANSCRIPT_NAMES or is_audio(relative)
 
 
 @dataclass
@@ -150,7 +154,7 @@ def validate_contents(
                 if data is not None:
                     check_transcript(data, report, task=task, file=entry.relative)
                 accepted[entry.relative] = entry
-            elif entry.relative.lower().endswith(AUDIO_SUFFIX):
+            elif is_audio(entry.relative):
                 _check_audio(archive, entry, report, task)
                 accepted[entry.relative] = entry
             else:

@@ -1,0 +1,218 @@
+"""Benchmark the scoring pipeline on a 927-task bundle.
+
+1. ingest + detect + aggregate through the services (storage and database included) against a
+   plain-Python pass over the same files doing only detection and aggregation; wall time and
+   peak Python memory (tracemalloc) of each, and their ratio.
+2. Judge throughput against a local OpenAI-compatible server that waits --judge-delay seconds per
+   call, against the ideal calls x delay / concurrency.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import threading
+import time
+import tracemalloc
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluation import services
+from evaluation.benchmarks.mpbench import detection, scoring, synthetic
+from evaluation.bundles import zip_directory
+from evaluation.models import Judgment, Submission
+from evaluation.selectors import task_spec
+
+
+class _SlowJudge(BaseHTTPRequestHandler):
+    delay = 0.2
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        time.sleep(self.delay)
+        body = json.dumps(
+            {
+                "choices": [
+                    {
+                        "message": {
+                            "content": '{"correct": true, "consistent": true, "reasoning": "", "extracted_name": null}'
+                        }
+                    }
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _measure(function):
+    """(result, wall seconds) of one plain run, then peak traced memory of a second run."""
+    started = time.perf_counter()
+    result = function()
+    wall = time.perf_counter() - started
+    tracemalloc.start()
+    function()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return result, wall, peak
+
+
+class Command(BaseCommand):
+    help = __doc__.splitlines()[0]
+
+    def add_arguments(self, parser):
+        default = settings.BASE_DIR.parent / "shared" / "benchmarks" / "mpbench"
+        parser.add_argument(
+            "--benchmark-dir",
+            type=Path,
+            default=default,
+            help="MP-Bench checkout (tasks.jsonl, prompts/)",
+        )
+        parser.add_argument(
+            "--input-words", type=int, default=100, help="words per synthetic input transcript"
+        )
+        parser.add_argument("--judge-delay", type=float, default=0.2)
+        parser.add_argument("--concurrency", type=int, default=16)
+        parser.add_argument("--skip-judge", action="store_true")
+
+    def handle(
+        self, *args, benchmark_dir, input_words, judge_delay, concurrency, skip_judge, **options
+    ):
+        if (
+            not (benchmark_dir / "tasks.jsonl").is_file()
+            and not (benchmark_dir / "benchmark" / "tasks.jsonl").is_file()
+        ):
+            raise CommandError(f"{benchmark_dir}: no MP-Bench checkout; pass --benchmark-dir")
+        benchmark = services.benchmark_import(
+            slug="bench-mp-bench", directory=benchmark_dir, name="MP-Bench (benchmark run)"
+        ).benchmark
+        tasks = {t.task_id: t for t in benchmark.tasks.all()}
+        work = Path(tempfile.mkdtemp(prefix="floorboard-bench-"))
+        # Stages are called one by one here; nothing is queued.
+        services._enqueue_on_commit = lambda *a, **k: None
+        try:
+            tree = work / "tree"
+            for index, task_id in enumerate(sorted(tasks)):
+                synthetic.write_task_folder(
+                    tree / task_id,
+                    index=index,
+                    outcome=synthetic.outcome_for(index),
+                    input_words=input_words,
+                )
+            size = sum(p.stat().st_size for p in tree.rglob("*") if p.is_file())
+            bundle = zip_directory(tree)
+            self.stdout.write(f"bundle: {len(tasks)} tasks, {size / 1e6:.1f} MB of transcripts")
+
+            def plain_pass():
+                evidence = {
+                    t: detection.collect_evidence(*detection.directory_reader(tree / t))
+                    for t in tasks
+                }
+                half = detection.probe_half_duplex(evidence.values()).is_half_duplex
+                outcomes = []
+                for task_id, task in tasks.items():
+                    found = detection.detect(evidence[task_id], half_duplex=half)
+                    outcomes.append(
+                        scoring.TaskOutcome(task_spec(task), found.spoke, found.latency, {})
+                    )
+                return scoring.aggregate(outcomes)
+
+            offline = benchmark.judges.get(slug="offline")
+
+            # The validation pass before queueing is timed on its own: it is not part of the stages.
+            started = time.perf_counter()
+            report, _ = services.bundle_validate(
+                benchmark=benchmark, path=bundle, allow_partial=False
+            )
+            validate_wall = time.perf_counter() - started
+            assert report.ok, report.problems[:3]
+
+            baseline, base_wall, base_peak = _measure(plain_pass)
+
+            def stages_only():
+                submission = services.submission_create(
+                    benchmark=benchmark,
+                    bundle_path=bundle,
+                    system_name="Benchmark run",
+                    judge=offline,
+                )
+                started = time.perf_counter()
+                services.submission_ingest(submission_id=submission.pk)
+                ingest = time.perf_counter() - started
+                services.submission_detect(submission_id=submission.pk)
+                detect = time.perf_counter() - started - ingest
+                results = services.submission_aggregate(
+                    submission=submission, judge=offline
+                ).results
+                return results, ingest, detect, time.perf_counter() - started
+
+            results, ingest_s, detect_s, ours_wall = stages_only()
+            tracemalloc.start()
+            stages_only()
+            ours_peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            if results != baseline:
+                raise CommandError("the pipeline and the plain pass disagree: a bug")
+            self.stdout.write(f"validation before queueing: {validate_wall:.2f} s")
+            self.stdout.write(
+                f"pipeline ingest+detect+aggregate: {ours_wall:.2f} s (ingest {ingest_s:.2f}, detect {detect_s:.2f}), "
+                f"peak Python memory {ours_peak / 1e6:.1f} MB"
+            )
+            self.stdout.write(
+                f"plain-Python detect+aggregate:    {base_wall:.2f} s, peak Python memory {base_peak / 1e6:.1f} MB"
+            )
+            self.stdout.write(
+                f"ratio (wall): {ours_wall / base_wall:.2f}  ratio (memory): {ours_peak / base_peak:.2f}"
+            )
+
+            if not skip_judge:
+                self._bench_judge(benchmark, bundle, judge_delay, concurrency)
+        finally:
+            Submission.objects.filter(benchmark=benchmark).delete()
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _bench_judge(self, benchmark, bundle, delay, concurrency):
+        _SlowJudge.delay = delay
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _SlowJudge)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        judge = benchmark.judges.get(slug="official")
+        judge.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        judge.concurrency = concurrency
+        judge.save()
+        try:
+            submission = services.submission_create(
+                benchmark=benchmark,
+                bundle_path=bundle,
+                system_name="Benchmark judge run",
+                judge=judge,
+            )
+            services.submission_ingest(submission_id=submission.pk)
+            services.submission_detect(submission_id=submission.pk)
+            # Fresh prompts: earlier runs' cached judgments would make no call.
+            Judgment.objects.filter(judge_identity__startswith=f"openai@{judge.base_url}").delete()
+            pending = services.judgments_prepare(submission=submission, judge=judge)
+            started = time.perf_counter()
+            services.judgments_run(judge=judge, judgment_ids=pending)
+            wall = time.perf_counter() - started
+            ideal = len(pending) * delay / concurrency
+            self.stdout.write(
+                f"judge: {len(pending)} calls, {delay * 1000:.0f} ms each, concurrency {concurrency}: "
+                f"{wall:.2f} s against an ideal {ideal:.2f} s ({100 * (wall / ideal - 1):+.1f}%), "
+                f"{len(pending) / wall:.1f} calls/s"
+            )
+        finally:
+            server.shutdown()
+            judge.base_url, judge.concurrency = "", None
+            judge.save()
