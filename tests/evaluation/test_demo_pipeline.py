@@ -22,7 +22,11 @@ def demo_board(tmp_path):
 
 
 def words(path):
-    return [c for c in json.loads(path.read_text())["chunks"] if c.get("timestamp") and len(c["timestamp"]) == 2]
+    return [
+        c
+        for c in json.loads(path.read_text())["chunks"]
+        if c.get("timestamp") and len(c["timestamp"]) == 2
+    ]
 
 
 def run(board, tmp_path, profile):
@@ -31,7 +35,10 @@ def run(board, tmp_path, profile):
     bundle = tmp_path / f"{profile}.zip"
     demo.write_demo_bundle_zip(bundle, profile=profile, seed=3)
     submission = submission_create(
-        benchmark=board, bundle_path=bundle, system_name=profile, judge=board.judges.get(slug="offline")
+        benchmark=board,
+        bundle_path=bundle,
+        system_name=profile,
+        judge=board.judges.get(slug="offline"),
     )
     submission.refresh_from_db()
     assert submission.status == "scored", submission.error
@@ -58,7 +65,11 @@ def test_streaming_run(demo_board, tmp_path):
     for row in TaskResult.objects.filter(submission=submission).select_related("task"):
         source = words(folder / row.task.task_id / "all_stitched.json")
         end = max(c["timestamp"][1] for c in source)
-        post = [c for c in words(folder / row.task.task_id / "response.json") if c["timestamp"][0] >= end]
+        post = [
+            c
+            for c in words(folder / row.task.task_id / "response.json")
+            if c["timestamp"][0] >= end
+        ]
         assert row.spoke == bool(post)
         if post:
             assert row.latency == round(post[0]["timestamp"][0] - end, 3)
