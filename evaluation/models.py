@@ -4,8 +4,41 @@ A judgment is data keyed by (judge identity, prompt hash): scores are derived fr
 judgments and can be recomputed at any time without calling a judge again.
 """
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
+
+
+class Team(models.Model):
+    """Who owns submissions. Unpublished work is visible only to its team (and staff)."""
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(unique=True)
+    # Empty: the site-wide defaults (FLOORBOARD_MAX_SUBMISSIONS_PER_DAY, ..._CONCURRENT_EVALUATIONS).
+    max_submissions_per_day = models.PositiveIntegerField(null=True, blank=True)
+    max_concurrent_evaluations = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        MEMBER = "member"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "user"], name="membership_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team}"
 
 
 class Benchmark(models.Model):
@@ -126,12 +159,29 @@ class System(models.Model):
         NON_REALTIME = "non-realtime", "Non-realtime"
         TEXT_LLM = "text-llm", "Text LLM"
 
+    class Architecture(models.TextChoices):
+        END_TO_END = "end-to-end", "End-to-end"
+        CASCADED = "cascaded", "Cascaded"
+
     name = models.CharField(max_length=200, unique=True)
     system_type = models.CharField(
         max_length=20, choices=SystemType.choices, default=SystemType.REALTIME
     )
     organization = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
+    architecture = models.CharField(max_length=20, choices=Architecture.choices, blank=True)
+    asr_model = models.CharField(max_length=200, blank=True)
+    llm_model = models.CharField(max_length=200, blank=True)
+    tts_model = models.CharField(max_length=200, blank=True)
+    open_weights = models.BooleanField(null=True, blank=True)
+    full_duplex = models.BooleanField(null=True, blank=True)
+    parameters = models.CharField(max_length=50, blank=True, help_text="e.g. 7B")
+    license = models.CharField(max_length=100, blank=True)
+    paper_url = models.URLField(blank=True)
+    code_url = models.URLField(blank=True)
+    team = models.ForeignKey(
+        Team, on_delete=models.SET_NULL, null=True, blank=True, related_name="systems"
+    )
     metadata = models.JSONField(default=dict, blank=True, help_text="manifest.json of its bundles")
 
     def __str__(self) -> str:
@@ -153,6 +203,20 @@ class Submission(models.Model):
     judge = models.ForeignKey(
         Judge, on_delete=models.PROTECT, related_name="submissions", null=True
     )
+    team = models.ForeignKey(
+        Team, on_delete=models.PROTECT, null=True, blank=True, related_name="submissions"
+    )
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # Privacy and moderation: unpublished work is seen only by its team and staff.
+    is_published = models.BooleanField(default=False)
+    published_at = models.DateTimeField(null=True, blank=True)
+    is_verified = models.BooleanField(default=False, help_text="Checked by staff")
+    is_flagged = models.BooleanField(default=False)
+    flag_reason = models.TextField(blank=True, help_text="Shown publicly beside a flagged entry")
+    is_hidden = models.BooleanField(default=False, help_text="Removed from public pages by staff")
+    idempotency_key = models.CharField(max_length=100, blank=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
     error = models.TextField(blank=True)
     bundle = models.FileField(upload_to="bundles/", blank=True)
@@ -172,9 +236,20 @@ class Submission(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="submission_idempotency_key",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.system} on {self.benchmark.slug}"
+
+    @property
+    def is_public(self) -> bool:
+        return self.is_reported or (self.is_published and not self.is_hidden)
 
 
 class TaskResult(models.Model):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db.models import Q, QuerySet
+
 from evaluation.benchmarks.mpbench.scoring import TaskSpec
 from evaluation.models import Benchmark, PromptVersion, Task
 
@@ -65,3 +67,21 @@ def submission_progress(*, submission) -> dict:
         "judgments_failed": counts["failed"],
         "empty_responses": counts["skipped"],
     }
+
+
+def submissions_visible_to(*, user) -> QuerySet:
+    """Every submission this user may see: public ones (published and not hidden, or reported
+    in a paper), their teams' own, and everything for staff. The one rule behind every page,
+    API endpoint, export, chart and file URL."""
+    from evaluation.models import Submission
+
+    public = Q(is_reported=True) | Q(is_published=True, is_hidden=False)
+    if user is None or not user.is_authenticated:
+        return Submission.objects.filter(public)
+    if user.is_staff:
+        return Submission.objects.all()
+    return Submission.objects.filter(public | Q(team__memberships__user=user))
+
+
+def user_can_see_submission(*, user, submission) -> bool:
+    return submissions_visible_to(user=user).filter(pk=submission.pk).exists()

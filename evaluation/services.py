@@ -40,6 +40,7 @@ from evaluation.models import (
     Task,
     TaskJudgment,
     TaskResult,
+    Team,
 )
 from evaluation.selectors import current_prompts, task_spec
 from evaluation.throttle import EndpointSlots
@@ -210,9 +211,13 @@ def submission_create(
     system_type: str = "",
     judge: Judge | None = None,
     allow_partial: bool = False,
+    team: Team | None = None,
+    submitted_by=None,
+    publish: bool = False,
+    idempotency_key: str = "",
 ) -> Submission:
     """Validate, then store the bundle and queue it. A rejected bundle raises BundleRejected and
-    leaves no row and no file behind."""
+    leaves no row and no file behind. Unpublished submissions are visible to their team only."""
     report, contents = bundle_validate(
         benchmark=benchmark, path=bundle_path, allow_partial=allow_partial
     )
@@ -248,6 +253,11 @@ def submission_create(
                 missing_task_count=len(contents.missing),
                 bundle_sha256=sha,
                 bundle_size=size,
+                team=team,
+                submitted_by=submitted_by,
+                is_published=publish,
+                published_at=timezone.now() if publish else None,
+                idempotency_key=idempotency_key,
             )
             with open(bundle_path, "rb") as handle:
                 stored_name = default_storage.save(

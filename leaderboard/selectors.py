@@ -10,6 +10,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from evaluation.models import Benchmark, Judge, Score, Submission
+from evaluation.selectors import submissions_visible_to
 
 # Table 3 is led by overall understanding accuracy; ties fall to the discussion and turn-based
 # appropriateness accuracies.
@@ -33,6 +34,9 @@ class Entry:
     incomplete: bool
     offline_judge: bool
     reported_source: str = ""
+    private: bool = False
+    flagged: bool = False
+    flag_reason: str = ""
 
 
 def leaderboard_judges(*, benchmark: Benchmark) -> list[Judge]:
@@ -55,16 +59,17 @@ def _rank_expressions(prefix: str):
     return [Cast(KT(f"{prefix}{key}"), FloatField()).desc(nulls_last=True) for key in RANK_KEYS]
 
 
-def leaderboard_entries(*, benchmark: Benchmark, judge: Judge | None) -> list[Entry]:
-    """The newest scored submission of each system under this judge, plus, under the official
-    judge, the rows reported in the paper."""
+def leaderboard_entries(*, benchmark: Benchmark, judge: Judge | None, user=None) -> list[Entry]:
+    """The newest scored submission of each system under this judge that this user may see,
+    plus, under the official judge, the rows reported in the paper."""
+    visible = submissions_visible_to(user=user).filter(benchmark=benchmark, is_reported=False)
     verified: list[Entry] = []
     reported_rows: list[Entry] = []
     if judge is not None:
         newest = (
             Score.objects.filter(
                 judge=judge,
-                submission__benchmark=benchmark,
+                submission__in=visible,
                 submission__system=OuterRef("submission__system"),
                 submission__status=Submission.Status.SCORED,
             )
@@ -95,6 +100,9 @@ def leaderboard_entries(*, benchmark: Benchmark, judge: Judge | None) -> list[En
                     reported_in_paper=False,
                     incomplete=submission.is_partial,
                     offline_judge=judge.is_offline,
+                    private=not submission.is_public,
+                    flagged=submission.is_flagged,
+                    flag_reason=submission.flag_reason,
                 )
             )
     if judge is None or judge.is_official:

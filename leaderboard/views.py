@@ -5,8 +5,8 @@ from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from evaluation.benchmarks import get_plugin
-from evaluation.models import Benchmark, Score, Submission
-from evaluation.selectors import submission_progress
+from evaluation.models import Benchmark, Score
+from evaluation.selectors import submission_progress, submissions_visible_to
 from leaderboard.selectors import default_judge, leaderboard_entries, leaderboard_judges
 
 
@@ -20,7 +20,12 @@ def _board(request, slug: str):
             raise Http404(f"no judge {wanted!r} has scored {benchmark.slug}")
     else:
         judge = default_judge(benchmark=benchmark)
-    return benchmark, judges, judge, leaderboard_entries(benchmark=benchmark, judge=judge)
+    return (
+        benchmark,
+        judges,
+        judge,
+        leaderboard_entries(benchmark=benchmark, judge=judge, user=request.user),
+    )
 
 
 def benchmark_list(request):
@@ -83,7 +88,10 @@ def leaderboard_api(request, slug: str):
                         "reported_in_paper": e.reported_in_paper,
                         "incomplete": e.incomplete,
                         "offline_judge": e.offline_judge,
+                        "private": e.private,
+                        "flagged": e.flagged,
                     },
+                    "flag_reason": e.flag_reason,
                     "reported_source": e.reported_source,
                     "results": e.results,
                 }
@@ -95,7 +103,9 @@ def leaderboard_api(request, slug: str):
 
 def submission_page(request, pk: int):
     submission = get_object_or_404(
-        Submission.objects.select_related("benchmark", "system", "judge").filter(is_reported=False),
+        submissions_visible_to(user=request.user)
+        .select_related("benchmark", "system", "judge")
+        .filter(is_reported=False),
         pk=pk,
     )
     tasks = list(submission.task_results.select_related("task").order_by("task__task_id"))

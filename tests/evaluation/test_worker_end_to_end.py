@@ -180,6 +180,7 @@ def test_927_tasks_via_cli_and_worker_killed_mid_judging(
             "--timeout",
             "300",
             "--json",
+            "--publish",
         ],
         cwd=REPO,
         env=worker_env,
@@ -225,4 +226,6 @@ def test_927_tasks_via_cli_and_worker_killed_mid_judging(
         "reported_in_paper": False,
         "incomplete": False,
         "offline_judge": False,
+        "private": False,
+        "flagged": False,
     }

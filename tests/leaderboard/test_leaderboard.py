@@ -28,6 +28,7 @@ def scored_offline(eager, mpbench, mpbench_dir, tmp_path):
         system_name="Offline Agent",
         judge=offline,
         allow_partial=True,
+        publish=True,
     )
 
 
@@ -72,6 +73,8 @@ def test_offline_scores_are_labelled_and_never_mixed(client, scored_offline):
         "reported_in_paper": False,
         "incomplete": True,
         "offline_judge": True,
+        "private": False,
+        "flagged": False,
     }
     assert entry["submission"] == scored_offline.pk
     page = client.get("/benchmarks/mp-bench/?judge=offline").content.decode()
@@ -91,6 +94,7 @@ def test_newest_submission_per_system(
         system_name="Offline Agent",
         judge=mpbench.judges.get(slug="offline"),
         allow_partial=True,
+        publish=True,
     )
     entries = client.get("/api/benchmarks/mp-bench/leaderboard/?judge=offline").json()["entries"]
     assert [e["submission"] for e in entries] == [newer.pk]

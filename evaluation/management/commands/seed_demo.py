@@ -63,5 +63,6 @@ class Command(BaseCommand):
                 system_name=entry["name"],
                 system_type=entry["system_type"],
                 judge=offline,
+                publish=True,
             )
             self.stdout.write(f"{DEMO_SLUG}: queued {entry['name']} as submission {submission.pk}")

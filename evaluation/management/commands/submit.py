@@ -5,7 +5,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.bundles import BundleRejected, zip_directory
-from evaluation.models import Benchmark, Submission, System
+from evaluation.models import Benchmark, Submission, System, Team
 from evaluation.selectors import submission_summary
 from evaluation.services import submission_create
 
@@ -26,6 +26,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--allow-partial", action="store_true", help="accept missing tasks; marked incomplete"
         )
+        parser.add_argument(
+            "--team", help="owning team's slug (its members see it before it is published)"
+        )
+        parser.add_argument("--publish", action="store_true", help="show it publicly once scored")
         parser.add_argument("--wait", action="store_true", help="wait until scored or failed")
         parser.add_argument(
             "--timeout", type=float, default=6 * 3600, help="seconds to wait at most"
@@ -41,6 +45,8 @@ class Command(BaseCommand):
         system_type,
         judge,
         allow_partial,
+        team,
+        publish,
         wait,
         timeout,
         as_json,
@@ -55,6 +61,11 @@ class Command(BaseCommand):
         if chosen is None:
             known = ", ".join(board.judges.values_list("slug", flat=True))
             raise CommandError(f"benchmark {benchmark} has no judge {judge!r}; known: {known}")
+        owner = None
+        if team:
+            owner = Team.objects.filter(slug=team).first()
+            if owner is None:
+                raise CommandError(f"unknown team {team!r}")
         if not bundle.exists():
             raise CommandError(f"{bundle}: no such file or directory")
 
@@ -67,6 +78,8 @@ class Command(BaseCommand):
                 system_type=system_type,
                 judge=chosen,
                 allow_partial=allow_partial,
+                team=owner,
+                publish=publish,
             )
         except BundleRejected as exc:
             if as_json:
