@@ -29,8 +29,11 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
     "evaluation",
     "leaderboard",
+    "leaderboard.accounts",
+    "leaderboard.uploads",
     "annotation",
 ]
 
@@ -166,6 +169,18 @@ JUDGE_BACKOFF_BASE_SECONDS = env_float("FLOORBOARD_JUDGE_BACKOFF_BASE_SECONDS", 
 JUDGE_BACKOFF_MAX_SECONDS = env_float("FLOORBOARD_JUDGE_BACKOFF_MAX_SECONDS", 60.0)
 # A judgment claimed by a worker that died is reclaimed after this lease runs out.
 JUDGE_LEASE_SECONDS = env_int("FLOORBOARD_JUDGE_LEASE_SECONDS", 300)
+
+# Per-team limits (a team's own values override these). Failed submissions count against neither.
+MAX_SUBMISSIONS_PER_DAY = env_int("FLOORBOARD_MAX_SUBMISSIONS_PER_DAY", 10)
+MAX_CONCURRENT_EVALUATIONS = env_int("FLOORBOARD_MAX_CONCURRENT_EVALUATIONS", 2)
+# Private audio and files are reached only through signed URLs that expire this soon.
+SIGNED_URL_SECONDS = env_int("FLOORBOARD_SIGNED_URL_SECONDS", 300)
+# Browser uploads on the filesystem default arrive in chunks of this size.
+UPLOAD_CHUNK_BYTES = env_int("FLOORBOARD_UPLOAD_CHUNK_BYTES", 8 * 1024 * 1024)
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -5,6 +5,7 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("leaderboard.urls")),
+    path("", include("annotation.urls")),
 ]
 
 if settings.DEBUG and "FileSystemStorage" in settings.STORAGES["default"]["BACKEND"]:
