@@ -1,14 +1,10 @@
-from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 
+# No MEDIA_URL route: every stored file (bundles, audio) is served by a view that checks who may
+# see it, through short-lived signed URLs.
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("leaderboard.urls")),
     path("", include("annotation.urls")),
 ]
-
-if settings.DEBUG and "FileSystemStorage" in settings.STORAGES["default"]["BACKEND"]:
-    from django.conf.urls.static import static
-
-    urlpatterns += static(settings.MEDIA_URL, document_root=settings.MEDIA_ROOT)
