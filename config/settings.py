@@ -167,8 +167,12 @@ JUDGE_TIMEOUT_SECONDS = env_float("FLOORBOARD_JUDGE_TIMEOUT_SECONDS", 120.0)
 JUDGE_MAX_ATTEMPTS = env_int("FLOORBOARD_JUDGE_MAX_ATTEMPTS", 6)
 JUDGE_BACKOFF_BASE_SECONDS = env_float("FLOORBOARD_JUDGE_BACKOFF_BASE_SECONDS", 1.0)
 JUDGE_BACKOFF_MAX_SECONDS = env_float("FLOORBOARD_JUDGE_BACKOFF_MAX_SECONDS", 60.0)
-# A judgment claimed by a worker that died is reclaimed after this lease runs out.
-JUDGE_LEASE_SECONDS = env_int("FLOORBOARD_JUDGE_LEASE_SECONDS", 300)
+# A judgment claimed by a worker that died is reclaimed after this lease runs out. The default
+# outlasts the longest a live worker can spend on one judgment (every attempt and backoff).
+JUDGE_LEASE_SECONDS = env_int(
+    "FLOORBOARD_JUDGE_LEASE_SECONDS",
+    int(JUDGE_MAX_ATTEMPTS * (JUDGE_TIMEOUT_SECONDS + JUDGE_BACKOFF_MAX_SECONDS)) + 60,
+)
 
 # Per-team limits (a team's own values override these). Failed submissions count against neither.
 MAX_SUBMISSIONS_PER_DAY = env_int("FLOORBOARD_MAX_SUBMISSIONS_PER_DAY", 10)

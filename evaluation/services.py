@@ -444,7 +444,7 @@ def submission_detect(*, submission_id: int) -> bool:
 def judge_identity(*, judge: Judge, kind: str, prompt: PromptVersion) -> str:
     """provider + model + sampling parameters + prompt template version."""
     model = OFFLINE_MODEL if judge.is_offline else judge.models_by_kind[kind]
-    endpoint = f"@{judge.base_url}" if judge.base_url else ""
+    endpoint = "" if judge.is_offline else f"@{judge_endpoint(judge)}"
     params = json.dumps(judge.sampling_params(), sort_keys=True, separators=(",", ":"))
     return (
         f"{judge.provider}{endpoint}|{model}|{params}|{kind}@v{prompt.version}:{prompt.sha256[:12]}"
@@ -524,17 +524,28 @@ def _judge_offline(judgment: Judgment, plugin, spec, response: str) -> None:
     judgment.completed_at = timezone.now()
 
 
+def judge_endpoint(judge: Judge) -> str:
+    """The base URL a judge's calls go to: its own, or the provider's from the settings."""
+    if judge.base_url:
+        return judge.base_url
+    return (
+        settings.GEMINI_BASE_URL
+        if judge.provider == Judge.Provider.GEMINI
+        else settings.OPENAI_BASE_URL
+    )
+
+
 def judge_client(judge: Judge):
     plugin = get_plugin(judge.benchmark.plugin)
     if judge.provider == Judge.Provider.GEMINI:
         return GeminiClient(
-            base_url=judge.base_url or settings.GEMINI_BASE_URL,
+            base_url=judge_endpoint(judge),
             api_key=settings.GEMINI_API_KEY,
             timeout=settings.JUDGE_TIMEOUT_SECONDS,
         )
     if judge.provider == Judge.Provider.OPENAI:
         return OpenAICompatibleClient(
-            base_url=judge.base_url or settings.OPENAI_BASE_URL,
+            base_url=judge_endpoint(judge),
             api_key=settings.OPENAI_API_KEY,
             timeout=settings.JUDGE_TIMEOUT_SECONDS,
             schema_name=plugin.SCHEMA_NAME,

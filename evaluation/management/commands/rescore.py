@@ -18,13 +18,14 @@ class Command(BaseCommand):
             submissions = Submission.objects.filter(pk=submission, is_reported=False)
             if not submissions.exists():
                 raise CommandError(f"no submission {submission}")
+            if not submissions.filter(half_duplex__isnull=False).exists():
+                raise CommandError(f"submission {submission} has not been through detection yet")
         else:
             board = Benchmark.objects.filter(slug=benchmark).first()
             if board is None:
                 raise CommandError(f"unknown benchmark {benchmark!r}")
-            submissions = board.submissions.filter(is_reported=False).exclude(
-                status=Submission.Status.QUEUED
-            )
+            # Only submissions whose detections exist: judging needs them.
+            submissions = board.submissions.filter(is_reported=False, half_duplex__isnull=False)
         count = 0
         for item in submissions.select_related("benchmark", "judge"):
             chosen = item.judge
