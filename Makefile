@@ -39,6 +39,7 @@ check-migrations: install
 
 bench: install
 	$(BIN)/python manage.py bench_scoring
+	$(BIN)/python manage.py bench_agreement
 
 clean:
 	rm -rf $(VENV) var

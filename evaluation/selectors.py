@@ -73,14 +73,16 @@ def submissions_visible_to(*, user) -> QuerySet:
     """Every submission this user may see: public ones (published and not hidden, or reported
     in a paper), their teams' own, and everything for staff. The one rule behind every page,
     API endpoint, export, chart and file URL."""
-    from evaluation.models import Submission
+    from evaluation.models import Membership, Submission
 
     public = Q(is_reported=True) | Q(is_published=True, is_hidden=False)
     if user is None or not user.is_authenticated:
         return Submission.objects.filter(public)
     if user.is_staff:
         return Submission.objects.all()
-    return Submission.objects.filter(public | Q(team__memberships__user=user))
+    # A subquery, not a join over memberships, so each submission comes back once.
+    mine = Membership.objects.filter(user=user).values("team_id")
+    return Submission.objects.filter(public | Q(team_id__in=mine))
 
 
 def user_can_see_submission(*, user, submission) -> bool:

@@ -1,7 +1,23 @@
 from django.urls import path
 
-from leaderboard import views_submissions
+from leaderboard import audio, views_submissions
 
 urlpatterns = [
     path("submissions/<int:pk>/", views_submissions.submission_page, name="submission"),
+    path(
+        "submissions/<int:pk>/progress/",
+        views_submissions.submission_progress_fragment,
+        name="submission-progress",
+    ),
+    path(
+        "submissions/<int:pk>/retry/", views_submissions.submission_retry, name="submission-retry"
+    ),
+    path(
+        "submissions/<int:pk>/tasks/<str:task_id>/",
+        views_submissions.task_page,
+        name="submission-task",
+    ),
+    # Stored audio, only through short-lived signed tokens (leaderboard/audio.py).
+    path("audio/<str:token>/", audio.audio_file, name="audio"),
+    path("audio/<str:token>/peaks/", audio.audio_peaks, name="audio-peaks"),
 ]
