@@ -138,6 +138,18 @@ else:
         "unacked_restore_interval": env_int("CELERY_UNACKED_RESTORE_INTERVAL", 10),
         "unacked_restore_throttle": env_int("CELERY_UNACKED_RESTORE_THROTTLE", 10),
     }
+# One shared cache (throttle counters, chart data) when Redis is there; per process otherwise.
+CACHE_URL = env_str(
+    "FLOORBOARD_CACHE_URL",
+    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "",
+)
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        if CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_IGNORE_RESULT = True
@@ -181,6 +193,13 @@ MAX_CONCURRENT_EVALUATIONS = env_int("FLOORBOARD_MAX_CONCURRENT_EVALUATIONS", 2)
 SIGNED_URL_SECONDS = env_int("FLOORBOARD_SIGNED_URL_SECONDS", 300)
 # Browser uploads on the filesystem default arrive in chunks of this size.
 UPLOAD_CHUNK_BYTES = env_int("FLOORBOARD_UPLOAD_CHUNK_BYTES", 8 * 1024 * 1024)
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"

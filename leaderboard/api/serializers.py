@@ -1,0 +1,310 @@
+"""Read-only shapes of the API. No business logic: values come from models and selectors."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.reverse import reverse
+
+from evaluation.models import Benchmark, Judge, Submission, System, TaskJudgment, TaskResult
+
+
+class JudgeSerializer(serializers.ModelSerializer):
+    """A judge's identity: provider, model per judge kind, sampling, prompt versions."""
+
+    models = serializers.JSONField(source="models_by_kind", help_text="judge kind -> model")
+    sampling = serializers.SerializerMethodField()
+    prompt_versions = serializers.SerializerMethodField()
+    official = serializers.BooleanField(source="is_official")
+    offline = serializers.BooleanField(source="is_offline")
+
+    class Meta:
+        model = Judge
+        fields = [
+            "slug",
+            "name",
+            "provider",
+            "models",
+            "sampling",
+            "prompt_versions",
+            "official",
+            "offline",
+            "price_input_per_mtok",
+            "price_output_per_mtok",
+        ]
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_sampling(self, judge: Judge) -> dict:
+        return judge.sampling_params()
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_prompt_versions(self, judge: Judge) -> dict:
+        return self.context.get("prompt_versions", {})
+
+
+class BenchmarkSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+    task_count = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Benchmark
+        fields = ["slug", "name", "plugin", "description", "is_demo", "task_count", "url"]
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_url(self, benchmark: Benchmark) -> str:
+        return reverse(
+            "api-benchmark-detail", args=[benchmark.slug], request=self.context.get("request")
+        )
+
+
+class FamilySerializer(serializers.Serializer):
+    family = serializers.CharField()
+    tasks = serializers.IntegerField()
+    should_speak = serializers.IntegerField()
+    speaker_name = serializers.IntegerField()
+
+
+class BenchmarkDetailSerializer(BenchmarkSerializer):
+    families = FamilySerializer(many=True, read_only=True)
+    judges = JudgeSerializer(many=True, read_only=True, source="judge_list")
+    leaderboard_url = serializers.SerializerMethodField()
+
+    class Meta(BenchmarkSerializer.Meta):
+        fields = [*BenchmarkSerializer.Meta.fields, "families", "judges", "leaderboard_url"]
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_leaderboard_url(self, benchmark: Benchmark) -> str:
+        return reverse(
+            "leaderboard-api", args=[benchmark.slug], request=self.context.get("request")
+        )
+
+
+class SystemSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = System
+        fields = [
+            "id",
+            "name",
+            "system_type",
+            "organization",
+            "description",
+            "architecture",
+            "asr_model",
+            "llm_model",
+            "tts_model",
+            "open_weights",
+            "full_duplex",
+            "parameters",
+            "license",
+            "paper_url",
+            "code_url",
+            "url",
+        ]
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_url(self, system: System) -> str:
+        return reverse("api-system-detail", args=[system.pk], request=self.context.get("request"))
+
+
+class SystemRefSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = System
+        fields = ["id", "name", "system_type"]
+
+
+class SubmissionSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+    benchmark = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    system = SystemRefSerializer(read_only=True)
+    team = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    judge = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+
+    class Meta:
+        model = Submission
+        fields = [
+            "id",
+            "url",
+            "benchmark",
+            "system",
+            "team",
+            "judge",
+            "status",
+            "is_published",
+            "published_at",
+            "is_verified",
+            "is_flagged",
+            "flag_reason",
+            "is_hidden",
+            "is_partial",
+            "missing_task_count",
+            "is_reported",
+            "reported_source",
+            "created_at",
+            "finished_at",
+        ]
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_url(self, submission: Submission) -> str:
+        return reverse(
+            "api-submission-detail", args=[submission.pk], request=self.context.get("request")
+        )
+
+
+class SystemDetailSerializer(SystemSerializer):
+    submissions = SubmissionSerializer(many=True, read_only=True, source="visible_submissions")
+
+    class Meta(SystemSerializer.Meta):
+        fields = [*SystemSerializer.Meta.fields, "submissions"]
+
+
+class ProgressSerializer(serializers.Serializer):
+    tasks_total = serializers.IntegerField()
+    tasks_ingested = serializers.IntegerField()
+    judgments_total = serializers.IntegerField()
+    judgments_done = serializers.IntegerField()
+    judgments_failed = serializers.IntegerField()
+    empty_responses = serializers.IntegerField(
+        help_text="Judge kinds given an empty response: verdict false without a call"
+    )
+
+
+class TokensSerializer(serializers.Serializer):
+    input = serializers.IntegerField()
+    output = serializers.IntegerField()
+
+
+class JudgeResultSerializer(serializers.Serializer):
+    judge = serializers.CharField()
+    official = serializers.BooleanField()
+    offline = serializers.BooleanField()
+    results = serializers.JSONField(help_text="The benchmark's table (for MP-Bench, Table 3)")
+    judgments_total = serializers.IntegerField()
+    judgments_failed = serializers.IntegerField()
+    tokens = TokensSerializer()
+    cost_usd = serializers.FloatField(allow_null=True)
+    computed_at = serializers.DateTimeField()
+
+
+class SubmissionDetailSerializer(SubmissionSerializer):
+    progress = ProgressSerializer(read_only=True)
+    scores = JudgeResultSerializer(many=True, read_only=True, source="scores_list")
+    tasks_url = serializers.SerializerMethodField()
+
+    class Meta(SubmissionSerializer.Meta):
+        fields = [
+            *SubmissionSerializer.Meta.fields,
+            "error",
+            "half_duplex",
+            "bundle_size",
+            "bundle_sha256",
+            "manifest",
+            "reported_results",
+            "progress",
+            "scores",
+            "tasks_url",
+        ]
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_tasks_url(self, submission: Submission) -> str:
+        return reverse(
+            "api-submission-tasks", args=[submission.pk], request=self.context.get("request")
+        )
+
+
+class TaskResultSerializer(serializers.ModelSerializer):
+    task_id = serializers.CharField(source="task.task_id")
+    family = serializers.CharField(source="task.family")
+    should_speak = serializers.BooleanField(source="task.should_speak")
+    is_speaker_name = serializers.BooleanField(source="task.is_speaker_name")
+    judgments_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = TaskResult
+        fields = [
+            "task_id",
+            "family",
+            "should_speak",
+            "is_speaker_name",
+            "detected",
+            "spoke",
+            "spoke_via",
+            "latency",
+            "input_end",
+            "turn_taking_correct",
+            "post_text",
+            "full_text",
+            "judgments_url",
+        ]
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_judgments_url(self, row: TaskResult) -> str:
+        return reverse(
+            "api-task-judgments",
+            args=[row.submission_id, row.task.task_id],
+            request=self.context.get("request"),
+        )
+
+
+class TaskJudgmentSerializer(serializers.Serializer):
+    """One judge kind for one task under one judge. `skipped`: the response was empty, so the
+    verdict is false and no judge was called."""
+
+    judge = serializers.CharField(source="judge.slug")
+    kind = serializers.CharField()
+    skipped = serializers.SerializerMethodField()
+    status = serializers.CharField(source="judgment.status", allow_null=True, default=None)
+    verdict = serializers.SerializerMethodField()
+    reasoning = serializers.CharField(source="judgment.reasoning", allow_null=True, default=None)
+    raw_output = serializers.CharField(source="judgment.raw_output", allow_null=True, default=None)
+    prompt = serializers.CharField(source="judgment.prompt", allow_null=True, default=None)
+    prompt_version = serializers.IntegerField(
+        source="judgment.prompt_version.version", allow_null=True, default=None
+    )
+    judge_identity = serializers.CharField(
+        source="judgment.judge_identity", allow_null=True, default=None
+    )
+    model = serializers.CharField(source="judgment.model", allow_null=True, default=None)
+    input_tokens = serializers.IntegerField(
+        source="judgment.input_tokens", allow_null=True, default=None
+    )
+    output_tokens = serializers.IntegerField(
+        source="judgment.output_tokens", allow_null=True, default=None
+    )
+    latency_ms = serializers.IntegerField(
+        source="judgment.latency_ms", allow_null=True, default=None
+    )
+    attempts = serializers.IntegerField(source="judgment.attempts", allow_null=True, default=None)
+    error = serializers.CharField(source="judgment.error", allow_null=True, default=None)
+    completed_at = serializers.DateTimeField(
+        source="judgment.completed_at", allow_null=True, default=None
+    )
+
+    @extend_schema_field(OpenApiTypes.BOOL)
+    def get_skipped(self, link: TaskJudgment) -> bool:
+        return link.judgment_id is None
+
+    @extend_schema_field(OpenApiTypes.BOOL)
+    def get_verdict(self, link: TaskJudgment) -> bool | None:
+        if link.judgment_id is None:
+            return False
+        return link.judgment.verdict
+
+
+class TaskJudgmentsSerializer(serializers.Serializer):
+    task = TaskResultSerializer()
+    judgments = TaskJudgmentSerializer(many=True)
+
+
+class RetryResultSerializer(serializers.Serializer):
+    submission = serializers.IntegerField()
+    judge = serializers.CharField()
+    requeued = serializers.IntegerField(help_text="Failed judgments queued again")
+
+
+class RetryRequestSerializer(serializers.Serializer):
+    judge = serializers.SlugField(
+        required=False, help_text="Judge slug; default: the submission's own judge"
+    )
