@@ -1,24 +1,165 @@
-"""Reads behind the public leaderboard. Ranking happens in SQL."""
+"""Reads behind the public leaderboard. Ranking, sorting and filtering happen in SQL; every read
+starts from evaluation.selectors.submissions_visible_to."""
 
 from __future__ import annotations
 
-import heapq
-from dataclasses import dataclass, replace
+import hashlib
+from dataclasses import dataclass, field
+from functools import reduce
+from operator import or_
 
-from django.db.models import F, FloatField, OuterRef, Q, Subquery
+from django.db.models import (
+    Case,
+    Count,
+    F,
+    FilteredRelation,
+    FloatField,
+    IntegerField,
+    JSONField,
+    Max,
+    OuterRef,
+    Q,
+    Subquery,
+    Sum,
+    Value,
+    When,
+    Window,
+)
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, Coalesce, NullIf, RowNumber
 
-from evaluation.models import Benchmark, Judge, Score, Submission
+from evaluation.benchmarks import get_plugin
+from evaluation.models import Benchmark, Judge, Score, Submission, System, TaskJudgment
 from evaluation.selectors import submissions_visible_to
+from leaderboard.stats import Agreement, agreement_from_table, merge_tables, wilson_pct
 
+# --- Columns --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    """One number of the board: a rate {"count", "total", "pct"} or a latency in seconds."""
+
+    key: str  # "<split>.<metric>", as in the results structure
+    group: str
+    label: str
+    kind: str  # "rate" or "latency"
+    chance: float | None = None
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.kind == "rate"
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        split, metric = self.key.split(".")
+        return (split, metric, "pct") if self.kind == "rate" else (split, metric)
+
+    def value(self, results: dict | None):
+        node = results
+        for part in self.path:
+            node = node.get(part) if isinstance(node, dict) else None
+        return node if isinstance(node, int | float) and not isinstance(node, bool) else None
+
+    def rate(self, results: dict | None) -> dict | None:
+        if self.kind != "rate":
+            return None
+        split, metric = self.key.split(".")
+        node = ((results or {}).get(split) or {}).get(metric)
+        return node if isinstance(node, dict) else None
+
+
+def _mpbench_columns() -> list[Column]:
+    chance = get_plugin("mp-bench").CHANCE_PCT
+    return [
+        Column("understanding.overall_acc", "Understanding", "Overall Acc", "rate"),
+        Column(
+            "understanding.spk_name_acc",
+            "Understanding",
+            "Spk Name Acc",
+            "rate",
+            chance["spk_name_acc"],
+        ),
+        Column("understanding.latency_s", "Understanding", "Lat (s)", "latency"),
+        Column("discussion.tt_acc", "Discussion", "T Acc", "rate"),
+        Column("discussion.app_acc", "Discussion", "App Acc", "rate"),
+        Column("discussion.latency_s", "Discussion", "Lat (s)", "latency"),
+        Column("turnbased.tt_acc", "Turn-based", "T Acc", "rate", chance["turnbased.tt_acc"]),
+        Column("turnbased.app_acc", "Turn-based", "App Acc", "rate"),
+        Column("turnbased.latency_s", "Turn-based", "Lat (s)", "latency"),
+    ]
+
+
+# The paper's Table 3 layout, per plug-in.
+COLUMNS_BY_PLUGIN = {"mp-bench": _mpbench_columns}
 # Table 3 is led by overall understanding accuracy; ties fall to the discussion and turn-based
 # appropriateness accuracies.
-RANK_KEYS = (
-    "understanding__overall_acc__pct",
-    "discussion__app_acc__pct",
-    "turnbased__app_acc__pct",
+RANK_KEYS_BY_PLUGIN = {
+    "mp-bench": ("understanding.overall_acc", "discussion.app_acc", "turnbased.app_acc")
+}
+# Row groups of Table 3, in the paper's order.
+TYPE_ORDER = (
+    System.SystemType.TEXT_LLM,
+    System.SystemType.NON_REALTIME,
+    System.SystemType.REALTIME,
 )
+TYPE_GROUP_LABELS = {
+    System.SystemType.TEXT_LLM: "Text LLMs",
+    System.SystemType.NON_REALTIME: "Non-realtime",
+    System.SystemType.REALTIME: "Realtime",
+}
+
+
+def board_columns(*, benchmark: Benchmark) -> list[Column]:
+    factory = COLUMNS_BY_PLUGIN.get(benchmark.plugin)
+    return factory() if factory else []
+
+
+def _rank_columns(benchmark: Benchmark) -> list[Column]:
+    by_key = {c.key: c for c in board_columns(benchmark=benchmark)}
+    return [by_key[key] for key in RANK_KEYS_BY_PLUGIN.get(benchmark.plugin, ())]
+
+
+# --- Sort and filters -----------------------------------------------------------------------
+
+SORT_RANK, SORT_SYSTEM, SORT_TYPE = "rank", "system", "system_type"
+
+
+@dataclass(frozen=True)
+class BoardSort:
+    """key: "rank", "system", "system_type" or a column key. Rows are grouped by system type
+    first unless group_by_type is off."""
+
+    key: str = SORT_RANK
+    descending: bool = False
+    group_by_type: bool = True
+
+
+@dataclass(frozen=True)
+class BoardFilters:
+    system_type: str | None = None
+    architecture: str | None = None
+    open_weights: bool | None = None
+    full_duplex: bool | None = None
+
+    def q(self) -> Q:
+        q = Q()
+        if self.system_type:
+            q &= Q(system__system_type=self.system_type)
+        if self.architecture:
+            q &= Q(system__architecture=self.architecture)
+        if self.open_weights is not None:
+            q &= Q(system__open_weights=self.open_weights)
+        if self.full_duplex is not None:
+            q &= Q(system__full_duplex=self.full_duplex)
+        return q
+
+
+def sort_keys(*, benchmark: Benchmark) -> list[str]:
+    return [SORT_RANK, SORT_SYSTEM, SORT_TYPE, *(c.key for c in board_columns(benchmark=benchmark))]
+
+
+# --- Entries --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -29,7 +170,7 @@ class Entry:
     submission_id: int
     judge: str
     results: dict
-    verified: bool
+    verified: bool  # scored here, from the submitted bundle
     reported_in_paper: bool
     incomplete: bool
     offline_judge: bool
@@ -37,6 +178,17 @@ class Entry:
     private: bool = False
     flagged: bool = False
     flag_reason: str = ""
+    staff_verified: bool = False
+    hidden: bool = False
+    system_id: int = 0
+    facets: dict = field(default_factory=dict)
+    # column key -> (low, high) in percent; None where the rate carries no counts
+    intervals: dict = field(default_factory=dict)
+
+    @property
+    def system_type_label(self) -> str:
+        labels = dict(System.SystemType.choices)
+        return labels.get(self.system_type, self.system_type)
 
 
 def leaderboard_judges(*, benchmark: Benchmark) -> list[Judge]:
@@ -55,88 +207,340 @@ def default_judge(*, benchmark: Benchmark) -> Judge | None:
     return judges[0] if judges else None
 
 
-def _rank_expressions(prefix: str):
-    return [Cast(KT(f"{prefix}{key}"), FloatField()).desc(nulls_last=True) for key in RANK_KEYS]
+def _number(column: Column):
+    # SQLite's key text of a JSON null is the string 'null'; PostgreSQL's is NULL.
+    text = KT("board_results__" + "__".join(column.path))
+    return Cast(NullIf(text, Value("null")), FloatField())
 
 
-def leaderboard_entries(*, benchmark: Benchmark, judge: Judge | None, user=None) -> list[Entry]:
-    """The newest scored submission of each system under this judge that this user may see,
-    plus, under the official judge, the rows reported in the paper."""
-    visible = submissions_visible_to(user=user).filter(benchmark=benchmark, is_reported=False)
-    verified: list[Entry] = []
-    reported_rows: list[Entry] = []
+def _ordered(expression, descending: bool):
+    return expression.desc(nulls_last=True) if descending else expression.asc(nulls_last=True)
+
+
+def _type_order():
+    return Case(
+        *(When(system__system_type=t, then=Value(i)) for i, t in enumerate(TYPE_ORDER)),
+        default=Value(len(TYPE_ORDER)),
+        output_field=IntegerField(),
+    )
+
+
+def _board_queryset(*, benchmark: Benchmark, judge: Judge | None, user, filters: BoardFilters):
+    """One row per system: its newest scored submission under this judge that the user may
+    see, plus, under the official judge (or none), the rows reported in the paper."""
+    visible = submissions_visible_to(user=user).filter(benchmark=benchmark)
+    shown = []
     if judge is not None:
         newest = (
-            Score.objects.filter(
-                judge=judge,
-                submission__in=visible,
-                submission__system=OuterRef("submission__system"),
-                submission__status=Submission.Status.SCORED,
+            visible.filter(
+                system=OuterRef("system"),
+                is_reported=False,
+                status=Submission.Status.SCORED,
+                scores__judge=judge,
             )
-            .order_by("-submission__created_at", "-submission_id")
+            .order_by("-created_at", "-pk")
             .values("pk")[:1]
         )
-        scores = (
-            Score.objects.filter(
-                judge=judge,
-                submission__benchmark=benchmark,
-                submission__status=Submission.Status.SCORED,
-            )
-            .filter(pk=Subquery(newest))
-            .select_related("submission__system")
-            .order_by(*_rank_expressions("results__"), "submission__system__name")
-        )
-        for score in scores:
-            submission = score.submission
-            verified.append(
-                Entry(
-                    rank=0,
-                    system=submission.system.name,
-                    system_type=submission.system.system_type,
-                    submission_id=submission.pk,
-                    judge=judge.slug,
-                    results=score.results,
-                    verified=True,
-                    reported_in_paper=False,
-                    incomplete=submission.is_partial,
-                    offline_judge=judge.is_offline,
-                    private=not submission.is_public,
-                    flagged=submission.is_flagged,
-                    flag_reason=submission.flag_reason,
-                )
-            )
+        shown.append(Q(is_reported=False, pk=Subquery(newest)))
     if judge is None or judge.is_official:
-        reported = (
-            Submission.objects.filter(benchmark=benchmark, is_reported=True)
-            .select_related("system")
-            .order_by(*_rank_expressions("reported_results__"), F("system__name"))
+        shown.append(Q(is_reported=True))
+    queryset = (
+        Submission.objects.filter(benchmark=benchmark, pk__in=visible.values("pk"))
+        .filter(reduce(or_, shown))
+        .filter(filters.q())
+    )
+    if judge is None:
+        results = F("reported_results")
+    else:
+        # A LEFT JOIN on (submission, judge), unique: at most one score per row.
+        queryset = queryset.annotate(
+            judged=FilteredRelation("scores", condition=Q(scores__judge=judge))
         )
-        for submission in reported:
-            reported_rows.append(
-                Entry(
-                    rank=0,
-                    system=submission.system.name,
-                    system_type=submission.system.system_type,
-                    submission_id=submission.pk,
-                    judge="reported",
-                    results=submission.reported_results,
-                    verified=False,
-                    reported_in_paper=True,
-                    incomplete=False,
-                    offline_judge=False,
-                    reported_source=submission.reported_source,
+        results = Coalesce("reported_results", "judged__results", output_field=JSONField())
+    return (
+        queryset.annotate(board_results=results)
+        .select_related("system")
+        # Never shown on the board; manifests can be large.
+        .defer("manifest", "error", "reported_results", "system__metadata", "system__description")
+    )
+
+
+def leaderboard_entries(
+    *,
+    benchmark: Benchmark,
+    judge: Judge | None,
+    user=None,
+    filters: BoardFilters | None = None,
+    sort: BoardSort | None = None,
+) -> list[Entry]:
+    """The rows of a board as shown: rank (Table 3 order among the rows shown) and order come
+    from SQL. A team sees its own unpublished rows, marked private; hidden rows only staff."""
+    filters = filters or BoardFilters()
+    sort = sort or BoardSort()
+    columns = {c.key: c for c in board_columns(benchmark=benchmark)}
+    if sort.key not in (SORT_RANK, SORT_SYSTEM, SORT_TYPE, *columns):
+        raise ValueError(f"unknown sort key {sort.key!r}")
+    rank_order = [_ordered(_number(c), True) for c in _rank_columns(benchmark)]
+    rank_order.append(F("system__name").asc())
+    queryset = _board_queryset(benchmark=benchmark, judge=judge, user=user, filters=filters)
+    queryset = queryset.annotate(board_rank=Window(RowNumber(), order_by=rank_order))
+
+    order = []
+    if sort.group_by_type or sort.key == SORT_TYPE:
+        order.append(_ordered(_type_order(), sort.key == SORT_TYPE and sort.descending))
+    if sort.key == SORT_RANK:
+        order.append(_ordered(F("board_rank"), sort.descending))
+    elif sort.key == SORT_SYSTEM:
+        order.append(_ordered(F("system__name"), sort.descending))
+    elif sort.key in columns:
+        order.append(_ordered(_number(columns[sort.key]), sort.descending))
+    order.append(F("board_rank").asc())
+
+    judge_slug = judge.slug if judge else ""
+    return [
+        _entry(submission, judge, judge_slug, columns.values())
+        for submission in queryset.order_by(*order)
+    ]
+
+
+def _facets(system: System) -> dict:
+    return {
+        "organization": system.organization,
+        "architecture": system.architecture,
+        "asr_model": system.asr_model,
+        "llm_model": system.llm_model,
+        "tts_model": system.tts_model,
+        "open_weights": system.open_weights,
+        "full_duplex": system.full_duplex,
+        "parameters": system.parameters,
+        "license": system.license,
+    }
+
+
+def _entry(submission: Submission, judge: Judge | None, judge_slug: str, columns) -> Entry:
+    system = submission.system
+    results = submission.board_results or {}
+    reported = submission.is_reported
+    return Entry(
+        rank=submission.board_rank,
+        system=system.name,
+        system_type=system.system_type,
+        submission_id=submission.pk,
+        judge="reported" if reported else judge_slug,
+        results=results,
+        verified=not reported,
+        reported_in_paper=reported,
+        incomplete=submission.is_partial,
+        offline_judge=bool(judge and judge.is_offline and not reported),
+        reported_source=submission.reported_source,
+        private=not submission.is_public,
+        flagged=submission.is_flagged,
+        flag_reason=submission.flag_reason if submission.is_flagged else "",
+        staff_verified=submission.is_verified,
+        hidden=submission.is_hidden and not reported,
+        system_id=system.pk,
+        facets=_facets(system),
+        intervals={c.key: wilson_pct(c.rate(results)) for c in columns if c.kind == "rate"},
+    )
+
+
+# --- Charts ---------------------------------------------------------------------------------
+
+
+def viewer_class(*, user) -> str:
+    """Who sees the same rows: everyone without a team alike; team members per set of teams;
+    staff everything."""
+    if user is None or not user.is_authenticated:
+        return "public"
+    if user.is_staff:
+        return "staff"
+    teams = sorted(user.memberships.values_list("team_id", flat=True))
+    return "teams-" + "-".join(map(str, teams)) if teams else "public"
+
+
+def _version(*, benchmark: Benchmark, user, judge: Judge | None) -> dict:
+    """What a cached read depends on: who is looking, which submissions they may see and how
+    they stand, and the scores (of one judge, or of all) behind them."""
+    visible = submissions_visible_to(user=user).filter(benchmark=benchmark).values("pk")
+    version = Submission.objects.filter(pk__in=visible).aggregate(
+        n=Count("pk"),
+        ids=Sum("pk"),
+        public=Count("pk", filter=Q(is_published=True, is_hidden=False)),
+        scored=Count("pk", filter=Q(status=Submission.Status.SCORED)),
+    )
+    scores = Score.objects.filter(submission__in=visible)
+    if judge is not None:
+        scores = scores.filter(judge=judge)
+    version |= scores.aggregate(scores=Count("pk"), latest=Max("computed_at"))
+    version["viewer"] = viewer_class(user=user)
+    return version
+
+
+def _cache_key(prefix: str, **parts) -> str:
+    text = "|".join(f"{k}={v}" for k, v in sorted(parts.items()))
+    return f"{prefix}:{hashlib.sha256(text.encode()).hexdigest()}"
+
+
+def chart_cache_key(
+    *, benchmark: Benchmark, judge: Judge | None, user, filters: BoardFilters
+) -> str:
+    """A key that changes whenever the chart's rows can: a score recomputed or added, a
+    submission published, hidden or unpublished, or a different viewer class."""
+    return _cache_key(
+        "board-charts-v1",
+        benchmark=benchmark.pk,
+        judge=judge.pk if judge else None,
+        version=_version(benchmark=benchmark, user=user, judge=judge),
+        filters=filters,
+    )
+
+
+def agreement_cache_key(*, benchmark: Benchmark, user) -> str:
+    """Changes when any score of the benchmark is recomputed (new judgments always end in
+    one), when visibility changes, or when a judge is added or removed."""
+    judges = benchmark.judges.aggregate(n=Count("pk"), last=Max("pk"))
+    return _cache_key(
+        "judge-agreement-v1",
+        benchmark=benchmark.pk,
+        version=_version(benchmark=benchmark, user=user, judge=None),
+        judges=judges,
+    )
+
+
+@dataclass(frozen=True)
+class ChartPoint:
+    system: str
+    system_type: str
+    reported_in_paper: bool
+    private: bool
+    values: dict  # column key -> number or None
+    intervals: dict  # column key -> (low, high) or None
+
+
+def chart_points(
+    *, benchmark: Benchmark, judge: Judge | None, user, filters: BoardFilters
+) -> list[ChartPoint]:
+    """One point per system on the board, in rank order."""
+    columns = board_columns(benchmark=benchmark)
+    entries = leaderboard_entries(
+        benchmark=benchmark,
+        judge=judge,
+        user=user,
+        filters=filters,
+        sort=BoardSort(group_by_type=False),
+    )
+    return [
+        ChartPoint(
+            system=e.system,
+            system_type=e.system_type,
+            reported_in_paper=e.reported_in_paper,
+            private=e.private,
+            values={c.key: c.value(e.results) for c in columns},
+            intervals=dict(e.intervals),
+        )
+        for e in entries
+    ]
+
+
+# --- Systems --------------------------------------------------------------------------------
+
+
+def system_submissions(*, system: System, user) -> list[Submission]:
+    """Every submission of a system, on every benchmark, that this user may see; each carries
+    `shown_results`: its own judge's scores, or the paper's numbers."""
+    visible = submissions_visible_to(user=user).filter(system=system)
+    own_score = Score.objects.filter(submission=OuterRef("pk"), judge=OuterRef("judge_id")).values(
+        "results"
+    )[:1]
+    return list(
+        Submission.objects.filter(pk__in=visible.values("pk"))
+        .select_related("benchmark", "judge")
+        .annotate(
+            shown_results=Coalesce(
+                "reported_results",
+                Subquery(own_score, output_field=JSONField()),
+                output_field=JSONField(),
+            )
+        )
+        .order_by("benchmark__name", "is_reported", "-created_at", "-pk")
+    )
+
+
+# --- Judge agreement ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JudgePair:
+    judge_a: Judge
+    judge_b: Judge
+    overall: Agreement
+    by_kind: dict[str, Agreement]
+    submissions: int
+
+
+def _both_judged(*, benchmark: Benchmark, user):
+    """TaskJudgment rows joined to the other judge's row for the same task result and kind,
+    both with a verdict, over the submissions this user may see."""
+    visible = submissions_visible_to(user=user).filter(benchmark=benchmark, is_reported=False)
+    return (
+        TaskJudgment.objects.filter(
+            task_result__submission__in=visible.values("pk"),
+            judgment__verdict__isnull=False,
+        )
+        # One filter() call: both conditions hold for the same joined row (the other judge's).
+        .filter(
+            task_result__task_judgments__kind=F("kind"),
+            task_result__task_judgments__judge_id__gt=F("judge_id"),
+            task_result__task_judgments__judgment__verdict__isnull=False,
+        )
+        .annotate(other_judge=F("task_result__task_judgments__judge_id"))
+    )
+
+
+def judge_agreement(*, benchmark: Benchmark, user) -> list[JudgePair]:
+    """For each pair of judges of the benchmark: raw agreement and Cohen's kappa over the items
+    (a task of a submission, a judge kind) that both gave a verdict on, counting only
+    submissions this user may see. The contingency tables are counted in SQL."""
+    judges = list(benchmark.judges.order_by("-is_official", "slug"))
+    joined = _both_judged(benchmark=benchmark, user=user)
+    cells = (
+        joined.annotate(
+            mine=F("judgment__verdict"), theirs=F("task_result__task_judgments__judgment__verdict")
+        )
+        .values("judge_id", "other_judge", "kind", "mine", "theirs")
+        .annotate(items=Count("pk"))
+        .order_by()
+    )
+    tables: dict[tuple[int, int], dict[str, dict]] = {}
+    for cell in cells:
+        pair = (cell["judge_id"], cell["other_judge"])
+        table = tables.setdefault(pair, {}).setdefault(cell["kind"], {})
+        table[(cell["mine"], cell["theirs"])] = cell["items"]
+    submissions = {
+        (row["judge_id"], row["other_judge"]): row["n"]
+        for row in joined.values("judge_id", "other_judge")
+        .annotate(n=Count("task_result__submission_id", distinct=True))
+        .order_by()
+    }
+    pairs = []
+    for i, a in enumerate(judges):
+        for b in judges[i + 1 :]:
+            if (a.pk, b.pk) in tables or (a.pk, b.pk) in submissions:
+                key, by_kind = (a.pk, b.pk), tables.get((a.pk, b.pk), {})
+            else:
+                # Counted with the other judge first (lower id): swap the labels back.
+                key = (b.pk, a.pk)
+                by_kind = {
+                    kind: {(y, x): n for (x, y), n in table.items()}
+                    for kind, table in tables.get(key, {}).items()
+                }
+            pairs.append(
+                JudgePair(
+                    judge_a=a,
+                    judge_b=b,
+                    overall=agreement_from_table(merge_tables(by_kind.values())),
+                    by_kind={kind: agreement_from_table(t) for kind, t in sorted(by_kind.items())},
+                    submissions=submissions.get(key, 0),
                 )
             )
-    # Both lists come ordered from SQL; merging keeps that order without sorting again.
-    merged = heapq.merge(verified, reported_rows, key=_sort_key)
-    return [replace(entry, rank=index) for index, entry in enumerate(merged, start=1)]
-
-
-def _sort_key(entry: Entry):
-    values = []
-    for key in RANK_KEYS:
-        node = entry.results
-        for part in key.split("__"):
-            node = node.get(part) if isinstance(node, dict) else None
-        values.append(-node if isinstance(node, int | float) else float("inf"))
-    return (*values, entry.system)
+    return pairs

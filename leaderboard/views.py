@@ -1,14 +1,157 @@
-from django.http import Http404
-from django.shortcuts import get_object_or_404, render
+"""The public board: leaderboard page, its CSV/JSON exports and charts, system pages, judge
+agreement, and the staff page that adds judges and re-scores with them.
+
+All board state lives in the query string (judge, sort, group, ci, type, arch, open, duplex), so
+every URL is a permalink and the exports show exactly the rows of the page."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlencode
+
+import plotly
+from django import forms
+from django.contrib.auth.views import redirect_to_login
+from django.core.cache import cache
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseForbidden,
+)
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from evaluation.benchmarks import get_plugin
-from evaluation.models import Benchmark
-from leaderboard.selectors import default_judge, leaderboard_entries, leaderboard_judges
+from evaluation.models import Benchmark, Judge, System
+from leaderboard import charts
+from leaderboard.judges import JudgeInvalid, benchmark_rescore, judge_create
+from leaderboard.selectors import (
+    SORT_RANK,
+    SORT_SYSTEM,
+    SORT_TYPE,
+    TYPE_GROUP_LABELS,
+    BoardFilters,
+    BoardSort,
+    agreement_cache_key,
+    board_columns,
+    chart_cache_key,
+    chart_points,
+    default_judge,
+    judge_agreement,
+    leaderboard_entries,
+    leaderboard_judges,
+    system_submissions,
+)
+
+CHART_CACHE_SECONDS = 600
+YES_NO = {"yes": True, "no": False}
 
 
-def _board(request, slug: str):
+class BadBoardQuery(ValueError):
+    pass
+
+
+# --- Board state ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BoardState:
+    judge: str
+    filters: BoardFilters
+    sort: BoardSort
+    show_ci: bool = False
+
+    def params(self, **overrides) -> dict[str, str]:
+        """The query parameters that differ from the defaults (the judge always), in a fixed
+        order; overrides replace single ones."""
+        sort, filters = self.sort, self.filters
+        values = {
+            "judge": self.judge,
+            "sort": ("-" if sort.descending else "") + sort.key
+            if (sort.key, sort.descending) != (SORT_RANK, False)
+            else "",
+            "group": "" if sort.group_by_type else "none",
+            "ci": "1" if self.show_ci else "",
+            "type": filters.system_type or "",
+            "arch": filters.architecture or "",
+            "open": _yes_no(filters.open_weights),
+            "duplex": _yes_no(filters.full_duplex),
+        }
+        values.update(overrides)
+        return {key: value for key, value in values.items() if value}
+
+    def query(self, **overrides) -> str:
+        params = self.params(**overrides)
+        return "?" + urlencode(params) if params else ""
+
+    def filters_json(self) -> dict:
+        return {
+            "system_type": self.filters.system_type,
+            "architecture": self.filters.architecture,
+            "open_weights": self.filters.open_weights,
+            "full_duplex": self.filters.full_duplex,
+        }
+
+
+def _yes_no(value: bool | None) -> str:
+    return "" if value is None else ("yes" if value else "no")
+
+
+def _choice(params, name: str, allowed, label: str) -> str | None:
+    value = params.get(name, "")
+    if not value:
+        return None
+    if value not in allowed:
+        raise BadBoardQuery(f"{name}: unknown {label} {value!r}; one of {', '.join(allowed)}")
+    return value
+
+
+def _board_state(params, *, benchmark: Benchmark, judge: Judge | None) -> BoardState:
+    columns = [c.key for c in board_columns(benchmark=benchmark)]
+    sort_value = params.get("sort", "") or SORT_RANK
+    key = sort_value.removeprefix("-")
+    if key not in (SORT_RANK, SORT_SYSTEM, SORT_TYPE, *columns):
+        raise BadBoardQuery(
+            f"sort: unknown column {key!r}; one of "
+            f"{', '.join([SORT_RANK, SORT_SYSTEM, SORT_TYPE, *columns])}, '-' first to reverse"
+        )
+    group = _choice(params, "group", ["type", "none"], "grouping") or "type"
+    ci = _choice(params, "ci", ["0", "1"], "interval switch") or "0"
+    open_weights = _choice(params, "open", list(YES_NO), "value")
+    full_duplex = _choice(params, "duplex", list(YES_NO), "value")
+    return BoardState(
+        judge=judge.slug if judge else "",
+        filters=BoardFilters(
+            system_type=_choice(params, "type", System.SystemType.values, "system type"),
+            architecture=_choice(params, "arch", System.Architecture.values, "architecture"),
+            open_weights=YES_NO[open_weights] if open_weights else None,
+            full_duplex=YES_NO[full_duplex] if full_duplex else None,
+        ),
+        sort=BoardSort(
+            key=key, descending=sort_value.startswith("-"), group_by_type=group == "type"
+        ),
+        show_ci=ci == "1",
+    )
+
+
+@dataclass
+class Board:
+    benchmark: Benchmark
+    judges: list[Judge]
+    judge: Judge | None
+    state: BoardState
+
+
+def _board(request, slug: str) -> Board:
+    """Benchmark, judge and state from the URL. Http404 for an unknown benchmark or a judge
+    that has scored nothing there; BadBoardQuery for any other bad parameter."""
     benchmark = get_object_or_404(Benchmark, slug=slug)
     judges = leaderboard_judges(benchmark=benchmark)
     wanted = request.GET.get("judge")
@@ -18,12 +161,21 @@ def _board(request, slug: str):
             raise Http404(f"no judge {wanted!r} has scored {benchmark.slug}")
     else:
         judge = default_judge(benchmark=benchmark)
-    return (
-        benchmark,
-        judges,
-        judge,
-        leaderboard_entries(benchmark=benchmark, judge=judge, user=request.user),
+    state = _board_state(request.GET, benchmark=benchmark, judge=judge)
+    return Board(benchmark, judges, judge, state)
+
+
+def _entries(board: Board, user):
+    return leaderboard_entries(
+        benchmark=board.benchmark,
+        judge=board.judge,
+        user=user,
+        filters=board.state.filters,
+        sort=board.state.sort,
     )
+
+
+# --- Pages ----------------------------------------------------------------------------------
 
 
 def benchmark_list(request):
@@ -34,19 +186,89 @@ def benchmark_list(request):
     )
 
 
+def _headers(board: Board, columns) -> tuple[list[dict], list[dict]]:
+    """Sort links for every column: a first click sorts best first, a second reverses."""
+    state = board.state
+
+    def header(key: str, label: str, best_descending: bool, arrow: str = "", chance=None):
+        active = state.sort.key == key
+        descending = (not state.sort.descending) if active else best_descending
+        return {
+            "key": key,
+            "label": label,
+            "arrow": arrow,
+            "chance": chance,
+            "active": active,
+            "aria_sort": ("descending" if state.sort.descending else "ascending")
+            if active
+            else "none",
+            "href": state.query(sort=("-" if descending else "") + key),
+        }
+
+    fixed = [
+        header(SORT_RANK, "#", False),
+        header(SORT_SYSTEM, "System", False),
+        header(SORT_TYPE, "Type", False),
+    ]
+    metric = [
+        header(
+            c.key,
+            c.label,
+            c.higher_is_better,
+            "↑" if c.higher_is_better else "↓",
+            c.chance,
+        )
+        for c in columns
+    ]
+    return fixed, metric
+
+
+def _groups(columns) -> list[tuple[str, int]]:
+    groups: dict[str, int] = {}
+    for column in columns:
+        groups[column.group] = groups.get(column.group, 0) + 1
+    return list(groups.items())
+
+
+def _row_groups(entries, grouped: bool) -> list[tuple[str, list]]:
+    if not grouped:
+        return [("", entries)]
+    groups: list[tuple[str, list]] = []
+    for entry in entries:
+        label = TYPE_GROUP_LABELS.get(entry.system_type, entry.system_type)
+        if not groups or groups[-1][0] != label:
+            groups.append((label, []))
+        groups[-1][1].append(entry)
+    return groups
+
+
 def leaderboard_page(request, slug: str):
-    benchmark, judges, judge, entries = _board(request, slug)
-    chance = get_plugin(benchmark.plugin).CHANCE_PCT
+    try:
+        board = _board(request, slug)
+    except BadBoardQuery as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain")
+    columns = board_columns(benchmark=board.benchmark)
+    entries = _entries(board, request.user)
+    fixed_headers, metric_headers = _headers(board, columns)
+    state = board.state
     return render(
         request,
         "leaderboard/leaderboard.html",
         {
-            "benchmark": benchmark,
-            "judges": judges,
-            "judge": judge,
+            "benchmark": board.benchmark,
+            "judges": board.judges,
+            "judge": board.judge,
+            "state": state,
             "entries": entries,
-            "chance_spk": chance["spk_name_acc"],
-            "chance_tt": chance["turnbased.tt_acc"],
+            "row_groups": _row_groups(entries, state.sort.group_by_type),
+            "columns": columns,
+            "column_groups": _groups(columns),
+            "fixed_headers": fixed_headers,
+            "metric_headers": metric_headers,
+            "query": state.query(),
+            "type_choices": System.SystemType.choices,
+            "arch_choices": System.Architecture.choices,
+            "plotly_src": reverse("plotly-js", args=[plotly.__version__]),
         },
     )
 
@@ -65,35 +287,300 @@ def _judge_json(judge):
     }
 
 
+def _interval_json(interval):
+    return None if interval is None else {"low": interval[0], "high": interval[1]}
+
+
+def _entry_json(entry) -> dict:
+    return {
+        "rank": entry.rank,
+        "system": entry.system,
+        "system_id": entry.system_id,
+        "system_type": entry.system_type,
+        "submission": entry.submission_id,
+        "judge": entry.judge,
+        "flags": {
+            "verified": entry.verified,
+            "staff_verified": entry.staff_verified,
+            "reported_in_paper": entry.reported_in_paper,
+            "incomplete": entry.incomplete,
+            "offline_judge": entry.offline_judge,
+            "private": entry.private,
+            "hidden": entry.hidden,
+            "flagged": entry.flagged,
+        },
+        "flag_reason": entry.flag_reason,
+        "reported_source": entry.reported_source,
+        "facets": entry.facets,
+        "results": entry.results,
+        "intervals": {key: _interval_json(value) for key, value in entry.intervals.items()},
+    }
+
+
 @api_view(["GET"])
 def leaderboard_api(request, slug: str):
-    benchmark, judges, judge, entries = _board(request, slug)
+    """The board's rows as JSON, with the same parameters and rows as the page. flags.verified
+    means scored here from the submitted bundle; flags.staff_verified that staff checked it.
+    intervals are 95% Wilson score intervals in percent (null without counts)."""
+    try:
+        board = _board(request, slug)
+    except BadBoardQuery as exc:
+        return Response({"detail": str(exc)}, status=400)
+    columns = board_columns(benchmark=board.benchmark)
+    entries = _entries(board, request.user)
+    state = board.state
     return Response(
         {
-            "benchmark": {"slug": benchmark.slug, "name": benchmark.name},
-            "judge": _judge_json(judge),
-            "judges": [j.slug for j in judges],
-            "chance_pct": get_plugin(benchmark.plugin).CHANCE_PCT,
-            "entries": [
+            "benchmark": {"slug": board.benchmark.slug, "name": board.benchmark.name},
+            "judge": _judge_json(board.judge),
+            "judges": [j.slug for j in board.judges],
+            "chance_pct": get_plugin(board.benchmark.plugin).CHANCE_PCT,
+            "sort": state.params().get("sort", SORT_RANK),
+            "group": "type" if state.sort.group_by_type else "none",
+            "filters": state.filters_json(),
+            "columns": [
                 {
-                    "rank": e.rank,
-                    "system": e.system,
-                    "system_type": e.system_type,
-                    "submission": e.submission_id,
-                    "judge": e.judge,
-                    "flags": {
-                        "verified": e.verified,
-                        "reported_in_paper": e.reported_in_paper,
-                        "incomplete": e.incomplete,
-                        "offline_judge": e.offline_judge,
-                        "private": e.private,
-                        "flagged": e.flagged,
-                    },
-                    "flag_reason": e.flag_reason,
-                    "reported_source": e.reported_source,
-                    "results": e.results,
+                    "key": c.key,
+                    "group": c.group,
+                    "label": c.label,
+                    "kind": c.kind,
+                    "better": "higher" if c.higher_is_better else "lower",
+                    "chance_pct": c.chance,
                 }
-                for e in entries
+                for c in columns
             ],
+            "permalink": request.build_absolute_uri(
+                reverse("leaderboard", args=[board.benchmark.slug]) + state.query()
+            ),
+            "entries": [_entry_json(e) for e in entries],
         }
+    )
+
+
+def _yes_no_cell(value) -> str:
+    return "" if value is None else ("yes" if value else "no")
+
+
+@require_GET
+def leaderboard_csv(request, slug: str):
+    """Exactly the rows of the page, in its order, one line each."""
+    try:
+        board = _board(request, slug)
+    except BadBoardQuery as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain")
+    columns = board_columns(benchmark=board.benchmark)
+    entries = _entries(board, request.user)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    name = f"{board.benchmark.slug}-{board.judge.slug if board.judge else 'reported'}.csv"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    writer = csv.writer(response)
+    header = ["rank", "group", "system", "system_id", "submission", "judge"]
+    header += ["scored_here", "staff_verified", "reported_in_paper", "incomplete"]
+    header += ["offline_judge", "private", "flagged", "flag_reason"]
+    header += ["architecture", "open_weights", "full_duplex"]
+    for column in columns:
+        header.append(column.key)
+        if column.kind == "rate":
+            header += [f"{column.key}.{p}" for p in ("count", "total", "ci_low", "ci_high")]
+    writer.writerow(header)
+    for e in entries:
+        row = [e.rank, TYPE_GROUP_LABELS.get(e.system_type, e.system_type), e.system]
+        row += [e.system_id, e.submission_id, e.judge]
+        flags = (e.verified, e.staff_verified, e.reported_in_paper, e.incomplete)
+        row += [_yes_no_cell(v) for v in (*flags, e.offline_judge, e.private, e.flagged)]
+        row += [e.flag_reason, e.facets.get("architecture", "")]
+        row += [_yes_no_cell(e.facets.get(k)) for k in ("open_weights", "full_duplex")]
+        for column in columns:
+            value = column.value(e.results)
+            row.append("" if value is None else value)
+            if column.kind == "rate":
+                rate = column.rate(e.results) or {}
+                interval = e.intervals.get(column.key)
+                row += [
+                    "" if rate.get("count") is None else rate["count"],
+                    "" if rate.get("total") is None else rate["total"],
+                    "" if interval is None else interval[0],
+                    "" if interval is None else interval[1],
+                ]
+        writer.writerow(row)
+    return response
+
+
+@require_GET
+def leaderboard_charts(request, slug: str):
+    """Plotly figure JSON for the board as filtered, cached until its scores or visibility
+    change. The key carries the viewer's class, so no team's private points reach others."""
+    try:
+        board = _board(request, slug)
+    except BadBoardQuery as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain")
+    key = chart_cache_key(
+        benchmark=board.benchmark,
+        judge=board.judge,
+        user=request.user,
+        filters=board.state.filters,
+    )
+    figures = cache.get(key)
+    if figures is None:
+        points = chart_points(
+            benchmark=board.benchmark,
+            judge=board.judge,
+            user=request.user,
+            filters=board.state.filters,
+        )
+        columns = board_columns(benchmark=board.benchmark)
+        figures = (
+            charts.board_figures_json(columns, points) if points else charts.empty_figures_json()
+        )
+        cache.set(key, figures, CHART_CACHE_SECONDS)
+    response = HttpResponse(figures, content_type="application/json")
+    response["Cache-Control"] = "private, no-cache"
+    return response
+
+
+def plotly_js(request, version: str):
+    """plotly.js as shipped inside the installed plotly package, under a versioned URL."""
+    if version != plotly.__version__:
+        raise Http404("plotly.js is served only in the installed version")
+    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    response = FileResponse(path.open("rb"), content_type="text/javascript; charset=utf-8")
+    response["Cache-Control"] = "public, max-age=31536000, immutable"
+    return response
+
+
+def system_page(request, pk: int):
+    """A system and every submission of it the viewer may see. A system with none is not
+    shown at all: its name alone could reveal unpublished work."""
+    system = get_object_or_404(System, pk=pk)
+    submissions = system_submissions(system=system, user=request.user)
+    if not submissions:
+        raise Http404("no such system")
+    columns_by_plugin: dict[str, list] = {}
+    for submission in submissions:
+        plugin = submission.benchmark.plugin
+        if plugin not in columns_by_plugin:
+            columns_by_plugin[plugin] = board_columns(benchmark=submission.benchmark)
+        submission.shown_columns = columns_by_plugin[plugin]
+    return render(
+        request,
+        "leaderboard/system.html",
+        {"system": system, "submissions": submissions},
+    )
+
+
+# --- Judges ---------------------------------------------------------------------------------
+
+
+def judge_agreement_page(request, slug: str):
+    """Raw agreement and Cohen's kappa per pair of judges, over what the viewer may see; cached
+    until a score, a judge or visibility changes."""
+    benchmark = get_object_or_404(Benchmark, slug=slug)
+    key = agreement_cache_key(benchmark=benchmark, user=request.user)
+    pairs = cache.get(key)
+    if pairs is None:
+        pairs = judge_agreement(benchmark=benchmark, user=request.user)
+        cache.set(key, pairs, CHART_CACHE_SECONDS)
+    return render(
+        request,
+        "leaderboard/judges.html",
+        {
+            "benchmark": benchmark,
+            "pairs": pairs,
+            "judges": list(benchmark.judges.order_by("-is_official", "slug")),
+        },
+    )
+
+
+class JudgeForm(forms.Form):
+    slug = forms.SlugField(max_length=50)
+    name = forms.CharField(max_length=200)
+    provider = forms.ChoiceField(choices=Judge.Provider.choices)
+    base_url = forms.URLField(
+        required=False,
+        label="Base URL",
+        assume_scheme="https",
+        help_text="Empty: the provider's site default",
+    )
+    send_sampling_params = forms.BooleanField(
+        required=False, initial=True, label="Send sampling parameters (temperature 0, top_p 1)"
+    )
+    concurrency = forms.IntegerField(
+        required=False, min_value=1, help_text="Empty: the site default"
+    )
+
+    def __init__(self, *args, kinds: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.kinds = kinds
+        for kind in kinds:
+            self.fields[f"model_{kind}"] = forms.CharField(
+                required=False, max_length=200, label=f"Model for {kind}"
+            )
+
+    def models(self) -> dict[str, str]:
+        return {kind: self.cleaned_data.get(f"model_{kind}", "") for kind in self.kinds}
+
+
+def _staff_only(request):
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path(), reverse("admin:login"))
+    if not request.user.is_staff:
+        return HttpResponseForbidden("Judges are managed by staff only.")
+    return None
+
+
+@require_http_methods(["GET", "POST"])
+def judges_manage(request, slug: str):
+    """Staff: add a judge to the benchmark, or re-score every submission with one."""
+    refused = _staff_only(request)
+    if refused:
+        return refused
+    benchmark = get_object_or_404(Benchmark, slug=slug)
+    kinds = list(get_plugin(benchmark.plugin).KINDS)
+    form = JudgeForm(kinds=kinds)
+    message = request.GET.get("done", "")
+    if request.method == "POST":
+        form = JudgeForm(request.POST, kinds=kinds)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                judge = judge_create(
+                    benchmark=benchmark,
+                    slug=data["slug"],
+                    name=data["name"],
+                    provider=data["provider"],
+                    models_by_kind=form.models(),
+                    base_url=data["base_url"],
+                    send_sampling_params=data["send_sampling_params"],
+                    concurrency=data["concurrency"],
+                )
+            except JudgeInvalid as exc:
+                form.add_error(None, str(exc))
+            else:
+                url = reverse("judges-manage", args=[benchmark.slug])
+                return redirect(f"{url}?{urlencode({'done': f'Judge {judge.slug} added.'})}")
+    judges = list(benchmark.judges.order_by("-is_official", "slug"))
+    return render(
+        request,
+        "leaderboard/judges_manage.html",
+        {
+            "benchmark": benchmark,
+            "judges": judges,
+            "form": form,
+            "message": message,
+        },
+        status=400 if form.errors else 200,
+    )
+
+
+@require_POST
+def judge_rescore(request, slug: str, judge_slug: str):
+    refused = _staff_only(request)
+    if refused:
+        return refused
+    benchmark = get_object_or_404(Benchmark, slug=slug)
+    judge = get_object_or_404(Judge, benchmark=benchmark, slug=judge_slug)
+    count = benchmark_rescore(benchmark=benchmark, judge=judge)
+    done = f"{count} submission(s) queued for re-scoring with {judge.slug}."
+    return redirect(
+        f"{reverse('judges-manage', args=[benchmark.slug])}?{urlencode({'done': done})}"
     )

@@ -1,4 +1,10 @@
+from html import escape
+
 from django import template
+from django.urls import reverse
+from django.utils.safestring import mark_safe
+
+from leaderboard.stats import wilson_pct
 
 register = template.Library()
 
@@ -19,3 +25,115 @@ def seconds(value) -> str:
 @register.filter
 def part(results, key: str):
     return (results or {}).get(key) or {}
+
+
+@register.filter
+def yes_no_unknown(value) -> str:
+    return "unknown" if value is None else ("yes" if value else "no")
+
+
+@register.filter
+def fraction_pct(value) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+@register.filter
+def kappa(value) -> str:
+    return "undefined" if value is None else f"{value:.3f}"
+
+
+@register.simple_tag
+def board_cell(results, column, intervals=None) -> dict:
+    """What one board cell shows: the number, its 95% interval text, and the hover text."""
+    if column.kind != "rate":
+        value = column.value(results)
+        return {
+            "text": seconds(value),
+            "interval": "",
+            "title": "" if value is None else "mean latency of the tasks where the agent spoke",
+        }
+    rate = column.rate(results)
+    text = pct(rate)
+    if rate is None or rate.get("pct") is None:
+        return {"text": text, "interval": "", "title": "no items"}
+    interval = intervals.get(column.key) if intervals is not None else wilson_pct(rate)
+    if interval is None:
+        return {
+            "text": text,
+            "interval": "",
+            "title": "reported in the paper without counts: no interval",
+        }
+    span = f"{interval[0]:.2f}–{interval[1]:.2f}"
+    return {
+        "text": text,
+        "interval": f"[{span}]",
+        "title": f"{rate['count']}/{rate['total']}; 95% Wilson interval {span}%",
+    }
+
+
+def _td(results, column, intervals) -> str:
+    cell = board_cell(results, column, intervals)
+    interval = f'<span class="ci"> {escape(cell["interval"])}</span>' if cell["interval"] else ""
+    return f'<td title="{escape(cell["title"])}">{escape(cell["text"])}{interval}</td>'
+
+
+def _badges(entry, judge_name: str) -> list[str]:
+    badges = []
+    if entry.verified:
+        url = reverse("submission", args=[entry.submission_id])
+        badges.append(
+            f'<a class="badge verified" href="{escape(url)}" '
+            'title="Scored on Floorboard from the submitted bundle">scored here</a>'
+        )
+    if entry.staff_verified:
+        badges.append(
+            '<span class="badge staff" title="Checked by the benchmark&#x27;s staff">'
+            "verified by staff</span>"
+        )
+    if entry.reported_in_paper:
+        badges.append(
+            f'<span class="badge reported" title="{escape(entry.reported_source)}">'
+            "reported in paper</span>"
+        )
+    if entry.incomplete:
+        badges.append(
+            '<span class="badge incomplete" title="Some tasks were missing from the bundle">'
+            "incomplete bundle</span>"
+        )
+    if entry.flagged:
+        reason = escape(entry.flag_reason)
+        badges.append(
+            f'<span class="badge flagged" title="{reason}">flagged</span> '
+            f'<span class="flag-reason">{reason}</span>'
+        )
+    if entry.private:
+        hidden = "; hidden by staff" if entry.hidden else ""
+        badges.append(
+            f'<span class="badge private" title="Unpublished: seen only by its team{hidden}">'
+            "private</span>"
+        )
+    if entry.offline_judge:
+        badges.append('<span class="badge offline">offline judge</span>')
+    elif entry.verified:
+        badges.append(
+            f'<span class="badge judge" title="{escape(judge_name)}">'
+            f"judge: {escape(entry.judge)}</span>"
+        )
+    return badges
+
+
+@register.simple_tag
+def board_row(entry, columns, judge_name: str = ""):
+    """One board row, built in one go: rank, system with its badges, type, and every number.
+    A board can hold hundreds of systems; template nodes per cell would dominate the page.
+    Every value is escaped here (html.escape, quotes included)."""
+    classes = ["reported" if entry.reported_in_paper else "verified"]
+    classes += [name for name, on in (("private", entry.private), ("flagged", entry.flagged)) if on]
+    name = escape(entry.system)
+    system_url = escape(reverse("system", args=[entry.system_id]))
+    cells = "".join(_td(entry.results, c, entry.intervals) for c in columns)
+    return mark_safe(  # every part escaped above
+        f'<tr class="{" ".join(classes)}" data-system="{name}"><td>{int(entry.rank)}</td>'
+        f'<td><a href="{system_url}">{name}</a> {" ".join(_badges(entry, judge_name))}</td>'
+        f"<td>{escape(entry.system_type_label)}</td>{cells}</tr>"
+    )

@@ -33,7 +33,7 @@ def scored_offline(eager, mpbench, mpbench_dir, tmp_path):
 
 
 def test_official_board_shows_paper_rows_ranked(client, mpbench):
-    data = client.get("/api/benchmarks/mp-bench/leaderboard/").json()
+    data = client.get("/api/benchmarks/mp-bench/leaderboard/?group=none").json()
     assert data["judge"]["slug"] == "official"
     assert data["chance_pct"] == {"spk_name_acc": 33.3, "turnbased.tt_acc": 50.0}
     names = [e["system"] for e in data["entries"]]
@@ -41,6 +41,19 @@ def test_official_board_shows_paper_rows_ranked(client, mpbench):
     assert names[:4] == ["Gemini-3.1-Pro (SpkD-ASR)", "Gemini-3.1-Pro", "Qwen3-Omni", "Covo-Audio"]
     assert names[-1] == "Freeze-Omni"  # 0.18
     assert [e["rank"] for e in data["entries"]] == list(range(1, 15))
+    # By default rows are grouped as in Table 3 (text LLMs, non-realtime, realtime), ranked within.
+    grouped = client.get("/api/benchmarks/mp-bench/leaderboard/").json()["entries"]
+    assert [e["system_type"] for e in grouped] == ["text-llm"] * 2 + ["non-realtime"] * 2 + [
+        "realtime"
+    ] * 10
+    assert [e["system"] for e in grouped[:4]] == [
+        "Gemini-3.1-Pro (SpkD-ASR)",
+        "Gemini-3.1-Pro (ASR-only)",
+        "Gemini-3.1-Pro",
+        "Qwen3-Omni",
+    ]
+    # overall: 87.48, 73.30, 34.44, 32.60, 21.36, 14.00, 11.60, 10.58, 6.45, 4.90, then 4.79
+    assert [e["rank"] for e in grouped[:4]] == [1, 11, 2, 3]
     moshi = next(e for e in data["entries"] if e["system"] == "Moshi")
     assert moshi["flags"]["reported_in_paper"] and not moshi["flags"]["verified"]
     assert moshi["results"]["turnbased"]["app_acc"]["pct"] == 28.12
@@ -70,6 +83,8 @@ def test_offline_scores_are_labelled_and_never_mixed(client, scored_offline):
     entry = offline["entries"][0]
     assert entry["flags"] == {
         "verified": True,
+        "staff_verified": False,
+        "hidden": False,
         "reported_in_paper": False,
         "incomplete": True,
         "offline_judge": True,

@@ -1,0 +1,75 @@
+"""Staff management of a benchmark's judges: add one, re-score every submission with one."""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+
+from evaluation.benchmarks import get_plugin
+from evaluation.models import Benchmark, Judge, Submission
+from evaluation.services import submission_rescore
+
+
+class JudgeInvalid(ValueError):
+    """A judge that cannot be created as asked; the message names the problem."""
+
+
+def judge_create(
+    *,
+    benchmark: Benchmark,
+    slug: str,
+    name: str,
+    provider: str,
+    models_by_kind: dict[str, str],
+    base_url: str = "",
+    send_sampling_params: bool = True,
+    concurrency: int | None = None,
+) -> Judge:
+    """A new judge for one benchmark. LLM providers need a model for every judge kind of the
+    benchmark; the offline judge takes none."""
+    if provider not in Judge.Provider.values:
+        raise JudgeInvalid(f"unknown provider {provider!r}; known: {', '.join(Judge.Provider)}")
+    kinds = list(get_plugin(benchmark.plugin).KINDS)
+    if provider == Judge.Provider.OFFLINE:
+        models: dict[str, str] = {}
+    else:
+        unknown = sorted(set(models_by_kind) - set(kinds))
+        if unknown:
+            raise JudgeInvalid(f"{benchmark.name} has no judge kind {', '.join(unknown)}")
+        missing = [kind for kind in kinds if not (models_by_kind.get(kind) or "").strip()]
+        if missing:
+            raise JudgeInvalid(
+                f"a model is needed for every judge kind; missing: {', '.join(missing)}"
+            )
+        models = {kind: models_by_kind[kind].strip() for kind in kinds}
+    if concurrency is not None and concurrency < 1:
+        raise JudgeInvalid("concurrency must be at least 1 (or empty for the site default)")
+    try:
+        with transaction.atomic():
+            return Judge.objects.create(
+                benchmark=benchmark,
+                slug=slug,
+                name=name,
+                provider=provider,
+                models_by_kind=models,
+                base_url=base_url,
+                send_sampling_params=send_sampling_params,
+                concurrency=concurrency,
+            )
+    except IntegrityError:
+        raise JudgeInvalid(f"{benchmark.name} already has a judge named {slug!r}") from None
+
+
+def benchmark_rescore(*, benchmark: Benchmark, judge: Judge) -> int:
+    """Queue every scored submission of the benchmark for judging and aggregation under this
+    judge, in the background (after commit). Cached judgments make no call. Returns how many."""
+    if judge.benchmark_id != benchmark.pk:
+        raise JudgeInvalid(f"judge {judge.slug} belongs to another benchmark")
+    submissions = Submission.objects.filter(
+        benchmark=benchmark, is_reported=False, status=Submission.Status.SCORED
+    ).only("pk", "judge_id")
+    count = 0
+    with transaction.atomic():
+        for submission in submissions.iterator():
+            submission_rescore(submission=submission, judge=judge)
+            count += 1
+    return count

@@ -1,0 +1,304 @@
+"""Judges as first-class: staff add a judge and re-score every submission with it in the
+background; the board switches judges; the agreement view's raw agreement and Cohen's kappa
+match scikit-learn over the items both judges decided, counting only visible submissions."""
+
+import hashlib
+import json
+import re
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.cache import cache
+from sklearn.metrics import cohen_kappa_score
+
+from config.celery import app as celery_app
+from evaluation.benchmarks.mpbench.synthetic import write_bundle_tree
+from evaluation.models import (
+    Judge,
+    Judgment,
+    Membership,
+    Score,
+    Submission,
+    TaskJudgment,
+    Team,
+)
+from evaluation.selectors import submissions_visible_to
+from evaluation.services import submission_aggregate, submission_create
+from leaderboard.selectors import judge_agreement
+from tests.conftest import completion, zip_tree
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+KINDS = ["understanding", "speaker_name", "discussion", "turnbased"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    cache.clear()
+
+
+@pytest.fixture
+def eager():
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = False
+
+
+@pytest.fixture
+def people(db):
+    lab = Team.objects.create(name="Lab", slug="lab")
+    users = {
+        "staff": User.objects.create_user("sam", password="pw", is_staff=True),
+        "member": User.objects.create_user("bob", password="pw"),
+        "outsider": User.objects.create_user("carol", password="pw"),
+    }
+    Membership.objects.create(team=lab, user=users["member"])
+    return lab, users
+
+
+def hashed_verdict(body, call):
+    """A second judge that disagrees with the offline one now and then, deterministically."""
+    prompt = body["messages"][0]["content"]
+    verdict = int(hashlib.sha256(prompt.encode()).hexdigest()[:4], 16) % 3 != 0
+    if "ANSWER-OK" in prompt:
+        verdict = int(hashlib.sha256(prompt.encode()).hexdigest()[4:8], 16) % 5 != 0
+    return 200, {}, completion(json.dumps({"correct": verdict, "consistent": verdict}))
+
+
+def _task_ids(mpbench_tasks, per_family: int) -> list[str]:
+    chosen = []
+    for family in ("understanding", "discussion", "turnbased"):
+        ids = sorted(k for k, t in mpbench_tasks.items() if t["family"] == family)
+        chosen += ids[:per_family]
+    # Some speaker-name items too.
+    chosen += sorted(k for k, t in mpbench_tasks.items() if t["is_speaker_name"])[:per_family]
+    return sorted(set(chosen))
+
+
+@pytest.fixture
+def two_runs(eager, mpbench, mpbench_tasks, tmp_path, people):
+    """Two synthetic runs scored by the offline judge: one published, one team draft."""
+    lab, _ = people
+    offline = mpbench.judges.get(slug="offline")
+    made = {}
+    for name, count, publish, team in (
+        ("Public Agent", 12, True, None),
+        ("Draft Agent", 9, False, lab),
+    ):
+        root = tmp_path / name.replace(" ", "")
+        write_bundle_tree(root, _task_ids(mpbench_tasks, count))
+        submission = submission_create(
+            benchmark=mpbench,
+            bundle_path=zip_tree(root, tmp_path / f"{root.name}.zip"),
+            system_name=name,
+            judge=offline,
+            allow_partial=True,
+            publish=publish,
+            team=team,
+        )
+        submission.refresh_from_db()
+        assert submission.status == Submission.Status.SCORED, submission.error
+        made[name] = submission
+    return made
+
+
+def add_judge_form(url: str, slug: str = "second", **extra) -> dict:
+    data = {
+        "slug": slug,
+        "name": "Second opinion",
+        "provider": "openai",
+        "base_url": url,
+        "send_sampling_params": "on",
+        "concurrency": "4",
+        **{f"model_{kind}": "judge-model-x" for kind in KINDS},
+    }
+    data.update(extra)
+    return data
+
+
+def test_judge_management_is_staff_only(client, mpbench, people, judge_server):
+    _, users = people
+    manage = "/benchmarks/mp-bench/judges/manage/"
+    rescore = "/benchmarks/mp-bench/judges/offline/rescore/"
+    response = client.get(manage)
+    assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
+    assert client.post(rescore).status_code == 302
+    assert client.post(manage, add_judge_form(judge_server.url)).status_code == 302
+    for name in ("member", "outsider"):
+        client.force_login(users[name])
+        assert client.get(manage).status_code == 403
+        assert client.post(manage, add_judge_form(judge_server.url)).status_code == 403
+        assert client.post(rescore).status_code == 403
+        client.logout()
+    assert not Judge.objects.filter(slug="second").exists()
+    client.force_login(users["staff"])
+    page = client.get(manage)
+    assert page.status_code == 200
+    for field in (
+        "provider",
+        "base_url",
+        "send_sampling_params",
+        "concurrency",
+        "model_speaker_name",
+    ):
+        assert f'name="{field}"' in page.content.decode()
+    assert client.get(rescore).status_code == 405  # re-scoring is a POST
+    # The agreement view itself is public; it links to management for staff only.
+    client.logout()
+    assert "judges/manage" not in client.get("/benchmarks/mp-bench/judges/").content.decode()
+
+
+def test_adding_a_judge_validates_and_names_problems(client, mpbench, people, judge_server):
+    _, users = people
+    client.force_login(users["staff"])
+    manage = "/benchmarks/mp-bench/judges/manage/"
+    missing = client.post(manage, add_judge_form(judge_server.url, model_turnbased=""))
+    assert missing.status_code == 400
+    assert "missing: turnbased" in missing.content.decode()
+    taken = client.post(manage, add_judge_form(judge_server.url, slug="offline"))
+    assert taken.status_code == 400 and "already has a judge named" in taken.content.decode()
+    assert client.post(manage, add_judge_form("not a url")).status_code == 400
+
+    done = client.post(manage, add_judge_form(judge_server.url), follow=True)
+    assert "Judge second added." in done.content.decode()
+    judge = Judge.objects.get(benchmark=mpbench, slug="second")
+    assert judge.provider == "openai" and judge.base_url == judge_server.url
+    assert judge.models_by_kind == {kind: "judge-model-x" for kind in KINDS}
+    assert judge.concurrency == 4 and judge.send_sampling_params is True
+    assert not judge.is_official
+
+    offline = client.post(
+        manage,
+        add_judge_form("", slug="offline-2", provider="offline", send_sampling_params=""),
+    )
+    assert offline.status_code == 302
+    assert Judge.objects.get(slug="offline-2").models_by_kind == {}
+
+
+def _independent_pairs(benchmark, user, slug_a: str, slug_b: str):
+    """(verdict of A, verdict of B) for every (task result, kind) both decided, read straight
+    from the stored judgments."""
+    visible = submissions_visible_to(user=user).filter(benchmark=benchmark).values("pk")
+
+    def verdicts(slug):
+        rows = TaskJudgment.objects.filter(
+            judge__slug=slug,
+            judge__benchmark=benchmark,
+            task_result__submission__in=visible,
+            judgment__isnull=False,
+        ).values_list("task_result_id", "kind", "judgment__verdict")
+        return {(r, k): v for r, k, v in rows if v is not None}
+
+    a, b = verdicts(slug_a), verdicts(slug_b)
+    keys = sorted(set(a) & set(b))
+    return [a[k] for k in keys], [b[k] for k in keys]
+
+
+def test_rescore_with_a_new_judge_switches_board_and_agreement_matches_sklearn(
+    client, mpbench, people, two_runs, judge_server
+):
+    _, users = people
+    judge_server.responder = hashed_verdict
+    client.force_login(users["staff"])
+    manage = "/benchmarks/mp-bench/judges/manage/"
+    assert client.post(manage, add_judge_form(judge_server.url)).status_code == 302
+    second = Judge.objects.get(slug="second")
+
+    done = client.post("/benchmarks/mp-bench/judges/second/rescore/", follow=True)
+    assert "2 submission(s) queued for re-scoring with second." in done.content.decode()
+    assert judge_server.requests, "the second judge was never called"
+    assert {r["model"] for r in judge_server.requests} == {"judge-model-x"}
+    assert Score.objects.filter(judge=second).count() == 2
+    # The submissions keep their own judge and status; the new judge's scores sit beside.
+    for submission in two_runs.values():
+        submission.refresh_from_db()
+        assert submission.judge.slug == "offline" and submission.status == "scored"
+
+    # The board switches judges.
+    staff_board = client.get("/api/benchmarks/mp-bench/leaderboard/?judge=second").json()
+    assert {e["system"] for e in staff_board["entries"]} == {"Public Agent", "Draft Agent"}
+    assert {e["judge"] for e in staff_board["entries"]} == {"second"}
+    assert staff_board["judges"] == ["official", "offline", "second"]
+    page = client.get("/benchmarks/mp-bench/?judge=second").content.decode()
+    assert '<option value="second" selected>Second opinion</option>' in page
+    client.logout()
+    public_board = client.get("/api/benchmarks/mp-bench/leaderboard/?judge=second").json()
+    assert [e["system"] for e in public_board["entries"]] == ["Public Agent"]
+
+    # Agreement: per viewer, over the submissions that viewer may see.
+    for viewer in (None, users["staff"], users["member"], users["outsider"]):
+        a, b = _independent_pairs(mpbench, viewer, "offline", "second")
+        assert len(a) > 50 and len(set(a)) == 2 and len(set(b)) == 2
+        pairs = judge_agreement(benchmark=mpbench, user=viewer)
+        pair = next(p for p in pairs if {p.judge_a.slug, p.judge_b.slug} == {"offline", "second"})
+        if pair.judge_a.slug == "second":
+            a, b = b, a
+        assert pair.overall.items == len(a)
+        assert pair.overall.raw == pytest.approx(
+            sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
+        )
+        assert pair.overall.kappa == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
+        assert pair.submissions == (2 if viewer in (users["staff"], users["member"]) else 1)
+        assert sum(k.items for k in pair.by_kind.values()) == len(a)
+
+        client.logout()
+        if viewer is not None:
+            client.force_login(viewer)
+        html = client.get("/benchmarks/mp-bench/judges/").content.decode()
+        row = re.search(
+            r'<tr class="pair" data-pair="offline/second">(.*?)</tr>', html, re.S
+        ).group(1)
+        assert f"<td>{len(a)}</td>" in row
+        assert f"{100 * sum(x == y for x, y in zip(a, b, strict=True)) / len(a):.1f}%" in row
+        assert f"{cohen_kappa_score(a, b):.3f}" in row
+
+    staff_items = judge_agreement(benchmark=mpbench, user=users["staff"])
+    public_items = judge_agreement(benchmark=mpbench, user=None)
+    pick = lambda pairs: next(  # noqa: E731
+        p for p in pairs if {p.judge_a.slug, p.judge_b.slug} == {"offline", "second"}
+    )
+    assert pick(staff_items).overall.items > pick(public_items).overall.items
+
+    # Per kind: each kind's kappa against scikit-learn too.
+    pair = pick(staff_items)
+    for kind, result in pair.by_kind.items():
+        rows = {
+            slug: dict(
+                TaskJudgment.objects.filter(
+                    judge__slug=slug, kind=kind, judgment__verdict__isnull=False
+                ).values_list("task_result_id", "judgment__verdict")
+            )
+            for slug in ("offline", "second")
+        }
+        keys = sorted(set(rows["offline"]) & set(rows["second"]))
+        first, other = (
+            ("offline", "second") if pair.judge_a.slug == "offline" else ("second", "offline")
+        )
+        x = [rows[first][k] for k in keys]
+        y = [rows[other][k] for k in keys]
+        assert result.items == len(keys)
+        if len(set(x)) > 1 or len(set(y)) > 1:
+            assert result.kappa == pytest.approx(cohen_kappa_score(x, y), abs=1e-12)
+
+    # The cached view follows a changed verdict once the score is recomputed.
+    client.logout()
+    client.force_login(users["staff"])
+    before = client.get("/benchmarks/mp-bench/judges/").content.decode()
+    link = (
+        TaskJudgment.objects.filter(judge=second, judgment__verdict__isnull=False)
+        .select_related("judgment", "task_result__submission")
+        .first()
+    )
+    Judgment.objects.filter(pk=link.judgment_id).update(verdict=not link.judgment.verdict)
+    submission_aggregate(submission=link.task_result.submission, judge=second)
+    a, b = _independent_pairs(mpbench, users["staff"], "offline", "second")
+    after = client.get("/benchmarks/mp-bench/judges/").content.decode()
+    assert after != before
+    assert f"{cohen_kappa_score(a, b):.3f}" in after
+
+
+def test_agreement_page_with_one_pair_and_no_overlap(client, mpbench):
+    page = client.get("/benchmarks/mp-bench/judges/").content.decode()
+    assert 'data-pair="official/offline"' in page  # the official judge first
+    assert "no item judged by both" in page
+    assert client.get("/benchmarks/nope/judges/").status_code == 404
