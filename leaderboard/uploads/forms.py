@@ -1,0 +1,50 @@
+from django import forms
+
+from evaluation.models import Benchmark, System
+from leaderboard.uploads.selectors import teams_of
+
+
+class UploadStartForm(forms.Form):
+    """What the submit page sends before the first byte: the submission's fields and the file's
+    name and size."""
+
+    team = forms.ModelChoiceField(
+        queryset=None,
+        to_field_name="slug",
+        error_messages={"invalid_choice": "You are not a member of that team."},
+    )
+    system_name = forms.CharField(max_length=200, label="System name")
+    system_type = forms.ChoiceField(
+        choices=[("", "as in the bundle's manifest")] + list(System.SystemType.choices),
+        required=False,
+        label="System type",
+    )
+    judge = forms.ModelChoiceField(
+        queryset=None, to_field_name="slug", required=False, empty_label="the official judge"
+    )
+    allow_partial = forms.BooleanField(
+        required=False, label="Accept an incomplete bundle (missing tasks count as not spoken)"
+    )
+    publish = forms.BooleanField(
+        required=False, label="Publish on the leaderboard once scored (otherwise team-only)"
+    )
+    filename = forms.CharField(max_length=255, widget=forms.HiddenInput, required=False)
+    size = forms.IntegerField(min_value=1, widget=forms.HiddenInput, required=False)
+
+    def __init__(self, *args, user, benchmark: Benchmark, **kwargs):
+        super().__init__(*args, **kwargs)
+        teams = teams_of(user=user)
+        self.fields["team"].queryset = teams
+        if len(mine := list(teams[:2])) == 1:
+            self.fields["team"].initial = mine[0].slug
+        judge = self.fields["judge"]
+        judge.queryset = benchmark.judges.order_by("-is_official", "name")
+        judge.label_from_instance = lambda j: j.name
+        if not benchmark.judges.filter(is_official=True).exists():
+            judge.required, judge.empty_label = True, None
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.is_bound and not cleaned.get("size"):
+            self.add_error("size", "Choose a bundle (.zip) to upload.")
+        return cleaned

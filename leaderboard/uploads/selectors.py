@@ -1,0 +1,117 @@
+"""Reads for uploads: who may see an upload, a team's submission limits, the report's shape."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from evaluation.models import Submission, Team
+from leaderboard.uploads.models import Upload
+
+DAY = timedelta(hours=24)
+# Above this many tasks sharing one message, the report lists them in one collapsible row.
+GROUP_TASKS_OVER = 5
+
+
+def uploads_visible_to(*, user) -> QuerySet[Upload]:
+    """An upload is seen by the members of its team and by staff."""
+    if user is None or not user.is_authenticated:
+        return Upload.objects.none()
+    if user.is_staff:
+        return Upload.objects.all()
+    return Upload.objects.filter(team__memberships__user=user)
+
+
+def teams_of(*, user) -> QuerySet[Team]:
+    if user is None or not user.is_authenticated:
+        return Team.objects.none()
+    return Team.objects.filter(memberships__user=user).order_by("name")
+
+
+@dataclass(frozen=True)
+class LimitRefusal:
+    limit: str  # "submissions_per_day" or "concurrent_evaluations"
+    allowed: int
+    message: str
+    retry_after: datetime | None  # when a slot frees up, if that is known in advance
+
+
+def _limit(team_value: int | None, default: int) -> int:
+    return default if team_value is None else team_value
+
+
+def _duration(delta: timedelta) -> str:
+    minutes = max(1, math.ceil(delta.total_seconds() / 60))
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min"
+
+
+def team_limit_refusal(*, team: Team, now: datetime | None = None) -> LimitRefusal | None:
+    """Why this team may not create a submission right now, or None. Failed submissions count
+    against neither limit. Callers that go on to create hold the team row lock."""
+    now = now or timezone.now()
+    counted = Submission.objects.filter(team=team, is_reported=False).exclude(
+        status=Submission.Status.FAILED
+    )
+    per_day = _limit(team.max_submissions_per_day, settings.MAX_SUBMISSIONS_PER_DAY)
+    recent = counted.filter(created_at__gt=now - DAY).order_by("created_at")
+    made = recent.count()
+    if made >= per_day:
+        if per_day == 0:
+            return LimitRefusal(
+                "submissions_per_day", 0, f"Team {team.name} may not submit at present.", None
+            )
+        # The count drops below the limit when the (made - per_day + 1)-th oldest leaves the window.
+        frees_at = recent.values_list("created_at", flat=True)[made - per_day] + DAY
+        return LimitRefusal(
+            "submissions_per_day",
+            per_day,
+            f"Team {team.name} has reached its limit of {per_day} submissions per day "
+            f"(rolling 24 hours; failed ones do not count). The next one can be made at "
+            f"{frees_at:%Y-%m-%d %H:%M} UTC, in {_duration(frees_at - now)}.",
+            frees_at,
+        )
+    concurrent = _limit(team.max_concurrent_evaluations, settings.MAX_CONCURRENT_EVALUATIONS)
+    running = counted.exclude(status=Submission.Status.SCORED).order_by("created_at")
+    in_progress = running.count()
+    if in_progress >= concurrent:
+        shown = ", ".join(f"#{pk}" for pk in running.values_list("pk", flat=True)[:10])
+        return LimitRefusal(
+            "concurrent_evaluations",
+            concurrent,
+            f"Team {team.name} has {in_progress} evaluation(s) in progress, its limit of "
+            f"{concurrent} concurrent evaluations. Another can start when one of them "
+            f"({shown}) is scored or fails.",
+            None,
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    message: str
+    task: str | None
+    file: str | None
+    tasks: list[str]  # several tasks with the same message, shown as one row
+
+
+def report_rows(problems: list[dict]) -> list[ReportRow]:
+    """Problems ordered by task and file; a message repeated for many tasks (every missing task
+    folder, say) becomes one row listing them."""
+    by_message: dict[str, list[str]] = {}
+    for problem in problems:
+        if problem.get("task") and not problem.get("file"):
+            by_message.setdefault(problem["message"], []).append(problem["task"])
+    grouped = {m for m, tasks in by_message.items() if len(tasks) > GROUP_TASKS_OVER}
+    rows = [ReportRow(m, None, None, sorted(by_message[m])) for m in sorted(grouped)]
+    single = [
+        p for p in problems if not (p.get("task") and not p.get("file") and p["message"] in grouped)
+    ]
+    single.sort(key=lambda p: (p.get("task") or "", p.get("file") or "", p["message"]))
+    rows.extend(ReportRow(p["message"], p.get("task"), p.get("file"), []) for p in single)
+    return rows

@@ -1,0 +1,146 @@
+"""Where the bytes of an upload live until it is finished.
+
+Filesystem storage: one partial file under the storage's uploads/partial/ folder, appended chunk
+by chunk. S3 storage: a multipart upload the browser fills through presigned part URLs.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import BinaryIO
+
+from botocore.exceptions import ClientError
+from django.core.files.storage import storages
+
+# The browser sends parts of this size straight to the bucket; S3 allows at most 10,000 parts
+# and at least 5 MiB for every part but the last.
+S3_PART_BYTES = 16 * 1024 * 1024
+S3_MAX_PARTS = 10_000
+S3_MIN_PART_BYTES = 5 * 1024 * 1024
+# A part URL is asked for just before its part is sent, so it need not outlive one part.
+PART_URL_SECONDS = 3600
+
+
+def uses_s3() -> bool:
+    from storages.backends.s3 import S3Storage
+
+    return isinstance(storages["default"], S3Storage)
+
+
+# --- Filesystem -----------------------------------------------------------------------------
+
+
+def partial_path(upload_id) -> Path:
+    return Path(storages["default"].path(f"uploads/partial/{upload_id}.part"))
+
+
+def partial_create(upload_id) -> Path:
+    path = partial_path(upload_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch()
+    return path
+
+
+def partial_delete(upload_id) -> None:
+    partial_path(upload_id).unlink(missing_ok=True)
+
+
+# --- S3 -------------------------------------------------------------------------------------
+
+
+def _s3():
+    storage = storages["default"]
+    return storage.bucket.meta.client, storage.bucket_name
+
+
+def s3_key(name: str) -> str:
+    """The object key for a storage name, under the storage's location prefix if it has one."""
+    location = (storages["default"].location or "").strip("/")
+    return f"{location}/{name}" if location else name
+
+
+def s3_part_bytes(size: int) -> int:
+    """S3_PART_BYTES, or larger (whole MiB) when the bundle would need more than 10,000 parts."""
+    needed = math.ceil(size / S3_MAX_PARTS)
+    if needed <= S3_PART_BYTES:
+        return S3_PART_BYTES
+    return math.ceil(needed / (1024 * 1024)) * 1024 * 1024
+
+
+def s3_part_count(size: int, part_bytes: int) -> int:
+    return max(1, math.ceil(size / part_bytes))
+
+
+def s3_part_size(size: int, part_bytes: int, number: int) -> int:
+    """Bytes in part `number` (from 1): part_bytes, and the remainder for the last one."""
+    return max(0, min(part_bytes, size - (number - 1) * part_bytes))
+
+
+def multipart_start(*, key: str) -> str:
+    client, bucket = _s3()
+    return client.create_multipart_upload(Bucket=bucket, Key=key, ContentType="application/zip")[
+        "UploadId"
+    ]
+
+
+def part_url(*, key: str, upload_id: str, number: int) -> str:
+    client, bucket = _s3()
+    return client.generate_presigned_url(
+        "upload_part",
+        Params={"Bucket": bucket, "Key": key, "UploadId": upload_id, "PartNumber": number},
+        ExpiresIn=PART_URL_SECONDS,
+    )
+
+
+def parts_uploaded(*, key: str, upload_id: str) -> list[dict]:
+    """[{"PartNumber", "ETag", "Size"}] of the parts the bucket holds, in order."""
+    client, bucket = _s3()
+    parts: list[dict] = []
+    for page in client.get_paginator("list_parts").paginate(
+        Bucket=bucket, Key=key, UploadId=upload_id
+    ):
+        parts.extend(page.get("Parts", []))
+    return sorted(parts, key=lambda part: part["PartNumber"])
+
+
+def multipart_complete(*, key: str, upload_id: str, parts: list[dict]) -> None:
+    client, bucket = _s3()
+    client.complete_multipart_upload(
+        Bucket=bucket,
+        Key=key,
+        UploadId=upload_id,
+        MultipartUpload={
+            "Parts": [{"PartNumber": p["PartNumber"], "ETag": p["ETag"]} for p in parts]
+        },
+    )
+
+
+def multipart_abort(*, key: str, upload_id: str) -> None:
+    client, bucket = _s3()
+    try:
+        client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "NoSuchUpload":
+            raise
+
+
+def object_size(*, key: str) -> int | None:
+    client, bucket = _s3()
+    try:
+        return client.head_object(Bucket=bucket, Key=key)["ContentLength"]
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            return None
+        raise
+
+
+def object_download(*, key: str, target: BinaryIO) -> None:
+    """Stream the object into an open local file (ranged GETs, never the whole object in memory)."""
+    client, bucket = _s3()
+    client.download_fileobj(bucket, key, target)
+
+
+def object_delete(*, key: str) -> None:
+    client, bucket = _s3()
+    client.delete_object(Bucket=bucket, Key=key)

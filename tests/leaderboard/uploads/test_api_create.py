@@ -1,0 +1,217 @@
+"""POST /api/submissions/: multipart bundle, token or session auth, Idempotency-Key, validation
+report on rejection, 429 at the team's limits."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from evaluation.models import Membership, Submission, System
+from leaderboard.accounts.services import api_token_create
+from leaderboard.uploads.models import Upload
+from tests.leaderboard.uploads.conftest import EXAMPLE_TASK
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+URL = "/api/submissions/"
+
+
+def uploaded():
+    return Submission.objects.filter(is_reported=False)
+
+
+def post(client, bundle: Path, *, key: str | None = None, token: str | None = None, **fields):
+    data = {
+        "benchmark": "mp-bench",
+        "system": "API Agent",
+        "team": "alpha",
+        "judge": "offline",
+        "allow_partial": "true",
+    }
+    data.update(fields)
+    headers = {}
+    if key is not None:
+        headers["HTTP_IDEMPOTENCY_KEY"] = key
+    if token is not None:
+        headers["HTTP_AUTHORIZATION"] = f"Bearer {token}"
+    with bundle.open("rb") as handle:
+        return client.post(URL, {**data, "bundle": handle}, **headers)
+
+
+@pytest.fixture
+def alice_token(people) -> str:
+    return api_token_create(user=people.alice, name="ci")[1]
+
+
+def test_token_create_streams_the_bundle_and_scores_it(
+    client, people, mpbench, make_bundle, alice_token, eager
+):
+    bundle = make_bundle(audio_bytes=3 * 1024 * 1024)  # beyond Django's in-memory threshold
+    response = post(client, bundle, token=alice_token, publish="true", system_type="text-llm")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    submission = uploaded().get()
+    assert body["id"] == submission.pk and response["Location"] == f"/submissions/{submission.pk}/"
+    assert body["url"] == f"http://testserver/submissions/{submission.pk}/"
+    assert (body["team"], body["judge"], body["system"]) == ("alpha", "offline", "API Agent")
+    assert body["published"] is True and body["incomplete"] is True
+    assert body["missing_tasks"] == 927 - 3
+    assert body["bundle_size"] == bundle.stat().st_size
+    assert body["validation"]["ok"] is True
+    submission.refresh_from_db()
+    assert submission.status == "scored" and submission.submitted_by == people.alice
+    assert System.objects.get(name="API Agent").system_type == "text-llm"
+    record = Upload.objects.get(submission=submission)
+    assert record.method == "api" and record.status == "accepted"
+
+
+def test_same_key_same_request_returns_the_original(client, people, mpbench, make_bundle):
+    client.force_login(people.alice)
+    bundle = make_bundle()
+    first = post(client, bundle, key="run-42")
+    assert first.status_code == 201, first.content
+    again = post(client, bundle, key="run-42")
+    assert again.status_code == 200
+    assert again.json()["id"] == first.json()["id"]
+    assert uploaded().count() == 1
+    # A replay creates nothing, so the team's limits do not stand in its way.
+    people.alpha.max_concurrent_evaluations = 0
+    people.alpha.save()
+    assert post(client, bundle, key="run-42").status_code == 200
+    assert post(client, bundle, key="run-43").status_code == 429
+    people.alpha.max_concurrent_evaluations = None
+    people.alpha.save()
+    # Without a key, the same request makes a second submission.
+    assert post(client, bundle).status_code == 201
+    assert uploaded().count() == 2
+
+
+def test_same_key_different_request_is_a_conflict(client, people, mpbench, make_bundle):
+    client.force_login(people.alice)
+    bundle = make_bundle()
+    assert post(client, bundle, key="run-42").status_code == 201
+    renamed = post(client, bundle, key="run-42", system="Another Name")
+    assert renamed.status_code == 409 and "different" in renamed.json()["error"]
+    other_bundle = make_bundle("other", audio_bytes=1000)
+    assert post(client, other_bundle, key="run-42").status_code == 409
+    assert uploaded().count() == 1
+
+
+def test_keys_belong_to_one_team(client, people, mpbench, make_bundle):
+    bundle = make_bundle()
+    client.force_login(people.alice)
+    assert post(client, bundle, key="shared").status_code == 201
+    client.force_login(people.bob)
+    other_team = post(client, bundle, key="shared", team="beta")
+    assert other_team.status_code == 201
+    assert uploaded().filter(idempotency_key="shared").count() == 2
+    # A teammate repeating the request gets the team's original.
+    client.force_login(people.alice2)
+    replay = post(client, bundle, key="shared")
+    assert replay.status_code == 200
+    assert replay.json()["id"] == uploaded().get(team=people.alpha).pk
+
+
+def test_a_key_used_outside_the_api_is_a_conflict(client, people, mpbench, make_bundle):
+    system = System.objects.create(name="By hand")
+    Submission.objects.create(
+        benchmark=mpbench, system=system, team=people.alpha, idempotency_key="cli-1"
+    )
+    client.force_login(people.alice)
+    assert post(client, make_bundle(), key="cli-1").status_code == 409
+
+
+def test_rejected_bundle_is_400_with_the_report(client, people, mpbench, make_bundle, tmp_path):
+    client.force_login(people.alice)
+    response = post(client, make_bundle(broken=True), key="try-1")
+    assert response.status_code == 400
+    report = response.json()["report"]
+    assert report["ok"] is False
+    assert [(p["task"], p["file"]) for p in report["problems"]] == [(EXAMPLE_TASK, "response.json")]
+    assert uploaded().count() == 0 and Upload.objects.count() == 0
+    assert [p for p in (tmp_path / "media").rglob("*") if p.is_file()] == []
+    # A rejected request does not use up its key: the fixed bundle goes through with it.
+    assert post(client, make_bundle("fixed"), key="try-1").status_code == 201
+
+
+def test_limits_answer_429_with_the_reason(client, people, mpbench, make_bundle):
+    people.alpha.max_submissions_per_day = 1
+    people.alpha.save()
+    system = System.objects.create(name="Earlier")
+    earlier = Submission.objects.create(
+        benchmark=mpbench, system=system, team=people.alpha, status="scored"
+    )
+    made_at = timezone.now() - timedelta(hours=23)
+    Submission.objects.filter(pk=earlier.pk).update(created_at=made_at)
+    client.force_login(people.alice)
+    response = post(client, make_bundle())
+    assert response.status_code == 429
+    body = response.json()
+    assert body["limit"] == "submissions_per_day" and body["allowed"] == 1
+    assert "limit of 1 submissions per day" in body["error"]
+    assert body["retry_after"] == (made_at + timedelta(hours=24)).isoformat()
+    # About an hour from now, in seconds.
+    assert 3500 <= int(response["Retry-After"]) <= 3601
+    assert uploaded().count() == 1
+
+
+def test_anonymous_and_bad_tokens_get_401(client, people, mpbench, make_bundle):
+    bundle = make_bundle()
+    assert post(client, bundle).status_code == 401
+    assert post(client, bundle, token="fb_nonsense").status_code == 401
+    assert uploaded().count() == 0
+
+
+def test_it_validates_team_membership(client, people, mpbench, make_bundle):
+    client.force_login(people.alice)
+    response = post(client, make_bundle(), team="beta")
+    assert response.status_code == 403 and "not a member" in response.json()["error"]
+    client.force_login(people.charlie)
+    assert post(client, make_bundle(), team="alpha").status_code == 403
+    assert uploaded().count() == 0
+
+
+def test_team_may_be_left_out_by_members_of_one_team(client, people, mpbench, make_bundle):
+    client.force_login(people.bob)
+    bundle = make_bundle()
+    with bundle.open("rb") as handle:
+        response = client.post(
+            URL,
+            {"benchmark": "mp-bench", "system": "Solo", "allow_partial": "true", "bundle": handle},
+        )
+    assert response.status_code == 201, response.content
+    assert uploaded().get().team == people.beta
+    # A member of two teams must say which one submits.
+    Membership.objects.create(team=people.alpha, user=people.bob)
+    response = post(client, bundle, team="", system="Solo 2")
+    assert response.status_code == 400 and "which team" in response.json()["error"]
+
+
+def test_field_errors(client, people, mpbench, make_bundle):
+    client.force_login(people.alice)
+    bundle = make_bundle()
+    assert post(client, bundle, benchmark="nope").status_code == 400
+    assert "no judge" in post(client, bundle, judge="nobody").json()["error"]
+    assert post(client, bundle, key="k" * 101).status_code == 400
+    missing = client.post(URL, {"benchmark": "mp-bench", "system": "x"})
+    assert missing.status_code == 400 and "bundle" in missing.json()["fields"]
+
+
+def test_reads_on_the_same_path_still_list_submissions(client, people, mpbench):
+    response = client.get(URL)
+    assert response.status_code == 200
+
+
+def test_a_judge_is_required_where_there_is_no_official_one(client, people, mpbench, make_bundle):
+    mpbench.judges.filter(is_official=True).delete()
+    client.force_login(people.alice)
+    bundle = make_bundle()
+    with bundle.open("rb") as handle:
+        response = client.post(
+            URL, {"benchmark": "mp-bench", "system": "x", "team": "alpha", "bundle": handle}
+        )
+    assert response.status_code == 400 and "no official judge" in response.json()["error"]
+    assert uploaded().count() == 0

@@ -1,0 +1,244 @@
+"""The submit page in real headless Chromium against a live server: a bundle goes up in chunks
+(one of them lost on the way and sent again), the progress bar reaches 100%, and the browser
+lands on the scored submission. Screenshots are kept in test-artifacts/."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+from django.db import connections
+from django.test import Client
+
+from evaluation.models import Submission
+from leaderboard.uploads.models import Upload
+from tests.conftest import REPO
+from tests.leaderboard.uploads.conftest import S3_PART
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ARTIFACTS = REPO / "test-artifacts"
+CHUNK = 256 * 1024
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    # Playwright's sync API keeps an event loop in this thread; the ORM calls the test makes
+    # beside it are still synchronous.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    playwright = sync_playwright().start()
+    chromium = playwright.chromium.launch(
+        executable_path=CHROMIUM,
+        args=[
+            "--no-sandbox",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-gpu",
+        ],
+    )
+    yield chromium
+    # While Playwright's event loop runs in this thread, the ORM keeps its connections per
+    # context, not per thread: close the test's own before the database teardown loses sight.
+    connections.close_all()
+    chromium.close()
+    playwright.stop()
+
+
+def logged_in_page(browser, live_server, user):
+    client = Client()
+    client.force_login(user)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_cookies(
+        [
+            {
+                "name": django_settings.SESSION_COOKIE_NAME,
+                "value": client.cookies[django_settings.SESSION_COOKIE_NAME].value,
+                "url": live_server.url,
+            }
+        ]
+    )
+    return context.new_page()
+
+
+def fill_form(page, bundle: Path, system: str) -> None:
+    page.select_option("#id_team", "alpha")
+    page.fill("#id_system_name", system)
+    page.select_option("#id_system_type", "realtime")
+    page.select_option("#id_judge", "offline")
+    page.check("#id_allow_partial")
+    page.set_input_files("#bundle-file", str(bundle))
+
+
+def test_upload_in_the_browser_with_progress_and_scoring(
+    browser, live_server, people, mpbench, make_bundle, settings, eager
+):
+    settings.UPLOAD_CHUNK_BYTES = CHUNK
+    bundle = make_bundle("browser", audio_bytes=6 * CHUNK + 5000)
+    size = bundle.stat().st_size
+    chunks = -(-size // CHUNK)
+    assert chunks == 7
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = logged_in_page(browser, live_server, people.alice)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    # The first attempt at the third chunk is lost on the way; the page must send it again.
+    sent: list[str] = []
+
+    def lose_once(route):
+        offset = re.search(r"offset=(\d+)", route.request.url).group(1)
+        sent.append(offset)
+        if offset == str(2 * CHUNK) and sent.count(offset) == 1:
+            route.abort("connectionreset")
+        else:
+            route.continue_()
+
+    page.route("**/chunk/?offset=*", lose_once)
+    # When the page asks the server to finish, every byte is up: record the bar at that moment.
+    at_finish: dict = {}
+
+    def on_finish(route):
+        at_finish["value"] = page.evaluate("document.getElementById('upload-progress').value")
+        at_finish["text"] = page.inner_text("#upload-progress-text")
+        page.screenshot(path=str(ARTIFACTS / "upload-progress-100.png"))
+        route.continue_()
+
+    page.route("**/finish/", on_finish)
+
+    page.goto(f"{live_server.url}/benchmarks/mp-bench/submit/")
+    fill_form(page, bundle, "Browser Agent")
+    page.click("#upload-button")
+    page.wait_for_url(re.compile(r"/submissions/\d+/$"), timeout=60_000)
+
+    assert errors == []
+    assert at_finish["value"] == 100
+    assert at_finish["text"].startswith("100% (")
+    # Every chunk once, the lost one twice.
+    assert sent == [str(i * CHUNK) for i in range(3)] + [str(i * CHUNK) for i in range(2, chunks)]
+    submission = Submission.objects.get(is_reported=False)
+    assert page.url == f"{live_server.url}/submissions/{submission.pk}/"
+    assert "Status: scored" in page.inner_text("p.status")
+    assert submission.bundle_sha256 == hashlib.sha256(bundle.read_bytes()).hexdigest()
+    assert submission.team == people.alpha and submission.system.name == "Browser Agent"
+    page.screenshot(path=str(ARTIFACTS / "upload-scored-submission.png"), full_page=True)
+    assert Upload.objects.get().status == "accepted"
+
+
+def test_rejected_bundle_in_the_browser_lists_its_problems(
+    browser, live_server, people, mpbench, make_bundle, settings
+):
+    settings.UPLOAD_CHUNK_BYTES = CHUNK
+    bundle = make_bundle("broken", broken=True)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = logged_in_page(browser, live_server, people.alice)
+    page.goto(f"{live_server.url}/benchmarks/mp-bench/submit/")
+    fill_form(page, bundle, "Broken Agent")
+    page.click("#upload-button")
+    page.wait_for_selector("#validation-report table", timeout=30_000)
+    report = page.inner_text("#validation-report")
+    assert "Bundle rejected" in report and "not valid JSON" in report
+    assert "scenario_argument-diag_1001-tier_2-task_0" in report and "response.json" in report
+    assert "rejected and nothing was queued" in page.inner_text("#upload-message")
+    page.screenshot(path=str(ARTIFACTS / "upload-rejected-report.png"), full_page=True)
+    assert not Submission.objects.filter(is_reported=False).exists()
+    upload = Upload.objects.get()
+    assert upload.status == "rejected"
+    # The report stays on the upload's status page.
+    page.click("#upload-page-link")
+    page.wait_for_url(f"{live_server.url}/uploads/{upload.pk}/")
+    assert "Status: rejected" in page.inner_text("p.status")
+    assert "not valid JSON" in page.inner_text("#validation-report")
+    page.screenshot(path=str(ARTIFACTS / "upload-rejected-status-page.png"), full_page=True)
+
+
+def test_an_interrupted_upload_resumes_where_the_server_stopped(
+    browser, live_server, people, mpbench, make_bundle, settings, eager
+):
+    settings.UPLOAD_CHUNK_BYTES = CHUNK
+    bundle = make_bundle("resume", audio_bytes=4 * CHUNK)
+    page = logged_in_page(browser, live_server, people.alice)
+    sent: list[int] = []
+    held: list = []
+
+    def hold_the_third_chunk(route):
+        offset = int(re.search(r"offset=(\d+)", route.request.url).group(1))
+        sent.append(offset)
+        if offset == 2 * CHUNK and not held:
+            held.append(route)  # never answered: the page is reloaded meanwhile
+            return
+        route.continue_()
+
+    page.route("**/chunk/?offset=*", hold_the_third_chunk)
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.accept()))
+    page.goto(f"{live_server.url}/benchmarks/mp-bench/submit/")
+    fill_form(page, bundle, "Resuming Agent")
+    page.click("#upload-button")
+    for _ in range(400):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held and Upload.objects.get().received == 2 * CHUNK
+    page.reload()  # leaving mid-upload asks first
+    assert dialogs == ["beforeunload"]
+
+    sent.clear()
+    fill_form(page, bundle, "Resuming Agent")
+    page.click("#upload-button")
+    page.wait_for_url(re.compile(r"/submissions/\d+/$"), timeout=60_000)
+    # The same file again: the page asked the server and went on from byte 2 * CHUNK.
+    assert sent[0] == 2 * CHUNK
+    assert Upload.objects.count() == 1
+    submission = Submission.objects.get(is_reported=False)
+    assert submission.bundle_sha256 == hashlib.sha256(bundle.read_bytes()).hexdigest()
+
+
+def test_upload_straight_to_s3_in_the_browser(
+    browser, live_server, people, mpbench, make_bundle, bucket
+):
+    s3, name = bucket
+    # What a production bucket needs for browser uploads: PUT from the site's origin.
+    s3.put_bucket_cors(
+        Bucket=name,
+        CORSConfiguration={
+            "CORSRules": [
+                {
+                    "AllowedOrigins": [live_server.url],
+                    "AllowedMethods": ["PUT"],
+                    "AllowedHeaders": ["*"],
+                    "MaxAgeSeconds": 600,
+                }
+            ]
+        },
+    )
+    bundle = make_bundle("s3", audio_bytes=2 * S3_PART + 1000)
+    page = logged_in_page(browser, live_server, people.alice)
+    puts: list[str] = []
+    page.on(
+        "request",
+        lambda request: puts.append(request.url) if request.method == "PUT" else None,
+    )
+    page.goto(f"{live_server.url}/benchmarks/mp-bench/submit/")
+    fill_form(page, bundle, "Direct Agent")
+    page.click("#upload-button")
+    page.wait_for_url(re.compile(r"/submissions/\d+/$"), timeout=60_000)
+
+    endpoint = s3.meta.endpoint_url
+    assert all(url.startswith(f"{endpoint}/{name}/uploads/") for url in puts), puts
+    assert sorted(re.search(r"partNumber=(\d+)", url).group(1) for url in puts) == ["1", "2", "3"]
+    submission = Submission.objects.get(is_reported=False)
+    assert "Status: scored" in page.inner_text("p.status")
+    stored = s3.get_object(Bucket=name, Key=submission.bundle.name)["Body"].read()
+    assert stored == bundle.read_bytes()
+    upload = Upload.objects.get()
+    assert upload.method == "s3" and upload.status == "accepted"
+    page.screenshot(path=str(ARTIFACTS / "upload-s3-scored-submission.png"))
