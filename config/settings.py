@@ -163,6 +163,13 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 3 * 3600)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 3 * 3600 + 300)
 CELERY_TASK_DEFAULT_QUEUE = env_str("FLOORBOARD_QUEUE", "floorboard")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# What the beat service schedules.
+CELERY_BEAT_SCHEDULE = {
+    "expire-abandoned-uploads": {
+        "task": "leaderboard.uploads.tasks.expire_abandoned_uploads",
+        "schedule": 24 * 3600,
+    },
+}
 
 # --- Floorboard -----------------------------------------------------------------------------
 # Bundle limits (issue: zip bombs and runaway uploads are rejected before anything is stored).

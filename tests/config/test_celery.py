@@ -55,3 +55,10 @@ def test_env_helpers_fail_loudly(monkeypatch):
     monkeypatch.setenv("X_NUM", "12x")
     with pytest.raises(ImproperlyConfigured, match="X_NUM='12x' is not an integer"):
         env_int("X_NUM", 1)
+
+
+def test_beat_schedules_a_registered_task():
+    import leaderboard.uploads.tasks  # noqa: F401  (registers the task)
+
+    for entry in app.conf.beat_schedule.values():
+        assert entry["task"] in app.tasks

@@ -4,14 +4,17 @@ invented systems queued for scoring by the offline judge, and MP-Bench's paper T
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from evaluation import demo
-from evaluation.models import Benchmark
+from evaluation.models import Benchmark, Membership, Team
 from evaluation.services import benchmark_import, reported_rows_load, submission_create
 
 DEMO_SLUG = "mp-bench-demo"
+# Local demo only: the embedded default is never served beyond 127.0.0.1.
+DEMO_USER, DEMO_PASSWORD = "demo", "floorboard-demo"
 
 
 class Command(BaseCommand):
@@ -41,6 +44,7 @@ class Command(BaseCommand):
             loaded = reported_rows_load(benchmark=mpbench)
         self.stdout.write(f"MP-Bench: {loaded} paper rows added")
 
+        self._demo_account()
         if board.submissions.exists():
             self.stdout.write(
                 f"{DEMO_SLUG}: already seeded ({board.submissions.count()} submissions)"
@@ -66,3 +70,17 @@ class Command(BaseCommand):
                 publish=True,
             )
             self.stdout.write(f"{DEMO_SLUG}: queued {entry['name']} as submission {submission.pk}")
+
+    def _demo_account(self):
+        """A local staff account in a team, so the demo shows uploads, judges and studies."""
+        user, created = User.objects.get_or_create(
+            username=DEMO_USER, defaults={"is_staff": True, "is_superuser": True}
+        )
+        if created:
+            user.set_password(DEMO_PASSWORD)
+            user.save()
+        team, _ = Team.objects.get_or_create(slug="demo-lab", defaults={"name": "Demo Lab"})
+        Membership.objects.get_or_create(
+            team=team, user=user, defaults={"role": Membership.Role.OWNER}
+        )
+        self.stdout.write(f"demo login: {DEMO_USER} / {DEMO_PASSWORD} (staff, team Demo Lab)")
