@@ -22,6 +22,7 @@ install: $(STAMP)
 demo: install
 	DJANGO_DEBUG=1 $(BIN)/python manage.py migrate --noinput
 	DJANGO_DEBUG=1 $(BIN)/python manage.py seed_demo
+	DJANGO_DEBUG=1 $(BIN)/python manage.py seed_demo_study --base-url http://$(HOST):$(PORT)
 	@echo "Floorboard demo on http://$(HOST):$(PORT)/ (Ctrl-C stops the site and the worker)"
 	@DJANGO_DEBUG=1 $(BIN)/celery -A config worker --pool=solo --loglevel=WARNING & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
@@ -40,6 +41,9 @@ check-migrations: install
 bench: install
 	$(BIN)/python manage.py bench_scoring
 	$(BIN)/python manage.py bench_agreement
+	$(BIN)/python manage.py bench_leaderboard
+	@case "$$DATABASE_URL" in postgres*) $(BIN)/python manage.py bench_assignment ;; \
+	  *) echo "bench_assignment needs PostgreSQL: set DATABASE_URL=postgres://..." ;; esac
 
 clean:
 	rm -rf $(VENV) var

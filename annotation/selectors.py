@@ -1,0 +1,221 @@
+"""Reads for rating studies: the long-format ratings table, progress, and what a rater sees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
+
+from evaluation.selectors import submissions_visible_to
+
+from .models import Assignment, Item, Rater, Rating, Study
+
+EXPORT_FIELDS = (
+    "study",
+    "item",
+    "task_id",
+    "role",
+    "stratum",
+    "system",
+    "batch",
+    "rater",
+    "rater_name",
+    "rater_excluded",
+    "label",
+    "missing_reason",
+    "judge",
+    "expected",
+    "rater_batch",
+    "position",
+    "guideline_version",
+    "shown_at",
+    "submitted_at",
+    "time_on_task_ms",
+    "label_changes",
+    "first_label",
+    "response_played_through",
+    "conversation_audio_sha256",
+    "response_audio_sha256",
+)
+
+
+def _iso(moment) -> str | None:
+    return moment.isoformat() if moment else None
+
+
+def item_batches(*, study: Study) -> dict[int, int]:
+    """Each item's study batch: items first handed out together (in one rater's batch) form
+    one batch, numbered in the order those batches were claimed."""
+    first: dict[int, int] = {}
+    for item_id, batch_id in (
+        Assignment.objects.filter(item__study=study)
+        .order_by("created_at", "pk")
+        .values_list("item_id", "batch_id")
+    ):
+        first.setdefault(item_id, batch_id)
+    numbers: dict[int, int] = {}
+    for batch_id in first.values():
+        numbers.setdefault(batch_id, len(numbers) + 1)
+    return {item_id: numbers[batch_id] for item_id, batch_id in first.items()}
+
+
+def study_rating_rows(*, study: Study) -> list[dict]:
+    """Every rating of the study, one row each (long format), in a stable order. Carries what
+    the figures need (item role, stratum, batch, judge verdict, expected label), so a snapshot
+    of these rows can be recomputed without the database."""
+    batches = item_batches(study=study)
+    ratings = (
+        Rating.objects.filter(item__study=study)
+        .select_related("item", "rater", "guideline", "assignment__batch", "item__stratum__system")
+        .order_by("item__code", "rater_id")
+    )
+    rows = []
+    for rating in ratings:
+        item = rating.item
+        stratum = item.stratum
+        rows.append(
+            {
+                "study": study.slug,
+                "item": item.code,
+                "task_id": item.task_id,
+                "role": item.role,
+                "stratum": stratum.pk if stratum else None,
+                "system": stratum.system.name if stratum else None,
+                "batch": batches.get(item.pk),
+                "rater": rating.rater_id,
+                "rater_name": rating.rater.name,
+                "rater_excluded": rating.rater.is_excluded,
+                "label": rating.label,
+                "missing_reason": rating.missing_reason,
+                "judge": study.verdict_label(item.judge_verdict),
+                "expected": item.expected_label or None,
+                "rater_batch": rating.assignment.batch.number,
+                "position": rating.assignment.position,
+                "guideline_version": rating.guideline.version,
+                "shown_at": _iso(rating.shown_at),
+                "submitted_at": _iso(rating.created_at),
+                "time_on_task_ms": rating.time_on_task_ms,
+                "label_changes": rating.label_changes,
+                "first_label": rating.first_label,
+                "response_played_through": rating.response_played_through,
+                "conversation_audio_sha256": item.conversation_audio_sha256,
+                "response_audio_sha256": item.response_audio_sha256,
+            }
+        )
+    return rows
+
+
+# --- Staff views -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StudyProgress:
+    items: int
+    complete: int  # sampled items with `overlap` ratings
+    partial: int
+    untouched: int
+    ratings: int
+    missing: int
+    checks: int  # gold and attention items
+    raters: int
+    active_locks: int
+    expired_locks: int
+
+
+def study_progress(*, study: Study) -> StudyProgress:
+    now = timezone.now()
+    samples = Item.objects.filter(study=study, role=Item.Role.SAMPLE).annotate(
+        n=Count("ratings", distinct=True)
+    )
+    counts = {"complete": 0, "partial": 0, "untouched": 0}
+    for n in samples.values_list("n", flat=True):
+        key = "complete" if n >= study.overlap else ("partial" if n else "untouched")
+        counts[key] += 1
+    open_rows = Assignment.objects.filter(item__study=study, status=Assignment.Status.OPEN)
+    ratings = Rating.objects.filter(item__study=study)
+    return StudyProgress(
+        items=sum(counts.values()),
+        ratings=ratings.count(),
+        missing=ratings.filter(label__isnull=True).count(),
+        checks=study.items.exclude(role=Item.Role.SAMPLE).count(),
+        raters=study.raters.count(),
+        active_locks=open_rows.filter(locked_until__gt=now).count(),
+        expired_locks=open_rows.filter(locked_until__lte=now).count(),
+        **counts,
+    )
+
+
+def studies_for_staff() -> QuerySet:
+    return Study.objects.select_related("benchmark", "judge").annotate(
+        n_items=Count("items", filter=Q(items__role=Item.Role.SAMPLE), distinct=True),
+        n_raters=Count("raters", distinct=True),
+    )
+
+
+def study_raters(*, study: Study) -> list[Rater]:
+    return list(
+        study.raters.select_related("user")
+        .annotate(
+            n_ratings=Count("ratings", distinct=True),
+            n_batches=Count("batches", distinct=True),
+        )
+        .order_by("pk")
+    )
+
+
+def stratum_names(*, study: Study, user) -> dict[int, str]:
+    """Submission id -> "System (#id)" for the strata this user may see."""
+    visible = (
+        submissions_visible_to(user=user)
+        .filter(pk__in=study.strata.values("pk"))
+        .select_related("system")
+    )
+    return {s.pk: f"{s.system.name} (#{s.pk})" for s in visible}
+
+
+def eligible_strata(*, user) -> QuerySet:
+    """Submissions a study may sample: scored runs this user may see (paper rows have none)."""
+    return (
+        submissions_visible_to(user=user)
+        .filter(is_reported=False, status="scored")
+        .select_related("benchmark", "system")
+        .order_by("benchmark__slug", "system__name", "pk")
+    )
+
+
+# --- What a rater sees -------------------------------------------------------------------------
+
+
+def rater_by_token(*, token: str) -> Rater | None:
+    return (
+        Rater.objects.select_related("study")
+        .filter(token=token, is_active=True)
+        .exclude(study__status=Study.Status.DRAFT)
+        .first()
+    )
+
+
+def current_guideline(*, study: Study):
+    return study.guidelines.order_by("-version").first()
+
+
+def rater_item(*, assignment: Assignment) -> dict:
+    """Everything the rater page shows for one item, and nothing else: no judge verdict, no
+    other rater's label, no submission, system or task identifier, no storage key."""
+    item = assignment.item
+    draft = assignment.draft or {}
+    return {
+        "code": assignment.code,
+        "transcript": [
+            {"speaker": turn.get("speaker", ""), "text": turn.get("text", "")}
+            for turn in item.transcript
+        ],
+        "response_text": item.response_text,
+        "instruction": item.instruction if item.role == Item.Role.ATTENTION else "",
+        "has_conversation_audio": bool(item.conversation_audio_key),
+        "has_response_audio": bool(item.response_audio_key),
+        "draft_label": draft.get("label"),
+        "heard_response": assignment.response_played_through,
+        "positions": draft.get("positions", {}),
+    }

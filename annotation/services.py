@@ -1,0 +1,435 @@
+"""Writes for rating studies: set-up (sampling, guidelines, check items, raters) and snapshots.
+
+Assignment of items to raters lives in annotation/assignment.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.core.files.storage import default_storage
+from django.db import IntegrityError, transaction
+
+from evaluation.benchmarks import get_plugin
+from evaluation.models import Benchmark, Judge, Judgment, Submission, TaskJudgment, TaskResult
+from evaluation.selectors import task_spec
+
+from .models import Guideline, Item, Rater, Snapshot, Study
+
+# Which stored WAV plays as the conversation and which as the agent's response, in order of
+# preference; the same folder layouts the MP-Bench harness reads transcripts from.
+CONVERSATION_AUDIO = ("all_stitched.wav", "all_stitched/input.wav", "input.wav", "combined.wav")
+RESPONSE_AUDIO = ("response.wav", "all_stitched/output.wav", "output.wav")
+HASH_CHUNK = 1024 * 1024
+
+
+class StudyError(ValueError):
+    """A study set-up request that cannot be carried out; the message names the problem."""
+
+
+@dataclass(frozen=True)
+class StudyPlan:
+    """Everything that defines a study before it exists."""
+
+    name: str
+    slug: str
+    benchmark: Benchmark
+    judge: Judge
+    kind: str
+    strata: tuple[Submission, ...]
+    guideline_text: str
+    per_stratum: int = 20
+    seed: int = 0
+    overlap: int = 3
+    batch_size: int = 30
+    gold_per_batch: int = 0
+    attention_per_batch: int = 0
+    require_play_through: bool = False
+    lock_minutes: int = 60
+    allow_accounts: bool = False
+    skip_empty_responses: bool = True
+    positive_label: str = "consistent"
+    negative_label: str = "inconsistent"
+    tie_rule: str = Study.TieRule.DROP
+
+
+def _check_plan(plan: StudyPlan) -> None:
+    problems = []
+    plugin = get_plugin(plan.benchmark.plugin)
+    if plan.kind not in plugin.KINDS:
+        problems.append(f"kind {plan.kind!r} is not one of {', '.join(plugin.KINDS)}")
+    if plan.judge.benchmark_id != plan.benchmark.pk:
+        problems.append(f"judge {plan.judge.slug!r} belongs to another benchmark")
+    if not plan.strata:
+        problems.append("choose at least one submission to sample from")
+    foreign = [s.pk for s in plan.strata if s.benchmark_id != plan.benchmark.pk]
+    if foreign:
+        problems.append(f"submissions {foreign} are not on {plan.benchmark.slug}")
+    reported = [s.pk for s in plan.strata if s.is_reported]
+    if reported:
+        problems.append(f"submissions {reported} are paper rows with no responses to rate")
+    if plan.per_stratum < 1:
+        problems.append("items per stratum must be at least 1")
+    if plan.overlap < 1:
+        problems.append("overlap must be at least 1")
+    if plan.batch_size <= plan.gold_per_batch + plan.attention_per_batch:
+        problems.append("a batch must have room for sampled items besides gold and attention")
+    if plan.lock_minutes < 1:
+        problems.append("the lock must last at least a minute")
+    if not plan.guideline_text.strip():
+        problems.append("the guideline text is empty")
+    labels = (plan.positive_label.strip(), plan.negative_label.strip())
+    if not all(labels) or labels[0] == labels[1]:
+        problems.append("the two labels must be non-empty and different")
+    if plan.tie_rule not in Study.TieRule.values:
+        problems.append(f"tie rule {plan.tie_rule!r} is not one of {Study.TieRule.values}")
+    if Study.objects.filter(slug=plan.slug).exists():
+        problems.append(f"a study with slug {plan.slug!r} exists")
+    if problems:
+        raise StudyError("; ".join(problems))
+
+
+def study_create(*, plan: StudyPlan, created_by=None) -> Study:
+    """Create the study, its first guideline and its sample, or nothing at all."""
+    _check_plan(plan)
+    with transaction.atomic():
+        study = Study.objects.create(
+            name=plan.name,
+            slug=plan.slug,
+            benchmark=plan.benchmark,
+            judge=plan.judge,
+            kind=plan.kind,
+            positive_label=plan.positive_label.strip(),
+            negative_label=plan.negative_label.strip(),
+            per_stratum=plan.per_stratum,
+            seed=plan.seed,
+            skip_empty_responses=plan.skip_empty_responses,
+            overlap=plan.overlap,
+            batch_size=plan.batch_size,
+            gold_per_batch=plan.gold_per_batch,
+            attention_per_batch=plan.attention_per_batch,
+            require_play_through=plan.require_play_through,
+            lock_minutes=plan.lock_minutes,
+            allow_accounts=plan.allow_accounts,
+            tie_rule=plan.tie_rule,
+            created_by=created_by,
+        )
+        study.strata.set(plan.strata)
+        guideline_publish(study=study, text=plan.guideline_text, created_by=created_by)
+        study_sample(study=study)
+    return study
+
+
+# --- Sampling -------------------------------------------------------------------------------
+
+
+def _eligible(study: Study, submission: Submission) -> list[TaskResult]:
+    """Task results of one stratum that the study's judge kind applies to, by task id."""
+    plugin = get_plugin(study.benchmark.plugin)
+    rows = []
+    for row in submission.task_results.select_related("task").order_by("task__task_id"):
+        if study.kind not in plugin.kinds_for(task_spec(row.task)):
+            continue
+        if study.skip_empty_responses and not _response_text(study, row).strip():
+            continue
+        rows.append(row)
+    return rows
+
+
+def _response_text(study: Study, row: TaskResult) -> str:
+    plugin = get_plugin(study.benchmark.plugin)
+    return plugin.response_for(study.kind, full_text=row.full_text, post_text=row.post_text)
+
+
+def study_sample(*, study: Study) -> list[Item]:
+    """Draw `per_stratum` task results from each stratum with a seeded generator (one per
+    stratum, so adding a stratum leaves the others' samples alone) and snapshot them."""
+    if study.items.filter(role=Item.Role.SAMPLE).exists():
+        raise StudyError(f"study {study.slug} already has its sample")
+    strata = list(study.strata.order_by("pk"))
+    chosen: list[tuple[Submission, TaskResult]] = []
+    short = []
+    for submission in strata:
+        rows = _eligible(study, submission)
+        if len(rows) < study.per_stratum:
+            short.append(f"submission {submission.pk} has {len(rows)}")
+            continue
+        rng = random.Random(f"{study.seed}/stratum/{submission.pk}")
+        chosen.extend((submission, row) for row in rng.sample(rows, study.per_stratum))
+    if short:
+        raise StudyError(
+            f"not enough {study.kind} tasks to sample {study.per_stratum} per stratum: "
+            + ", ".join(short)
+        )
+    order = random.Random(f"{study.seed}/order")
+    keys = order.sample(range(1, 2**62), len(chosen))
+    return _items_create(
+        study,
+        [
+            _snapshot(study, row, stratum=submission, role=Item.Role.SAMPLE, shuffle_key=key)
+            for (submission, row), key in zip(chosen, keys, strict=True)
+        ],
+    )
+
+
+def _items_create(study: Study, items: list[Item]) -> list[Item]:
+    _attach_verdicts(study, items)
+    with transaction.atomic():
+        return Item.objects.bulk_create(items)
+
+
+def _attach_verdicts(study: Study, items: list[Item]) -> None:
+    """The study judge's verdict for each item, read the way scoring reads it: no judgment
+    (empty response) is False, an unfinished or failed one is no verdict."""
+    links = {
+        link.task_result_id: link
+        for link in TaskJudgment.objects.filter(
+            task_result_id__in=[i.task_result_id for i in items if i.task_result_id],
+            judge=study.judge,
+            kind=study.kind,
+        ).select_related("judgment")
+    }
+    for item in items:
+        link = links.get(item.task_result_id)
+        if link is None:
+            item.judge_verdict, item.judgment = None, None
+        elif link.judgment is None:
+            item.judge_verdict, item.judgment = False, None
+        else:
+            done = link.judgment.status == Judgment.Status.DONE
+            item.judge_verdict = link.judgment.verdict if done else None
+            item.judgment = link.judgment
+
+
+def transcript_turns(metatranscript: str) -> list[dict]:
+    """Speaker-labelled turns from a task's metatranscript; unparseable text is one turn."""
+    try:
+        data = json.loads(metatranscript)
+    except (TypeError, ValueError):
+        data = None
+    turns = data.get("metatranscript") if isinstance(data, dict) else None
+    if not isinstance(turns, list):
+        return [{"speaker": "", "text": metatranscript}]
+    return [
+        {"speaker": str(t.get("speaker", "")), "text": str(t.get("content", ""))}
+        for t in turns
+        if isinstance(t, dict)
+    ]
+
+
+def _audio(files: dict, names: Iterable[str]) -> tuple[str, str]:
+    """(storage key, SHA-256 of the bytes) of the first stored WAV among names."""
+    for name in names:
+        key = (files.get(name) or {}).get("key")
+        if key:
+            return key, audio_sha256(key)
+    return "", ""
+
+
+def audio_sha256(key: str) -> str:
+    digest = hashlib.sha256()
+    try:
+        handle = default_storage.open(key, "rb")
+    except FileNotFoundError:
+        raise StudyError(f"audio file {key!r} is missing from storage") from None
+    with handle:
+        while chunk := handle.read(HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _snapshot(
+    study: Study,
+    row: TaskResult,
+    *,
+    stratum: Submission | None,
+    role: str,
+    shuffle_key: int = 0,
+    expected_label: str = "",
+    instruction: str = "",
+) -> Item:
+    conversation_key, conversation_sha = _audio(row.files, CONVERSATION_AUDIO)
+    response_key, response_sha = _audio(row.files, RESPONSE_AUDIO)
+    return Item(
+        study=study,
+        code=secrets.token_hex(8),
+        role=role,
+        stratum=stratum,
+        task_result=row,
+        task_id=row.task.task_id,
+        shuffle_key=shuffle_key,
+        transcript=transcript_turns(row.task.metatranscript),
+        response_text=_response_text(study, row),
+        instruction=instruction,
+        conversation_audio_key=conversation_key,
+        conversation_audio_sha256=conversation_sha,
+        response_audio_key=response_key,
+        response_audio_sha256=response_sha,
+        expected_label=expected_label,
+    )
+
+
+def check_item_add(
+    *,
+    study: Study,
+    role: str,
+    submission: Submission,
+    task_id: str,
+    expected_label: str,
+    instruction: str = "",
+) -> Item:
+    """A gold item (known answer) or an attention check (an instruction saying what to answer),
+    made from one task result outside the sample. Raters cannot tell it from the others except
+    by an attention check's instruction."""
+    if role not in (Item.Role.GOLD, Item.Role.ATTENTION):
+        raise StudyError(f"role {role!r} is not gold or attention")
+    if expected_label not in study.labels:
+        raise StudyError(f"expected label {expected_label!r} is not one of {study.labels}")
+    if role == Item.Role.ATTENTION and not instruction.strip():
+        raise StudyError("an attention check needs an instruction telling the rater what to answer")
+    if submission.benchmark_id != study.benchmark_id:
+        raise StudyError(f"submission {submission.pk} is not on {study.benchmark.slug}")
+    row = (
+        TaskResult.objects.filter(submission=submission, task__task_id=task_id)
+        .select_related("task")
+        .first()
+    )
+    if row is None:
+        raise StudyError(f"submission {submission.pk} has no task {task_id!r}")
+    plugin = get_plugin(study.benchmark.plugin)
+    if study.kind not in plugin.kinds_for(task_spec(row.task)):
+        raise StudyError(f"task {task_id!r} is not a {study.kind} task")
+    if study.items.filter(task_result=row).exists():
+        raise StudyError(f"task {task_id!r} of submission {submission.pk} is already in the study")
+    key = random.Random(f"{study.seed}/{role}/{row.pk}").randrange(1, 2**62)
+    item = _snapshot(
+        study,
+        row,
+        stratum=submission,
+        role=role,
+        shuffle_key=key,
+        expected_label=expected_label,
+        instruction=instruction.strip(),
+    )
+    try:
+        return _items_create(study, [item])[0]
+    except IntegrityError:
+        raise StudyError(
+            f"task {task_id!r} of submission {submission.pk} is already in the study"
+        ) from None
+
+
+# --- Guidelines, status, raters --------------------------------------------------------------
+
+
+def guideline_publish(*, study: Study, text: str, created_by=None) -> Guideline:
+    """A new version when the text changed; the current one otherwise."""
+    if not text.strip():
+        raise StudyError("the guideline text is empty")
+    with transaction.atomic():
+        Study.objects.select_for_update().filter(pk=study.pk).first()
+        current = study.guidelines.order_by("-version").first()
+        if current is not None and current.text == text:
+            return current
+        return Guideline.objects.create(
+            study=study,
+            version=(current.version + 1) if current else 1,
+            text=text,
+            created_by=created_by,
+        )
+
+
+def study_set_status(*, study: Study, status: str) -> Study:
+    if status not in Study.Status.values:
+        raise StudyError(f"status {status!r} is not one of {Study.Status.values}")
+    if status == Study.Status.OPEN and not study.items.filter(role=Item.Role.SAMPLE).exists():
+        raise StudyError("the study has no sampled items to rate")
+    Study.objects.filter(pk=study.pk).update(status=status)
+    study.status = status
+    return study
+
+
+def rater_invite(*, study: Study, name: str = "", user=None) -> Rater:
+    """A rater with an unguessable invite token (256 bits), optionally tied to an account."""
+    for _ in range(3):
+        try:
+            with transaction.atomic():
+                number = study.raters.count() + 1
+                return Rater.objects.create(
+                    study=study,
+                    name=name.strip()[:100] or f"Rater {number}",
+                    token=secrets.token_urlsafe(32),
+                    user=user,
+                    seed=secrets.randbits(62),
+                )
+        except IntegrityError:
+            if user is not None and study.raters.filter(user=user).exists():
+                return study.raters.get(user=user)
+    raise StudyError("could not create a rater")
+
+
+def rater_for_user(*, study: Study, user) -> Rater:
+    """The signed-in user's rater in this study, joining it when the study allows accounts."""
+    rater = study.raters.filter(user=user).first()
+    if rater is not None:
+        return rater
+    if not study.allow_accounts:
+        raise StudyError("this study takes raters by invitation only")
+    return rater_invite(study=study, name=user.get_username(), user=user)
+
+
+def rater_update(*, rater: Rater, is_active: bool | None = None, is_excluded: bool | None = None):
+    fields = {}
+    if is_active is not None:
+        fields["is_active"] = is_active
+    if is_excluded is not None:
+        fields["is_excluded"] = is_excluded
+    if fields:
+        Rater.objects.filter(pk=rater.pk).update(**fields)
+        for name, value in fields.items():
+            setattr(rater, name, value)
+    return rater
+
+
+# --- Snapshots -------------------------------------------------------------------------------
+
+
+def _canonical(data) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def snapshot_freeze(*, study: Study, created_by=None) -> Snapshot:
+    """Freeze the current ratings with the figures computed from them. The same ratings and
+    parameters give back the snapshot already frozen, so every figure shown has one."""
+    from . import figures, selectors
+
+    ratings = selectors.study_rating_rows(study=study)
+    parameters = figures.parameters(study=study)
+    inputs_sha = hashlib.sha256(_canonical({"ratings": ratings, "parameters": parameters}))
+    existing = (
+        study.snapshots.filter(inputs_sha256=inputs_sha.hexdigest()).order_by("-created_at").first()
+    )
+    if existing is not None:
+        return existing
+    computed = figures.compute(study=study, ratings=ratings, parameters=parameters)
+    sha = hashlib.sha256(
+        _canonical({"ratings": ratings, "parameters": parameters, "figures": computed})
+    ).hexdigest()
+    snapshot, _ = Snapshot.objects.get_or_create(
+        study=study,
+        sha256=sha,
+        defaults={
+            "inputs_sha256": inputs_sha.hexdigest(),
+            "ratings": ratings,
+            "parameters": parameters,
+            "figures": computed,
+            "rating_count": len(ratings),
+            "created_by": created_by,
+        },
+    )
+    return snapshot

@@ -1,0 +1,271 @@
+/*
+ * The rater's item page: two players (static/js/player.js), label choice, submit, and a log of
+ * what the rater did (playback, seeks, speed, label choices, tab visibility, time on task) sent
+ * to the server every few seconds and when the tab is hidden, so a reopened link resumes with
+ * the same label chosen and the players where they were.
+ *
+ * Keys: space play/pause the active player, left/right seek it 5 s, C/R make the conversation or
+ * response player active, 1/2 choose a label, 0 or 3 "can't judge", Enter submit.
+ */
+(function () {
+  "use strict";
+
+  var state = JSON.parse(document.getElementById("rate-state").textContent);
+  var form = document.getElementById("rate-form");
+  var csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
+  var submitButton = document.getElementById("rate-submit");
+  var message = document.getElementById("rate-message");
+  var page = Array.from(crypto.getRandomValues(new Uint8Array(8)), function (b) {
+    return b.toString(16).padStart(2, "0");
+  }).join("");
+  var FLUSH_MS = 5000;
+
+  var seq = 0;
+  var queue = [];
+  var activeMs = 0;
+  var visibleSince = document.visibilityState === "visible" ? performance.now() : null;
+  var chosen = state.draftLabel || null;
+  var submitting = false;
+  var finished = false;
+  var players = {};
+  var active = null;
+
+  function log(kind, player, details) {
+    details = details || {};
+    queue.push({
+      seq: seq++,
+      kind: kind,
+      player: player || "",
+      t: Math.round(performance.now()),
+      position: details.position === undefined ? null : Math.round(details.position * 1000) / 1000,
+      value: details.value === undefined ? "" : String(details.value),
+    });
+  }
+
+  function takeActiveMs() {
+    if (visibleSince !== null) {
+      var now = performance.now();
+      activeMs += now - visibleSince;
+      visibleSince = now;
+    }
+    var spent = Math.round(activeMs);
+    activeMs -= spent;
+    return spent;
+  }
+
+  function positions() {
+    var result = {};
+    Object.keys(players).forEach(function (name) {
+      result[name] = Math.max(0, players[name].currentTime || 0);
+    });
+    return result;
+  }
+
+  function post(url, payload, keepalive) {
+    return fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      keepalive: !!keepalive,
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
+      body: JSON.stringify(payload),
+    });
+  }
+
+  function flush(keepalive) {
+    if (finished || submitting) return;
+    var events = queue.splice(0, queue.length);
+    var spent = takeActiveMs();
+    var payload = { page: page, events: events, active_ms: spent, positions: positions() };
+    post(state.eventsUrl, payload, keepalive)
+      .then(function (response) {
+        if (!response.ok && response.status >= 500) throw new Error("HTTP " + response.status);
+      })
+      .catch(function () {
+        // Kept for the next call; the server ignores an event it already has.
+        queue = events.concat(queue);
+        activeMs += spent;
+      });
+  }
+
+  // --- players ---------------------------------------------------------------------------------
+
+  function setActive(name) {
+    if (!players[name]) return;
+    active = players[name];
+    document.querySelectorAll(".rate-part").forEach(function (part) {
+      part.classList.toggle("active", part.getAttribute("data-part") === name);
+    });
+  }
+
+  function mountPlayer(name) {
+    var root = document.getElementById("player-" + name);
+    if (!root || !window.FloorboardPlayer) return;
+    var player = window.FloorboardPlayer.mount(root);
+    players[name] = player;
+    var restored = false;
+    var resumeAt = (state.positions || {})[name];
+    player.on("ready", function () {
+      if (!restored && resumeAt > 0 && player.currentTime === 0) {
+        restored = true;
+        player.seek(resumeAt);
+      }
+    });
+    player.on("play", function () {
+      setActive(name);
+      log("play", name, { position: player.currentTime });
+    });
+    player.on("pause", function () { log("pause", name, { position: player.currentTime }); });
+    player.on("seeked", function () { log("seek", name, { position: player.currentTime }); });
+    player.on("ratechange", function () { log("rate", name, { value: player.rate }); });
+    player.on("ended", function () {
+      log("ended", name, { position: player.currentTime });
+      if (name === "conversation" && players.response) setActive("response");
+    });
+    player.on("playedthrough", function () {
+      log("played_through", name, { position: player.currentTime });
+      refresh();
+    });
+    // A clicked control gives the focus back, so the page's keys keep working.
+    root.addEventListener("click", function (event) {
+      setActive(name);
+      if (event.target.closest("button")) event.target.closest("button").blur();
+    });
+  }
+
+  // --- label and submit -------------------------------------------------------------------------
+
+  function mustPlay() {
+    if (!state.requirePlay || !players.response || state.heardResponse) return false;
+    return !players.response.playedThrough;
+  }
+
+  function refresh() {
+    form.querySelectorAll(".label-choice").forEach(function (button) {
+      button.setAttribute("aria-pressed", String(button.getAttribute("data-value") === chosen));
+    });
+    submitButton.disabled = !chosen || mustPlay() || submitting;
+    if (chosen && mustPlay()) message.textContent = "Play the response to the end to submit.";
+    else if (message.getAttribute("data-kind") !== "error") message.textContent = "";
+  }
+
+  function choose(value) {
+    if (finished || submitting) return;
+    if (value !== chosen) log("choose", "", { value: value });
+    chosen = value;
+    message.removeAttribute("data-kind");
+    refresh();
+  }
+
+  function labelFor(key) {
+    var match = state.labels.filter(function (label) { return label.key === key; })[0];
+    return match ? match.value : null;
+  }
+
+  function showError(text) {
+    message.textContent = text;
+    message.setAttribute("data-kind", "error");
+  }
+
+  function submit() {
+    if (finished || submitting) return;
+    if (!chosen) return showError("Choose a label first (1, 2, or 0 for can't judge).");
+    if (mustPlay()) return showError("Play the response to the end to submit.");
+    submitting = true;
+    refresh();
+    var events = queue.splice(0, queue.length);
+    var payload = {
+      label: chosen,
+      guideline_version: state.guidelineVersion,
+      page: page,
+      events: events,
+      active_ms: takeActiveMs(),
+    };
+    post(state.submitUrl, payload, false)
+      .then(function (response) {
+        return response.json().then(function (body) { return { status: response.status, body: body }; });
+      })
+      .then(function (result) {
+        if (result.body.ok) {
+          finished = true;
+          message.textContent = "Saved.";
+          window.location.assign(result.body.next || state.nextUrl);
+          return;
+        }
+        submitting = false;
+        showError(result.body.error || "Not saved.");
+        refresh();
+        if (result.status === 410) setTimeout(function () { window.location.assign(state.nextUrl); }, 1500);
+      })
+      .catch(function () {
+        submitting = false;
+        queue = events.concat(queue);
+        showError("Not saved: the connection failed. Press Enter to try again.");
+        refresh();
+      });
+  }
+
+  // --- keys, visibility, start -------------------------------------------------------------------
+
+  function typing(node) {
+    return node && (node.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(node.tagName));
+  }
+
+  window.addEventListener("keydown", function (event) {
+    if (event.altKey || event.ctrlKey || event.metaKey || typing(event.target)) return;
+    var key = event.key;
+    var handled = true;
+    if (key === " ") { if (active) active.toggle(); }
+    else if (key === "ArrowLeft") { if (active) active.seekBy(-5); }
+    else if (key === "ArrowRight") { if (active) active.seekBy(5); }
+    else if (key === "c" || key === "C") setActive("conversation");
+    else if (key === "r" || key === "R") setActive("response");
+    else if (key === "1" || key === "2") choose(labelFor(key));
+    else if (key === "0" || key === "3") choose(labelFor("0"));
+    else if (key === "Enter") submit();
+    else handled = false;
+    if (handled) {
+      event.preventDefault();
+      event.stopPropagation();
+    }
+  }, true);
+  // A focused button would answer space on key-up with a click of its own.
+  window.addEventListener("keyup", function (event) {
+    if (event.key === " " && !typing(event.target)) event.preventDefault();
+  }, true);
+
+  form.querySelectorAll(".label-choice").forEach(function (button) {
+    button.addEventListener("click", function () {
+      choose(button.getAttribute("data-value"));
+      button.blur();
+    });
+  });
+  submitButton.addEventListener("click", function () { submit(); submitButton.blur(); });
+
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "hidden") {
+      takeActiveMs();
+      visibleSince = null;
+      log("hide");
+      flush(true);
+    } else {
+      visibleSince = performance.now();
+      log("show");
+    }
+  });
+  window.addEventListener("pagehide", function () { flush(true); });
+  setInterval(function () { if (document.visibilityState === "visible") flush(false); }, FLUSH_MS);
+
+  mountPlayer("conversation");
+  mountPlayer("response");
+  setActive(players.conversation ? "conversation" : "response");
+  var resumed = !!(state.draftLabel || Object.keys(state.positions || {}).length);
+  log(resumed ? "resume" : "show");
+  refresh();
+
+  window.floorboardRate = {
+    players: players,
+    get chosen() { return chosen; },
+    get active() { return active; },
+    flush: flush,
+  };
+})();

@@ -1,0 +1,289 @@
+"""Staff pages: studies, their set-up, the dashboard, exports and frozen snapshots."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+from functools import lru_cache
+
+import plotly
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth import get_user_model
+from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from . import charts, selectors, services
+from .forms import CheckItemForm, GuidelineForm, InviteForm, StudyForm
+from .models import Study
+
+
+@staff_member_required
+def study_list(request):
+    return render(request, "annotation/study_list.html", {"studies": selectors.studies_for_staff()})
+
+
+@staff_member_required
+def study_new(request):
+    form = StudyForm(request.POST or None, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        try:
+            study = services.study_create(plan=form.plan(), created_by=request.user)
+        except services.StudyError as error:
+            form.add_error(None, str(error))
+        else:
+            messages.success(request, f"Study created with {study.items.count()} items.")
+            return redirect("annotation:study", study.slug)
+    return render(request, "annotation/study_new.html", {"form": form})
+
+
+def _invite_url(request, rater) -> str:
+    return request.build_absolute_uri(reverse("annotation:rate", args=[rater.token]))
+
+
+@staff_member_required
+def study_dashboard(request, slug: str):
+    study = get_object_or_404(Study.objects.select_related("benchmark", "judge"), slug=slug)
+    snapshot = services.snapshot_freeze(study=study, created_by=request.user)
+    names = selectors.stratum_names(study=study, user=request.user)
+    names = {str(key): value for key, value in names.items()}
+    raters = selectors.study_raters(study=study)
+    for rater in raters:
+        rater.invite_url = _invite_url(request, rater)
+    figures = snapshot.figures
+    return render(
+        request,
+        "annotation/dashboard.html",
+        {
+            "study": study,
+            "progress": selectors.study_progress(study=study),
+            "guideline": selectors.current_guideline(study=study),
+            "raters": raters,
+            "snapshot": snapshot,
+            "figures": figures,
+            "strata_rows": _strata_rows(figures["all_raters"], names),
+            "rater_rows": figures["all_raters"]["raters"],
+            "without": figures["without_excluded"],
+            "without_strata_rows": _strata_rows(figures["without_excluded"], names)
+            if figures["without_excluded"]
+            else [],
+            "charts_json": charts.dashboard_charts(figures, names),
+            "plotly_url": reverse("annotation:plotly-js", args=[plotly.__version__]),
+            "guideline_form": GuidelineForm(),
+            "invite_form": InviteForm(),
+            "check_form": CheckItemForm(study=study, user=request.user),
+            "checks": study.items.exclude(role="sample").order_by("role", "task_id"),
+            "stratum_names": names,
+        },
+    )
+
+
+def _strata_rows(report: dict, names: dict[str, str]) -> list[dict]:
+    return [
+        {"name": names.get(key, f"stratum {key}"), **value}
+        for key, value in report["by_stratum"].items()
+    ]
+
+
+def _study_for_post(slug: str) -> Study:
+    return get_object_or_404(Study, slug=slug)
+
+
+@staff_member_required
+@require_POST
+def study_status(request, slug: str):
+    study = _study_for_post(slug)
+    try:
+        services.study_set_status(study=study, status=request.POST.get("status", ""))
+    except services.StudyError as error:
+        messages.error(request, str(error))
+    return redirect("annotation:study", slug)
+
+
+@staff_member_required
+@require_POST
+def study_guideline(request, slug: str):
+    study = _study_for_post(slug)
+    form = GuidelineForm(request.POST)
+    if form.is_valid():
+        guideline = services.guideline_publish(
+            study=study, text=form.cleaned_data["text"], created_by=request.user
+        )
+        messages.success(request, f"Raters now see guideline v{guideline.version}.")
+    else:
+        messages.error(request, "The guideline text is empty.")
+    return redirect("annotation:study", slug)
+
+
+@staff_member_required
+@require_POST
+def study_invite(request, slug: str):
+    study = _study_for_post(slug)
+    form = InviteForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Ask for between 1 and 200 invite links.")
+        return redirect("annotation:study", slug)
+    count, name = form.cleaned_data["count"], form.cleaned_data["name"]
+    for number in range(count):
+        label = f"{name} {number + 1}" if name and count > 1 else name
+        services.rater_invite(study=study, name=label)
+    username = request.POST.get("username", "").strip()
+    if username:
+        user = get_user_model().objects.filter(username=username).first()
+        if user is None:
+            messages.error(request, f"No account named {username!r}.")
+        else:
+            services.rater_invite(study=study, name=username, user=user)
+    messages.success(request, f"{count} invite link(s) added.")
+    return redirect("annotation:study", slug)
+
+
+@staff_member_required
+@require_POST
+def study_rater(request, slug: str, rater_id: int):
+    study = _study_for_post(slug)
+    rater = get_object_or_404(study.raters, pk=rater_id)
+    action = request.POST.get("action")
+    changes = {
+        "exclude": {"is_excluded": True},
+        "include": {"is_excluded": False},
+        "withdraw": {"is_active": False},
+        "restore": {"is_active": True},
+    }
+    if action not in changes:
+        raise Http404("unknown action")
+    services.rater_update(rater=rater, **changes[action])
+    return redirect("annotation:study", slug)
+
+
+@staff_member_required
+@require_POST
+def study_check_item(request, slug: str):
+    study = _study_for_post(slug)
+    form = CheckItemForm(request.POST, study=study, user=request.user)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            services.check_item_add(
+                study=study,
+                role=data["role"],
+                submission=data["submission"],
+                task_id=data["task_id"].strip(),
+                expected_label=data["expected_label"],
+                instruction=data["instruction"],
+            )
+        except services.StudyError as error:
+            messages.error(request, str(error))
+        else:
+            messages.success(request, f"{data['role'].capitalize()} item added.")
+    else:
+        messages.error(request, f"Check item not added: {form.errors.as_text()}")
+    return redirect("annotation:study", slug)
+
+
+# --- Exports and snapshots --------------------------------------------------------------------
+
+
+class _Echo:
+    def write(self, value):
+        return value
+
+
+@staff_member_required
+def study_export_csv(request, slug: str):
+    study = get_object_or_404(Study, slug=slug)
+    rows = selectors.study_rating_rows(study=study)
+    writer = csv.writer(_Echo())
+    fields = selectors.EXPORT_FIELDS
+
+    def lines():
+        yield writer.writerow(fields)
+        for row in rows:
+            yield writer.writerow(["" if row[f] is None else row[f] for f in fields])
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}-ratings.csv"'
+    return response
+
+
+@staff_member_required
+def study_export_json(request, slug: str):
+    study = get_object_or_404(Study, slug=slug)
+    response = JsonResponse(
+        {
+            "study": study.slug,
+            "labels": list(study.labels),
+            "kind": study.kind,
+            "judge": study.judge.slug,
+            "ratings": selectors.study_rating_rows(study=study),
+        },
+        json_dumps_params={"ensure_ascii": False},
+    )
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}-ratings.json"'
+    return response
+
+
+@staff_member_required
+def snapshot_page(request, slug: str, sha256: str):
+    study = get_object_or_404(Study, slug=slug)
+    snapshot = get_object_or_404(study.snapshots, sha256=sha256)
+    names = {str(k): v for k, v in selectors.stratum_names(study=study, user=request.user).items()}
+    return render(
+        request,
+        "annotation/snapshot.html",
+        {
+            "study": study,
+            "snapshot": snapshot,
+            "figures": snapshot.figures,
+            "strata_rows": _strata_rows(snapshot.figures["all_raters"], names),
+        },
+    )
+
+
+@staff_member_required
+def snapshot_json(request, slug: str, sha256: str):
+    study = get_object_or_404(Study, slug=slug)
+    snapshot = get_object_or_404(study.snapshots, sha256=sha256)
+    response = JsonResponse(
+        {
+            "study": study.slug,
+            "sha256": snapshot.sha256,
+            "created_at": snapshot.created_at.isoformat(),
+            "parameters": snapshot.parameters,
+            "ratings": snapshot.ratings,
+            "figures": snapshot.figures,
+        },
+        json_dumps_params={"ensure_ascii": False},
+    )
+    response["Content-Disposition"] = (
+        f'attachment; filename="{study.slug}-snapshot-{snapshot.sha256[:12]}.json"'
+    )
+    return response
+
+
+# --- plotly.js from the installed package ------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _plotly_bundle() -> tuple[bytes, bytes]:
+    from plotly.offline import get_plotlyjs
+
+    raw = get_plotlyjs().encode()
+    return raw, gzip.compress(raw, compresslevel=6)
+
+
+def plotly_js(request, version: str):
+    if version != plotly.__version__:
+        raise Http404("unknown plotly version")
+    raw, packed = _plotly_bundle()
+    if "gzip" in request.headers.get("Accept-Encoding", ""):
+        response = HttpResponse(packed, content_type="application/javascript")
+        response["Content-Encoding"] = "gzip"
+    else:
+        response = HttpResponse(raw, content_type="application/javascript")
+    response["Vary"] = "Accept-Encoding"
+    # The URL carries the version, so the file never changes under it.
+    response["Cache-Control"] = "public, max-age=31536000, immutable"
+    return response

@@ -1,0 +1,222 @@
+"""The rater's pages and endpoints, reached through an invite link. Blind by construction: they
+render only what annotation.selectors.rater_item returns, and answer JSON with no item data."""
+
+from __future__ import annotations
+
+import json
+import wave
+
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
+from django.http import Http404, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from . import assignment as rating
+from . import audio, selectors, services
+from .models import Rater, Study
+
+MAX_BODY = 256 * 1024
+
+
+def _rater(request, token: str) -> Rater:
+    rater = selectors.rater_by_token(token=token)
+    if rater is None:
+        raise Http404("this invite link is not valid")
+    if rater.user_id is not None and request.user.pk != rater.user_id:
+        raise PermissionError
+    return rater
+
+
+def _with_rater(view):
+    def wrapped(request, token: str, *args, **kwargs):
+        try:
+            rater = _rater(request, token)
+        except PermissionError:
+            return redirect_to_login(request.get_full_path())
+        return view(request, rater, *args, **kwargs)
+
+    wrapped.__name__ = view.__name__
+    wrapped.__doc__ = view.__doc__
+    return wrapped
+
+
+def _labels(study: Study) -> list[dict]:
+    return [
+        {"key": "1", "value": study.positive_label, "text": study.positive_label.capitalize()},
+        {"key": "2", "value": study.negative_label, "text": study.negative_label.capitalize()},
+        {"key": "0", "value": rating.MISSING, "text": "Can't judge: audio problem"},
+    ]
+
+
+@never_cache
+@require_GET
+@_with_rater
+def rate(request, rater: Rater):
+    """The invite link: the item the rater is on, or the page before or between batches."""
+    study = rater.study
+    current = rating.rater_current(rater=rater) if study.status == Study.Status.OPEN else None
+    guideline = selectors.current_guideline(study=study)
+    progress = rating.rater_progress(rater=rater, assignment=current)
+    context = {"study_name": study.name, "guideline": guideline, "progress": progress}
+    if current is None:
+        context["is_open"] = study.status == Study.Status.OPEN
+        context["start_url"] = reverse("annotation:rate-start", args=[rater.token])
+        return render(request, "annotation/rate_between.html", context)
+    item = selectors.rater_item(assignment=current)
+    page_state = {
+        "code": item["code"],
+        "eventsUrl": reverse("annotation:rate-events", args=[rater.token, current.code]),
+        "submitUrl": reverse("annotation:rate-submit", args=[rater.token, current.code]),
+        "nextUrl": reverse("annotation:rate", args=[rater.token]),
+        "guidelineVersion": guideline.version,
+        "labels": _labels(study),
+        "draftLabel": item["draft_label"],
+        "heardResponse": item["heard_response"],
+        "positions": item["positions"],
+        "requirePlay": study.require_play_through and item["has_response_audio"],
+    }
+    clips = {
+        which: {
+            "url": audio.audio_url(assignment=current, which=which),
+            "peaks": audio.peaks_url(assignment=current, which=which),
+        }
+        for which, present in (
+            ("conversation", item["has_conversation_audio"]),
+            ("response", item["has_response_audio"]),
+        )
+        if present
+    }
+    context.update(
+        {"item": item, "labels": _labels(study), "page_state": page_state, "clips": clips}
+    )
+    return render(request, "annotation/rate_item.html", context)
+
+
+@require_POST
+@_with_rater
+def rate_start(request, rater: Rater):
+    if rater.study.status != Study.Status.OPEN:
+        return redirect("annotation:rate", rater.token)
+    try:
+        current = rating.rater_current(rater=rater, start=True)
+    except rating.RatingError as error:
+        return render(
+            request,
+            "annotation/rate_between.html",
+            {"study_name": rater.study.name, "error": str(error), "is_open": False},
+            status=409,
+        )
+    if current is None:
+        return render(
+            request,
+            "annotation/rate_between.html",
+            {
+                "study_name": rater.study.name,
+                "nothing_left": True,
+                "is_open": False,
+                "progress": rating.rater_progress(rater=rater, assignment=None),
+            },
+        )
+    return redirect("annotation:rate", rater.token)
+
+
+def _json_body(request) -> dict:
+    if len(request.body) > MAX_BODY:
+        raise rating.RatingError("request too large")
+    try:
+        body = json.loads(request.body or b"{}")
+    except ValueError:
+        raise rating.RatingError("the request body is not JSON") from None
+    if not isinstance(body, dict):
+        raise rating.RatingError("the request body must be a JSON object")
+    return body
+
+
+def _refusal(error: rating.RatingError) -> JsonResponse:
+    status = 410 if isinstance(error, rating.AssignmentGone) else 400
+    return JsonResponse({"ok": False, "error": str(error)}, status=status)
+
+
+@never_cache
+@require_POST
+@_with_rater
+def rate_events(request, rater: Rater, code: str):
+    try:
+        body = _json_body(request)
+        rating.assignment_record(
+            rater=rater,
+            code=code,
+            page=body.get("page", ""),
+            events=body.get("events", []),
+            active_ms=body.get("active_ms"),
+            positions=body.get("positions"),
+        )
+    except rating.RatingError as error:
+        return _refusal(error)
+    return JsonResponse({"ok": True})
+
+
+@never_cache
+@require_POST
+@_with_rater
+def rate_submit(request, rater: Rater, code: str):
+    try:
+        body = _json_body(request)
+        _, created = rating.assignment_submit(
+            rater=rater,
+            code=code,
+            label=body.get("label"),
+            guideline_version=body.get("guideline_version"),
+            page=body.get("page", "submit"),
+            events=body.get("events", []),
+            active_ms=body.get("active_ms"),
+        )
+    except rating.RatingError as error:
+        return _refusal(error)
+    return JsonResponse(
+        {"ok": True, "stored": created, "next": reverse("annotation:rate", args=[rater.token])}
+    )
+
+
+def _clip(token: str) -> tuple[str, str]:
+    assignment, which = audio.audio_assignment(token)
+    key = getattr(assignment.item, f"{which}_audio_key")
+    if not key:
+        raise Http404("no such clip")
+    return key, getattr(assignment.item, f"{which}_audio_sha256")
+
+
+@require_GET
+def rater_audio(request, token: str):
+    key, _ = _clip(token)
+    return audio.ranged_response(request, key)
+
+
+@require_GET
+def rater_audio_peaks(request, token: str):
+    key, sha256 = _clip(token)
+    try:
+        buckets = int(request.GET.get("buckets", 1000))
+    except ValueError:
+        buckets = 1000
+    try:
+        peaks = audio.item_peaks(key=key, sha256=sha256, buckets=buckets)
+    except (wave.Error, EOFError) as error:
+        return JsonResponse({"error": f"not a PCM WAV file: {error}"}, status=422)
+    response = JsonResponse(peaks)
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+@login_required
+def study_join(request, slug: str):
+    """A signed-in user joins a study that takes account raters, and goes to its queue."""
+    study = get_object_or_404(Study, slug=slug)
+    try:
+        rater = services.rater_for_user(study=study, user=request.user)
+    except services.StudyError as error:
+        raise Http404(str(error)) from None
+    return redirect("annotation:rate", rater.token)
