@@ -176,3 +176,37 @@ def require_service(name: str, host: str, port: int) -> None:
     if REQUIRE_SERVICES:
         pytest.fail(f"{name} is not reachable on {host}:{port} and FLOORBOARD_REQUIRE_SERVICES=1")
     pytest.skip(f"{name} is not reachable on {host}:{port}")
+
+
+# --- Headless Chromium --------------------------------------------------------------------
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-gpu",
+]
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    """Debian's Chromium driven by Playwright (no browser download)."""
+    if not Path(CHROMIUM).exists():
+        if REQUIRE_SERVICES:
+            pytest.fail(f"no Chromium at {CHROMIUM} and FLOORBOARD_REQUIRE_SERVICES=1")
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    from django.db import connections
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop in this thread; the test's ORM calls stay sync.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    playwright = sync_playwright().start()
+    chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    yield chromium
+    # While that loop runs, the ORM keeps connections per context rather than per thread: close
+    # them before the test database is torn down.
+    connections.close_all()
+    chromium.close()
+    playwright.stop()

@@ -5,9 +5,6 @@ test-artifacts/."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from django.contrib.staticfiles.handlers import StaticFilesHandler
 from django.core.servers.basehttp import WSGIServer
@@ -20,15 +17,7 @@ from tests.conftest import REPO
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = REPO / "test-artifacts"
-ARGS = [
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-gpu",
-]
 
 
 class SerialLiveServerThread(LiveServerThread):
@@ -61,22 +50,6 @@ def rater_server(transactional_db):
     thread.terminate()
     for connection in shared.values():
         connection.dec_thread_sharing()
-
-
-@pytest.fixture
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.skip("no Chromium at /usr/bin/chromium")
-    from playwright.sync_api import sync_playwright
-
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    playwright = sync_playwright().start()
-    chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-    yield chromium
-    # Queries made while Playwright's loop runs in this thread use their own connection.
-    connections.close_all()
-    chromium.close()
-    playwright.stop()
 
 
 def shot(page, name: str) -> None:

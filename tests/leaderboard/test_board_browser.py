@@ -4,7 +4,6 @@ judge as staff. Screenshots are kept in test-artifacts/leaderboard/."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -20,32 +19,6 @@ from tests.leaderboard.test_board_page import ROWS, mp_results, scored_row
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ARTIFACTS = REPO / "test-artifacts" / "leaderboard"
-CHROMIUM = "/usr/bin/chromium"
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM}")
-    # Playwright's sync API keeps an event loop in this thread; the ORM calls the test makes
-    # beside it are still synchronous.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
-    playwright = sync_playwright().start()
-    chromium = playwright.chromium.launch(
-        executable_path=CHROMIUM,
-        args=[
-            "--no-sandbox",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-gpu",
-        ],
-    )
-    yield chromium
-    chromium.close()
-    playwright.stop()
 
 
 @pytest.fixture

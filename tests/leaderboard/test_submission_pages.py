@@ -487,29 +487,6 @@ def test_an_empty_response_says_it_was_not_sent_to_the_judge(client, demo_board,
 # --- In a real browser ----------------------------------------------------------------------------
 
 
-@pytest.fixture
-def browser(monkeypatch):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path("/usr/bin/chromium").exists():
-        pytest.skip("Debian's Chromium is not installed at /usr/bin/chromium")
-    # Playwright's sync API keeps an event loop in this thread; the ORM calls here stay sync.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "1")
-    playwright = sync_api.sync_playwright().start()
-    chromium = playwright.chromium.launch(
-        executable_path="/usr/bin/chromium",
-        args=[
-            "--no-sandbox",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-gpu",
-        ],
-    )
-    yield chromium
-    chromium.close()
-    playwright.stop()
-
-
 def session_cookie(client, user, live_server) -> dict:
     client.force_login(user)
     return {"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}

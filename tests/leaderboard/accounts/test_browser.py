@@ -3,8 +3,6 @@ member, make an API token and use it, revoke it, log out. Screenshots go to test
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx
 import pytest
 from django.contrib.auth.models import User
@@ -15,31 +13,6 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ARTIFACTS = REPO / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM}")
-    # Playwright's sync API keeps an event loop in this thread; the test's ORM calls stay sync.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
-    playwright = sync_playwright().start()
-    chromium = playwright.chromium.launch(
-        executable_path=CHROMIUM,
-        args=[
-            "--no-sandbox",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-gpu",
-        ],
-    )
-    yield chromium
-    chromium.close()
-    playwright.stop()
 
 
 def shot(page, name: str) -> None:

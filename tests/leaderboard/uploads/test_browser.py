@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
-from django.db import connections
 from django.test import Client
 
 from evaluation.models import Submission
@@ -22,35 +21,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 ARTIFACTS = REPO / "test-artifacts"
 CHUNK = 256 * 1024
-CHROMIUM = "/usr/bin/chromium"
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM}")
-    # Playwright's sync API keeps an event loop in this thread; the ORM calls the test makes
-    # beside it are still synchronous.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
-    playwright = sync_playwright().start()
-    chromium = playwright.chromium.launch(
-        executable_path=CHROMIUM,
-        args=[
-            "--no-sandbox",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-gpu",
-        ],
-    )
-    yield chromium
-    # While Playwright's event loop runs in this thread, the ORM keeps its connections per
-    # context, not per thread: close the test's own before the database teardown loses sight.
-    connections.close_all()
-    chromium.close()
-    playwright.stop()
 
 
 def logged_in_page(browser, live_server, user):
