@@ -1,8 +1,5 @@
 """Bundles and task files on S3-compatible storage: a moto server speaking HTTP on loopback."""
 
-import socket
-import subprocess
-import sys
 import time
 
 import boto3
@@ -14,34 +11,6 @@ from evaluation.services import submission_create
 from tests.conftest import copy_examples, zip_tree
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3_server():
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            assert time.monotonic() < deadline, "moto server did not start"
-            time.sleep(0.1)
-    yield url
-    process.terminate()
-    process.wait(10)
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from scipy.io import wavfile
 from leaderboard import audio
 
 # The moto S3 server fixtures of the evaluation tests (pytest finds fixtures imported here).
-from tests.evaluation.test_s3_storage import s3_server, s3_storage  # noqa: F401
+from tests.evaluation.test_s3_storage import s3_storage  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
