@@ -3,6 +3,7 @@ OpenAI chat-completions API, bundle builders, and the services a test may requir
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -153,7 +154,9 @@ def judge_server():
                 self.send_header(key, value)
             self.send_header("Content-Length", str(len(raw.encode())))
             self.end_headers()
-            self.wfile.write(raw.encode())
+            # The caller may have been killed mid-request, as the worker-kill test intends.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(raw.encode())
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"

@@ -228,4 +228,6 @@ def test_927_tasks_via_cli_and_worker_killed_mid_judging(
         "offline_judge": False,
         "private": False,
         "flagged": False,
+        "staff_verified": False,
+        "hidden": False,
     }
