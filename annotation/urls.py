@@ -8,7 +8,6 @@ urlpatterns = [
     # Staff
     path("studies/", views.study_list, name="studies"),
     path("studies/new/", views.study_new, name="study-new"),
-    path("studies/assets/plotly-<str:version>.js", views.plotly_js, name="plotly-js"),
     path("studies/<slug:slug>/", views.study_dashboard, name="study"),
     path("studies/<slug:slug>/status/", views.study_status, name="study-status"),
     path("studies/<slug:slug>/guideline/", views.study_guideline, name="study-guideline"),

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import csv
-import gzip
-from functools import lru_cache
 
 import plotly
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth import get_user_model
-from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -70,7 +68,7 @@ def study_dashboard(request, slug: str):
             if figures["without_excluded"]
             else [],
             "charts_json": charts.dashboard_charts(figures, names),
-            "plotly_url": reverse("annotation:plotly-js", args=[plotly.__version__]),
+            "plotly_url": reverse("plotly-js", args=[plotly.__version__]),
             "guideline_form": GuidelineForm(),
             "invite_form": InviteForm(),
             "check_form": CheckItemForm(study=study, user=request.user),
@@ -260,30 +258,4 @@ def snapshot_json(request, slug: str, sha256: str):
     response["Content-Disposition"] = (
         f'attachment; filename="{study.slug}-snapshot-{snapshot.sha256[:12]}.json"'
     )
-    return response
-
-
-# --- plotly.js from the installed package ------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def _plotly_bundle() -> tuple[bytes, bytes]:
-    from plotly.offline import get_plotlyjs
-
-    raw = get_plotlyjs().encode()
-    return raw, gzip.compress(raw, compresslevel=6)
-
-
-def plotly_js(request, version: str):
-    if version != plotly.__version__:
-        raise Http404("unknown plotly version")
-    raw, packed = _plotly_bundle()
-    if "gzip" in request.headers.get("Accept-Encoding", ""):
-        response = HttpResponse(packed, content_type="application/javascript")
-        response["Content-Encoding"] = "gzip"
-    else:
-        response = HttpResponse(raw, content_type="application/javascript")
-    response["Vary"] = "Accept-Encoding"
-    # The URL carries the version, so the file never changes under it.
-    response["Cache-Control"] = "public, max-age=31536000, immutable"
     return response

@@ -15,6 +15,5 @@ urlpatterns = [
         name="judge-rescore",
     ),
     path("systems/<int:pk>/", views.system_page, name="system"),
-    path("assets/plotly-<str:version>.min.js", views.plotly_js, name="plotly-js"),
     path("api/benchmarks/<slug:slug>/leaderboard/", views.leaderboard_api, name="leaderboard-api"),
 ]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import urlencode
 
 import plotly
@@ -16,7 +15,6 @@ from django import forms
 from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
 from django.http import (
-    FileResponse,
     Http404,
     HttpResponse,
     HttpResponseBadRequest,
@@ -435,16 +433,6 @@ def leaderboard_charts(request, slug: str):
         cache.set(key, figures, CHART_CACHE_SECONDS)
     response = HttpResponse(figures, content_type="application/json")
     response["Cache-Control"] = "private, no-cache"
-    return response
-
-
-def plotly_js(request, version: str):
-    """plotly.js as shipped inside the installed plotly package, under a versioned URL."""
-    if version != plotly.__version__:
-        raise Http404("plotly.js is served only in the installed version")
-    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    response = FileResponse(path.open("rb"), content_type="text/javascript; charset=utf-8")
-    response["Cache-Control"] = "public, max-age=31536000, immutable"
     return response
 
 
