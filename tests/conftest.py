@@ -42,6 +42,27 @@ def mpbench(db, mpbench_dir):
     return benchmark_import(slug="mp-bench", directory=mpbench_dir, name="MP-Bench").benchmark
 
 
+@pytest.fixture
+def eager():
+    """Celery runs each queued task inline, as soon as the transaction commits."""
+    from config.celery import app
+
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False
+
+
+@pytest.fixture
+def postgres():
+    """For tests that need PostgreSQL itself (row locks, a worker sharing the database)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        if REQUIRE_SERVICES:
+            pytest.fail("FLOORBOARD_REQUIRE_SERVICES=1 but the test database is not PostgreSQL")
+        pytest.skip("needs PostgreSQL: set DATABASE_URL=postgres://...")
+
+
 @pytest.fixture(autouse=True)
 def _isolated_media(settings, tmp_path):
     """Each test writes its files under its own temporary folder."""

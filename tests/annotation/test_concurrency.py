@@ -4,7 +4,6 @@ rating, and batches abandoned mid-way are taken over once their locks expire."""
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 import time
@@ -12,7 +11,7 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -23,17 +22,6 @@ from tests.annotation.factories import invite, make_board, make_study
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
 OVERLAP = 3
-
-
-@pytest.fixture
-def postgres():
-    if connection.vendor != "postgresql":
-        if os.environ.get("FLOORBOARD_REQUIRE_SERVICES") == "1":
-            pytest.fail(
-                "FLOORBOARD_REQUIRE_SERVICES=1 but the test database is not PostgreSQL "
-                "(set DATABASE_URL)"
-            )
-        pytest.skip("needs PostgreSQL: set DATABASE_URL=postgres://...")
 
 
 def live_per_item() -> dict[int, int]:

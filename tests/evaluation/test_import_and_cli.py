@@ -6,18 +6,10 @@ import shutil
 import pytest
 from django.core.management import CommandError, call_command
 
-from config.celery import app as celery_app
 from evaluation.models import Benchmark, Judge, PromptVersion, Submission, Task
 from tests.conftest import copy_examples, zip_tree
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def eager():
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = False
 
 
 def test_import_is_idempotent_and_versions_changed_prompts(mpbench_dir, tmp_path, capsys):

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from config.celery import app as celery_app
 from evaluation.models import Judge, Judgment, Score, Submission, TaskResult
 from evaluation.services import judgments_retry_failed, submission_create, submission_rescore
 from tests.conftest import completion, copy_examples, zip_tree
@@ -19,13 +18,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 EXAMPLE_U = "scenario_argument-diag_1001-tier_1-task_1868"
 EXAMPLE_D = "scenario_argument-diag_1001-tier_2-task_0"
 EXAMPLE_T = "scenario_turnBasedGame-diag_112-tier_2-task_1"
-
-
-@pytest.fixture
-def eager():
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = False
 
 
 @pytest.fixture

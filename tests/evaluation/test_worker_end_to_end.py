@@ -28,13 +28,7 @@ BROKER = os.environ.get("FLOORBOARD_TEST_BROKER_URL", "redis://127.0.0.1:6379/15
 
 
 @pytest.fixture
-def services():
-    if connection.vendor != "postgresql":
-        if os.environ.get("FLOORBOARD_REQUIRE_SERVICES") == "1":
-            pytest.fail(
-                "FLOORBOARD_REQUIRE_SERVICES=1 but the test database is not PostgreSQL (set DATABASE_URL)"
-            )
-        pytest.skip("needs PostgreSQL: set DATABASE_URL=postgres://...")
+def services(postgres):
     require_service("Redis", "127.0.0.1", 6379)
 
 

@@ -11,7 +11,6 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from sklearn.metrics import cohen_kappa_score
 
-from config.celery import app as celery_app
 from evaluation.benchmarks.mpbench.synthetic import write_bundle_tree
 from evaluation.models import (
     Judge,
@@ -35,13 +34,6 @@ KINDS = ["understanding", "speaker_name", "discussion", "turnbased"]
 @pytest.fixture(autouse=True)
 def _fresh_cache():
     cache.clear()
-
-
-@pytest.fixture
-def eager():
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = False
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.cache import cache
 
-from config.celery import app as celery_app
 from evaluation.models import Membership, Submission, Team
 from evaluation.services import submission_create
 from tests.conftest import copy_examples, zip_tree
@@ -22,13 +21,6 @@ SEES_PRIVATE = {"anonymous": False, "outsider": False, "teammate": True, "staff"
 @pytest.fixture(autouse=True)
 def _fresh_cache():
     cache.clear()
-
-
-@pytest.fixture
-def eager():
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = False
 
 
 @pytest.fixture

@@ -3,19 +3,11 @@
 import pytest
 from django.contrib.auth.models import User
 
-from config.celery import app as celery_app
 from evaluation.models import Submission
 from evaluation.services import judgments_retry_failed, submission_create
 from tests.conftest import copy_examples, zip_tree
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def eager():
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = False
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from types import SimpleNamespace
 import pytest
 from django.contrib.auth.models import User
 
-from config.celery import app as celery_app
 from evaluation import demo
 from evaluation.models import (
     Judge,
@@ -37,13 +36,6 @@ KINDS = ("understanding", "speaker_name", "discussion", "turnbased")
 
 
 # --- Fixtures --------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def eager():
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = False
 
 
 @pytest.fixture

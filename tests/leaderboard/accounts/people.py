@@ -10,19 +10,11 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from config.celery import app as celery_app
 from evaluation.models import Membership, Submission, Team
 from evaluation.services import submission_create
 from tests.conftest import copy_examples, zip_tree
 
 ROLES = ("alice", "bob", "charlie", "anonymous", "staff")
-
-
-@pytest.fixture
-def eager():
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = False
 
 
 @pytest.fixture(autouse=True)

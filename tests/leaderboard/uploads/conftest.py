@@ -26,13 +26,6 @@ S3_PART = 5 * 1024 * 1024  # the smallest part S3 accepts, so a test bundle span
 BROKEN_JSON = '{"text": "cut off", "chunks": ['  # the file ends inside the list
 
 
-@pytest.fixture
-def eager():
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = False
-
-
 @dataclass
 class People:
     alice: User

@@ -3,7 +3,6 @@ submissions count against neither; concurrent creates never exceed them (Postgre
 
 from __future__ import annotations
 
-import os
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -133,17 +132,6 @@ def test_finish_at_the_limit_keeps_the_upload_for_later(
 
 
 # --- Races (PostgreSQL) ----------------------------------------------------------------------
-
-
-@pytest.fixture
-def postgres():
-    if connection.vendor != "postgresql":
-        if os.environ.get("FLOORBOARD_REQUIRE_SERVICES") == "1":
-            pytest.fail(
-                "FLOORBOARD_REQUIRE_SERVICES=1 but the test database is not PostgreSQL "
-                "(set DATABASE_URL)"
-            )
-        pytest.skip("needs PostgreSQL: set DATABASE_URL=postgres://...")
 
 
 @pytest.mark.services
