@@ -5,10 +5,6 @@ presigned URL would carry the storage key (and with it the submission)."""
 
 from __future__ import annotations
 
-import re
-import wave
-
-import numpy as np
 from django.conf import settings
 from django.core import signing
 from django.core.cache import cache
@@ -16,14 +12,14 @@ from django.core.files.storage import default_storage
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.urls import reverse
 
+from evaluation.audio import Unsatisfiable, parse_range, wav_peaks
+
 from .models import Assignment
 
 SALT = "annotation.rater-audio"
 WHICH = ("conversation", "response")
 CHUNK = 256 * 1024
-PEAK_BLOCK_FRAMES = 64 * 1024
 PEAK_BUCKETS_MAX = 4000
-_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 
 def _token(assignment: Assignment, which: str) -> str:
@@ -70,27 +66,6 @@ def audio_assignment(token: str) -> tuple[Assignment, str]:
     return assignment, which
 
 
-def _parse_range(header: str, size: int) -> tuple[int, int] | None:
-    """(first, last) byte of a single range, None for a header to ignore; ValueError when
-    the range cannot be satisfied."""
-    match = _RANGE.match(header.strip())
-    if not match:
-        return None
-    first, last = match.groups()
-    if not first and not last:
-        return None
-    if not first:
-        suffix = int(last)
-        if suffix == 0:
-            raise ValueError("empty suffix range")
-        return max(0, size - suffix), size - 1
-    start = int(first)
-    end = min(int(last), size - 1) if last else size - 1
-    if start >= size or end < start:
-        raise ValueError("range outside the file")
-    return start, end
-
-
 def _s3_range(key: str, start: int, end: int):
     """A streaming body of bytes [start, end] of an S3 object."""
     from storages.utils import clean_name
@@ -121,8 +96,8 @@ def ranged_response(request, key: str, content_type: str = "audio/wav") -> HttpR
     except FileNotFoundError:
         raise Http404("the clip is missing from storage") from None
     try:
-        wanted = _parse_range(request.headers.get("Range", ""), size)
-    except ValueError:
+        wanted = parse_range(request.headers.get("Range"), size)
+    except Unsatisfiable:
         response = HttpResponse(status=416)
         response["Content-Range"] = f"bytes */{size}"
         return response
@@ -147,42 +122,6 @@ def ranged_response(request, key: str, content_type: str = "audio/wav") -> HttpR
 
 
 # --- Waveform peaks ---------------------------------------------------------------------------
-
-
-def _samples(raw: bytes, width: int) -> np.ndarray:
-    if width == 1:
-        return (np.frombuffer(raw, dtype=np.uint8).astype(np.float32) - 128.0) / 128.0
-    if width == 2:
-        return np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0
-    if width == 4:
-        return np.frombuffer(raw, dtype="<i4").astype(np.float64) / float(1 << 31)
-    raise wave.Error(f"unsupported sample width {width} bytes")
-
-
-def wav_peaks(handle, *, buckets: int) -> dict:
-    """Min and max sample of `buckets` equal stretches of a PCM WAV, read block by block."""
-    with wave.open(handle, "rb") as reader:
-        channels, width = reader.getnchannels(), reader.getsampwidth()
-        rate, frames = reader.getframerate(), reader.getnframes()
-        count = max(0, min(buckets, frames))
-        lows, highs = np.zeros(count), np.zeros(count)
-        position = 0
-        while position < frames:
-            raw = reader.readframes(min(PEAK_BLOCK_FRAMES, frames - position))
-            if not raw:
-                break
-            block = _samples(raw, width)
-            block = block[: (len(block) // channels) * channels].reshape(-1, channels)
-            index = ((position + np.arange(len(block), dtype=np.int64)) * count) // frames
-            np.minimum.at(lows, index, block.min(axis=1))
-            np.maximum.at(highs, index, block.max(axis=1))
-            position += len(block)
-    return {
-        "duration": frames / rate if rate else 0.0,
-        "buckets": count,
-        "min": [round(float(v), 4) for v in lows],
-        "max": [round(float(v), 4) for v in highs],
-    }
 
 
 def item_peaks(*, key: str, sha256: str, buckets: int) -> dict:
