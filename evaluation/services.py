@@ -215,14 +215,19 @@ def submission_create(
     submitted_by=None,
     publish: bool = False,
     idempotency_key: str = "",
+    validated=None,
 ) -> Submission:
     """Validate, then store the bundle and queue it. A rejected bundle raises BundleRejected and
-    leaves no row and no file behind. Unpublished submissions are visible to their team only."""
-    report, contents = bundle_validate(
-        benchmark=benchmark, path=bundle_path, allow_partial=allow_partial
-    )
-    if not report.ok:
-        raise BundleRejected(report)
+    leaves no row and no file behind. Unpublished submissions are visible to their team only.
+    `validated`: the contents of a successful bundle_validate of this same file, so that it is
+    not read twice."""
+    if validated is None:
+        report, validated = bundle_validate(
+            benchmark=benchmark, path=bundle_path, allow_partial=allow_partial
+        )
+        if not report.ok:
+            raise BundleRejected(report)
+    contents = validated
     if judge is None:
         judge = benchmark.judges.filter(is_official=True).first()
         if judge is None:

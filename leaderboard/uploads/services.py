@@ -96,6 +96,7 @@ def submission_create_within_limits(
     submitted_by,
     publish: bool,
     idempotency_key: str,
+    validated=None,
 ) -> tuple[Submission, bool]:
     """(submission, created). A submission already made by this team under the same key is
     returned as it is; otherwise the team's limits are checked and the submission created, both
@@ -109,7 +110,9 @@ def submission_create_within_limits(
         refusal = team_limit_refusal(team=team)
         if refusal is not None:
             raise LimitReached(refusal)
+        # Validated beforehand, outside the lock: only the counting and the insert hold it.
         submission = submission_create(
+            validated=validated,
             benchmark=benchmark,
             bundle_path=bundle_path,
             system_name=system_name,
@@ -206,7 +209,9 @@ def submission_create_via_api(
         prior = _replay(team=team, key=idempotency_key, fingerprint=fingerprint)
         if prior is not None:
             return prior, False
-    report, _ = bundle_validate(benchmark=benchmark, path=bundle_path, allow_partial=allow_partial)
+    report, contents = bundle_validate(
+        benchmark=benchmark, path=bundle_path, allow_partial=allow_partial
+    )
     if not report.ok:
         raise BundleRejected(report)
     with transaction.atomic():
@@ -227,6 +232,7 @@ def submission_create_via_api(
             submitted_by=user,
             publish=publish,
             idempotency_key=idempotency_key,
+            validated=contents,
         )
         upload = Upload.objects.create(
             benchmark=benchmark,
@@ -466,27 +472,24 @@ def upload_finish(*, upload: Upload) -> Upload:
     upload.refresh_from_db()
     try:
         with _local_bundle(upload) as path:
-            report, _ = bundle_validate(
+            report, contents = bundle_validate(
                 benchmark=upload.benchmark, path=path, allow_partial=upload.allow_partial
             )
             upload.report = report.as_dict()
             if report.ok:
-                try:
-                    submission, _ = submission_create_within_limits(
-                        team=upload.team,
-                        benchmark=upload.benchmark,
-                        bundle_path=path,
-                        system_name=upload.system_name,
-                        system_type=upload.system_type,
-                        judge=upload.judge,
-                        allow_partial=upload.allow_partial,
-                        submitted_by=upload.user,
-                        publish=upload.publish,
-                        idempotency_key=f"upload-{upload.pk}",
-                    )
-                except BundleRejected as exc:
-                    report = exc.report
-                    upload.report = report.as_dict()
+                submission, _ = submission_create_within_limits(
+                    team=upload.team,
+                    benchmark=upload.benchmark,
+                    bundle_path=path,
+                    system_name=upload.system_name,
+                    system_type=upload.system_type,
+                    judge=upload.judge,
+                    allow_partial=upload.allow_partial,
+                    submitted_by=upload.user,
+                    publish=upload.publish,
+                    idempotency_key=f"upload-{upload.pk}",
+                    validated=contents,
+                )
     except BaseException as exc:
         Upload.objects.filter(pk=upload.pk).update(
             status=Upload.Status.UPLOADING, error=str(exc), report=upload.report
