@@ -121,12 +121,13 @@ STORAGES = {
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = VAR_DIR / "broker"
-    for _folder in ("queue", "processed"):
+    for _folder in ("queue", "processed", "control"):
         (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
 else:
