@@ -43,7 +43,7 @@ class ItemAdmin(admin.ModelAdmin):
         "role",
         "task_id",
         "stratum",
-        "judge_verdict",
+        "judge_label",
         "expected_label",
     ]
     list_filter = ["study", "role"]

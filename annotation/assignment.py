@@ -11,6 +11,8 @@ row, which also keeps one rater's overlapping requests from deadlocking each oth
 
 from __future__ import annotations
 
+import re
+
 import random
 import secrets
 import time
@@ -37,7 +39,8 @@ EVENT_KINDS = {
     "choose",
     "resume",
 }
-PLAYERS = {"", "conversation", "response"}
+# The players of an item's page: "response" (the system's output) and "context-<n>".
+PLAYER = re.compile(r"(|response|context-\d{1,2})")
 MAX_EVENTS_PER_CALL = 500
 # How long a claim waits for other raters' claims in flight before saying nothing is free.
 CLAIM_PATIENCE_SECONDS = 5.0
@@ -313,7 +316,7 @@ def _clean_events(events) -> list[dict]:
         position = event.get("position")
         if kind not in EVENT_KINDS:
             raise RatingError(f"event {number}: unknown kind {kind!r}")
-        if player not in PLAYERS:
+        if not isinstance(player, str) or not PLAYER.fullmatch(player):
             raise RatingError(f"event {number}: unknown player {player!r}")
         if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
             raise RatingError(f"event {number}: seq must be a non-negative integer")
@@ -379,10 +382,15 @@ def _record(assignment: Assignment, study: Study, page: str, events, active_ms, 
         assignment.active_ms += int(min(active_ms, MAX_ACTIVE_DELTA_MS))
     if positions is not None:
         if not isinstance(positions, dict) or not all(
-            key in ("conversation", "response") and isinstance(value, int | float) and value >= 0
+            isinstance(key, str)
+            and PLAYER.fullmatch(key)
+            and key
+            and isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and 0 <= value < 1e7
             for key, value in positions.items()
         ):
-            raise RatingError("positions must map conversation/response to seconds")
+            raise RatingError("positions must map the item's players to seconds")
         draft["positions"] = {key: round(float(v), 3) for key, v in positions.items()}
     assignment.draft = draft
     assignment.save(
@@ -453,7 +461,9 @@ def assignment_submit(
         value = _check_label(study, label)
         _record(assignment, study, page, events or [], active_ms, None)
         item = assignment.item
-        must_play = study.require_play_through and item.response_audio_key
+        must_play = study.require_play_through and any(
+            clip["role"] == "response" for clip in item.clips
+        )
         if must_play and not assignment.response_played_through:
             raise RatingError("play the response to the end before submitting")
         if assignment.locked_until <= timezone.now() and not _relock(assignment, study):

@@ -14,10 +14,9 @@ from django.urls import reverse
 
 from evaluation.audio import Unsatisfiable, parse_range, wav_peaks
 
-from .models import Assignment
+from .models import Assignment, item_clip
 
 SALT = "annotation.rater-audio"
-WHICH = ("conversation", "response")
 CHUNK = 256 * 1024
 PEAK_BUCKETS_MAX = 4000
 
@@ -53,7 +52,7 @@ def audio_assignment(token: str) -> tuple[Assignment, str]:
         which = payload["w"]
     except (signing.BadSignature, KeyError, TypeError):
         raise Http404("no such clip") from None
-    if assignment is None or which not in WHICH:
+    if assignment is None or item_clip(assignment.item, which) is None:
         raise Http404("no such clip")
     try:
         signing.TimestampSigner(salt=SALT).unsign_object(

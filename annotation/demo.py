@@ -1,6 +1,6 @@
-"""A rating study on the demo benchmark for `make demo`: sampled discussion items whose clips
-really play, a few invite links, and ratings from simulated raters so the dashboard has numbers.
-"""
+"""A rating study on a demo benchmark for `make demo`: sampled items of the benchmark's first
+study kind whose clips really play, a few invite links, and ratings from simulated raters so the
+dashboard has numbers."""
 
 from __future__ import annotations
 
@@ -9,16 +9,24 @@ import sys
 
 from django.db import transaction
 
-from evaluation import services as pipeline
-from evaluation.models import Benchmark, Submission, TaskJudgment
+from evaluation.benchmarks import get_plugin
+from evaluation.models import Benchmark, Submission
+from evaluation.services.pipeline import inline, submission_ingest
 
 from . import assignment
 from .forms import DEFAULT_GUIDELINE
 from .models import Item, Study
-from .services import StudyPlan, check_item_add, rater_invite, rater_update, study_create
+from .services import (
+    StudyPlan,
+    check_item_add,
+    rater_invite,
+    rater_update,
+    study_create,
+    study_units,
+)
 from .services import study_set_status as set_status
 
-DEMO_BENCHMARK = "mp-bench-demo"
+DEMO_BENCHMARK = "mp-bench-demo"  # the first plug-in's demo board
 DEMO_STUDY = "demo-discussion"
 PER_STRATUM = 4
 # (name, accuracy against the simulated truth, batches rated, excluded from the figures)
@@ -36,34 +44,26 @@ def _scored(submissions: list[Submission]) -> list[Submission]:
     is instant); the worker later finds them done and leaves them as they are."""
     for submission in submissions:
         if submission.status == Submission.Status.QUEUED:
-            pipeline.submission_ingest(submission_id=submission.pk)
-            pipeline.submission_detect(submission_id=submission.pk)
-            pipeline.submission_judge(submission_id=submission.pk, judge_id=submission.judge_id)
+            with inline():
+                submission_ingest(submission_id=submission.pk)
         submission.refresh_from_db()
     return [s for s in submissions if s.status == Submission.Status.SCORED]
 
 
-def _talking(submissions: list[Submission]) -> list[Submission]:
-    """Strata whose agent said something in enough discussion tasks to sample from."""
-    chosen = []
-    for submission in submissions:
-        said = sum(
+def _talking(study_kind: str, benchmark: Benchmark, judge, submissions: list[Submission]):
+    """Strata with enough non-empty responses of the kind to sample from (and one spare)."""
+    return [
+        submission
+        for submission in submissions
+        if sum(
             1
-            for text in submission.task_results.filter(task__family="discussion").values_list(
-                "post_text", flat=True
+            for _, unit in study_units(
+                benchmark=benchmark, kind=study_kind, judge=judge, submission=submission
             )
-            if text.strip()
+            if unit.response_text.strip()
         )
-        if said >= PER_STRATUM + 1:
-            chosen.append(submission)
-    return chosen
-
-
-def _verdict(row, judge) -> bool | None:
-    link = TaskJudgment.objects.filter(task_result=row, judge=judge, kind="discussion").first()
-    if link is None:
-        return None
-    return link.judgment.verdict if link.judgment else False
+        >= PER_STRATUM + 1
+    ]
 
 
 def _simulate(study: Study, rater, accuracy: float, batches: int, rng: random.Random) -> int:
@@ -77,7 +77,7 @@ def _simulate(study: Study, rater, accuracy: float, batches: int, rng: random.Ra
         batch = current.batch_id
         while current is not None and current.batch_id == batch:
             item = current.item
-            truth = item.expected_label or study.verdict_label(item.judge_verdict)
+            truth = item.expected_label or item.judge_label
             if truth is None or rng.random() < 0.12:
                 truth = rng.choice(study.labels)
             if rng.random() < 0.03:
@@ -108,13 +108,18 @@ def seed_demo_study(*, base_url: str = "http://127.0.0.1:8000", stdout=None) -> 
         return None
     study = Study.objects.filter(slug=DEMO_STUDY).first()
     if study is None:
+        kinds = get_plugin(benchmark.plugin).study_kinds
+        if not kinds:
+            out.write(f"{DEMO_STUDY}: {benchmark.slug} declares nothing for raters to label\n")
+            return None
+        judge = benchmark.judges.get(slug="offline")
         submissions = benchmark.submissions.filter(is_reported=False).order_by("pk")
-        strata = _talking(_scored(list(submissions)))
+        strata = _talking(kinds[0].key, benchmark, judge, _scored(list(submissions)))
         if not strata:
             out.write(f"{DEMO_STUDY}: no scored demo submission has responses to rate\n")
             return None
         with transaction.atomic():  # all of it or nothing, so a rerun starts clean
-            study, rated = _create(benchmark, strata)
+            study, rated = _create(benchmark, judge, kinds[0], strata)
         for name, count in rated.items():
             out.write(f"{DEMO_STUDY}: {name} rated {count} items\n")
     out.write(f"{DEMO_STUDY}: dashboard {base_url}/studies/{study.slug}/ (staff)\n")
@@ -123,15 +128,14 @@ def seed_demo_study(*, base_url: str = "http://127.0.0.1:8000", stdout=None) -> 
     return study
 
 
-def _create(benchmark: Benchmark, strata: list[Submission]) -> tuple[Study, dict[str, int]]:
-    judge = benchmark.judges.get(slug="offline")
+def _create(benchmark: Benchmark, judge, kind, strata: list[Submission]):
     study = study_create(
         plan=StudyPlan(
-            name="Demo: can the offline judge be trusted on discussion replies?",
+            name=f"Demo: can the offline judge be trusted on {kind.label.lower()}?",
             slug=DEMO_STUDY,
             benchmark=benchmark,
             judge=judge,
-            kind="discussion",
+            kind=kind.key,
             strata=tuple(strata),
             guideline_text=DEFAULT_GUIDELINE,
             per_stratum=PER_STRATUM,
@@ -139,29 +143,35 @@ def _create(benchmark: Benchmark, strata: list[Submission]) -> tuple[Study, dict
             overlap=3,
             batch_size=6,
             gold_per_batch=1,
+            positive_label=kind.labels[0],
+            negative_label=kind.labels[1],
         )
     )
-    sampled = set(study.items.values_list("task_result_id", flat=True))
+    sampled = set(study.items.values_list("task_result_id", "slot"))
     for submission in strata[:2]:
-        spare = (
-            submission.task_results.filter(task__family="discussion")
-            .exclude(pk__in=sampled)
-            .exclude(post_text="")
-            .select_related("task")
-            .order_by("task__task_id")
-            .first()
+        spare = next(
+            (
+                (row, unit)
+                for row, unit in study_units(
+                    benchmark=benchmark, kind=kind.key, judge=judge, submission=submission
+                )
+                if (row.pk, unit.slot) not in sampled
+                and unit.response_text.strip()
+                and unit.judge_label is not None
+            ),
+            None,
         )
         if spare is not None:
             # The demo's replies are scripted, so the offline judge knows the right answer.
-            verdict = _verdict(spare, judge)
-            if verdict is not None:
-                check_item_add(
-                    study=study,
-                    role=Item.Role.GOLD,
-                    submission=submission,
-                    task_id=spare.task.task_id,
-                    expected_label=study.verdict_label(verdict),
-                )
+            row, unit = spare
+            check_item_add(
+                study=study,
+                role=Item.Role.GOLD,
+                submission=submission,
+                task_id=row.task.task_id,
+                slot=unit.slot,
+                expected_label=unit.judge_label,
+            )
     set_status(study=study, status=Study.Status.OPEN)
     rng = random.Random(2024)
     rated = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from evaluation.benchmarks import PLUGINS, get_plugin
+from evaluation.benchmarks import registry
 from evaluation.models import Benchmark, Judge
 
 from .models import Item, Study
@@ -24,10 +24,12 @@ Judge the response itself; do not guess which system produced it."""
 
 
 def _kind_choices() -> list[tuple[str, str]]:
-    kinds: list[str] = []
-    for name in PLUGINS:
-        kinds += [k for k in get_plugin(name).KINDS if k not in kinds]
-    return [(k, k) for k in kinds]
+    """Every study kind a benchmark declares, named with its benchmark."""
+    return [
+        (kind.key, f"{plugin.name}: {kind.label}")
+        for plugin in registry().values()
+        for kind in plugin.study_kinds
+    ]
 
 
 class StudyForm(forms.Form):

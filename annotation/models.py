@@ -29,7 +29,9 @@ class Study(models.Model):
     judge = models.ForeignKey(
         Judge, on_delete=models.PROTECT, related_name="+", help_text="Whose verdicts are checked"
     )
-    kind = models.CharField(max_length=50, help_text="Judge kind, e.g. discussion")
+    kind = models.CharField(
+        max_length=50, help_text="What raters label: a study kind of the plug-in"
+    )
     # The judge's True verdict maps to positive_label, False to negative_label.
     positive_label = models.CharField(max_length=50, default="consistent")
     negative_label = models.CharField(max_length=50, default="inconsistent")
@@ -87,6 +89,10 @@ class Study(models.Model):
         return self.positive_label if verdict else self.negative_label
 
 
+def item_clip(item, name: str) -> dict | None:
+    return next((clip for clip in item.clips if clip.get("name") == name), None)
+
+
 class Guideline(models.Model):
     """One version of the instructions raters see. Versions are never edited, only added."""
 
@@ -127,15 +133,17 @@ class Item(models.Model):
     task_id = models.CharField(max_length=200, blank=True)
     # Seeded at sampling: the order in which fresh items are handed out.
     shuffle_key = models.BigIntegerField(default=0)
+    # Which unit of the task raters label (a rubric atom, a time window; "" for the task).
+    slot = models.CharField(max_length=100, blank=True, default="")
     transcript = models.JSONField(default=list, help_text='[{"speaker": ..., "text": ...}]')
     response_text = models.TextField(blank=True)
+    prompt = models.TextField(blank=True, help_text="The question put to raters about this unit")
     instruction = models.TextField(blank=True, help_text="Shown above an attention check")
-    conversation_audio_key = models.CharField(max_length=500, blank=True)
-    conversation_audio_sha256 = models.CharField(max_length=64, blank=True)
-    response_audio_key = models.CharField(max_length=500, blank=True)
-    response_audio_sha256 = models.CharField(max_length=64, blank=True)
-    # Hidden from raters: the study judge's verdict at sampling time.
-    judge_verdict = models.BooleanField(null=True)
+    # What raters hear, in order: [{"name", "role": "context"|"response", "label", "key",
+    # "sha256", "start", "end"}]. Keys never reach raters.
+    clips = models.JSONField(default=list, blank=True)
+    # Hidden from raters: the study judge's label for this unit at sampling time (null: none).
+    judge_label = models.CharField(max_length=50, null=True, blank=True)  # noqa: DJ001
     judgment = models.ForeignKey(
         Judgment, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -146,9 +154,9 @@ class Item(models.Model):
         ordering = ["study", "shuffle_key"]
         constraints = [
             models.UniqueConstraint(
-                fields=["study", "task_result"],
+                fields=["study", "task_result", "slot"],
                 condition=Q(task_result__isnull=False),
-                name="item_task_result_once_per_study",
+                name="item_unit_once_per_study",
             )
         ]
         indexes = [models.Index(fields=["study", "role", "shuffle_key"])]

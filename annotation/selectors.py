@@ -35,8 +35,8 @@ EXPORT_FIELDS = (
     "label_changes",
     "first_label",
     "response_played_through",
-    "conversation_audio_sha256",
-    "response_audio_sha256",
+    "slot",
+    "audio_sha256",
 )
 
 
@@ -88,7 +88,7 @@ def study_rating_rows(*, study: Study) -> list[dict]:
                 "rater_excluded": rating.rater.is_excluded,
                 "label": rating.label,
                 "missing_reason": rating.missing_reason,
-                "judge": study.verdict_label(item.judge_verdict),
+                "judge": item.judge_label,
                 "expected": item.expected_label or None,
                 "rater_batch": rating.assignment.batch.number,
                 "position": rating.assignment.position,
@@ -99,8 +99,9 @@ def study_rating_rows(*, study: Study) -> list[dict]:
                 "label_changes": rating.label_changes,
                 "first_label": rating.first_label,
                 "response_played_through": rating.response_played_through,
-                "conversation_audio_sha256": item.conversation_audio_sha256,
-                "response_audio_sha256": item.response_audio_sha256,
+                "slot": item.slot,
+                # Every clip the rater heard, by name: the bytes they rated.
+                "audio_sha256": ";".join(f"{c['name']}={c['sha256']}" for c in item.clips),
             }
         )
     return rows
@@ -212,9 +213,20 @@ def rater_item(*, assignment: Assignment) -> dict:
             for turn in item.transcript
         ],
         "response_text": item.response_text,
+        "prompt": item.prompt,
         "instruction": item.instruction if item.role == Item.Role.ATTENTION else "",
-        "has_conversation_audio": bool(item.conversation_audio_key),
-        "has_response_audio": bool(item.response_audio_key),
+        # Names, labels and windows only: storage keys never reach a rater.
+        "clips": [
+            {
+                "name": clip["name"],
+                "role": clip["role"],
+                "label": clip["label"],
+                "start": clip.get("start"),
+                "end": clip.get("end"),
+            }
+            for clip in item.clips
+        ],
+        "has_response_audio": any(clip["role"] == "response" for clip in item.clips),
         "draft_label": draft.get("label"),
         "heard_response": assignment.response_played_through,
         "positions": draft.get("positions", {}),

@@ -9,23 +9,18 @@ import hashlib
 import json
 import random
 import secrets
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 
 from evaluation.benchmarks import get_plugin
-from evaluation.models import Benchmark, Judge, Judgment, Submission, TaskJudgment, TaskResult
-from evaluation.selectors import task_spec
+from evaluation.benchmarks.base import StudyUnit
+from evaluation.models import Benchmark, Judge, Submission, TaskJudgment, TaskResult
+from evaluation.services import stored_sha256, task_input
+from evaluation.services.files import open_upload
+from evaluation.services.pipeline import judged_slots
 
 from .models import Guideline, Item, Rater, Snapshot, Study
-
-# Which stored WAV plays as the conversation and which as the agent's response, in order of
-# preference; the same folder layouts the MP-Bench harness reads transcripts from.
-CONVERSATION_AUDIO = ("all_stitched.wav", "all_stitched/input.wav", "input.wav", "combined.wav")
-RESPONSE_AUDIO = ("response.wav", "all_stitched/output.wav", "output.wav")
-HASH_CHUNK = 1024 * 1024
 
 
 class StudyError(ValueError):
@@ -61,8 +56,9 @@ class StudyPlan:
 def _check_plan(plan: StudyPlan) -> None:
     problems = []
     plugin = get_plugin(plan.benchmark.plugin)
-    if plan.kind not in plugin.KINDS:
-        problems.append(f"kind {plan.kind!r} is not one of {', '.join(plugin.KINDS)}")
+    kinds = [kind.key for kind in plugin.study_kinds]
+    if plan.kind not in kinds:
+        problems.append(f"kind {plan.kind!r} is not one of {', '.join(kinds) or 'none'}")
     if plan.judge.benchmark_id != plan.benchmark.pk:
         problems.append(f"judge {plan.judge.slug!r} belongs to another benchmark")
     if not plan.strata:
@@ -128,22 +124,47 @@ def study_create(*, plan: StudyPlan, created_by=None) -> Study:
 # --- Sampling -------------------------------------------------------------------------------
 
 
-def _eligible(study: Study, submission: Submission) -> list[TaskResult]:
-    """Task results of one stratum that the study's judge kind applies to, by task id."""
+def _units(study: Study, rows: list[TaskResult]) -> list[tuple[TaskResult, StudyUnit]]:
+    """What raters can label in these task results under the study's kind, each with the
+    study judge's label for it, read the way scoring reads the judge."""
     plugin = get_plugin(study.benchmark.plugin)
-    rows = []
-    for row in submission.task_results.select_related("task").order_by("task__task_id"):
-        if study.kind not in plugin.kinds_for(task_spec(row.task)):
-            continue
-        if study.skip_empty_responses and not _response_text(study, row).strip():
-            continue
-        rows.append(row)
-    return rows
+    kind = plugin.study_kind(study.kind)
+    judged, _, _ = judged_slots(
+        links=TaskJudgment.objects.filter(task_result__in=rows, judge=study.judge)
+    )
+    found = []
+    by_submission: dict[int, list[TaskResult]] = {}
+    for row in rows:
+        by_submission.setdefault(row.submission_id, []).append(row)
+    for submission_rows in by_submission.values():
+        with open_upload(submission_rows[0].submission) as archive:
+            for row in submission_rows:
+                task = task_input(row, archive)
+                for unit in plugin.study_units(kind, task, judged=judged.get(row.pk, {})):
+                    found.append((row, unit))
+    return found
 
 
-def _response_text(study: Study, row: TaskResult) -> str:
-    plugin = get_plugin(study.benchmark.plugin)
-    return plugin.response_for(study.kind, full_text=row.full_text, post_text=row.post_text)
+def study_units(
+    *, benchmark: Benchmark, kind: str, judge: Judge, submission: Submission
+) -> list[tuple[TaskResult, StudyUnit]]:
+    """What raters could label in one submission under a study kind, before a study exists."""
+    study = Study(benchmark=benchmark, judge=judge, kind=kind)
+    rows = list(
+        submission.task_results.select_related("task", "submission").order_by("task__task_id")
+    )
+    return _units(study, rows)
+
+
+def _eligible(study: Study, submission: Submission) -> list[tuple[TaskResult, StudyUnit]]:
+    """The units of one stratum raters can label, in task order."""
+    rows = list(
+        submission.task_results.select_related("task", "submission").order_by("task__task_id")
+    )
+    units = _units(study, rows)
+    if study.skip_empty_responses:
+        units = [(row, unit) for row, unit in units if unit.response_text.strip()]
+    return units
 
 
 def study_sample(*, study: Study) -> list[Item]:
@@ -152,18 +173,18 @@ def study_sample(*, study: Study) -> list[Item]:
     if study.items.filter(role=Item.Role.SAMPLE).exists():
         raise StudyError(f"study {study.slug} already has its sample")
     strata = list(study.strata.order_by("pk"))
-    chosen: list[tuple[Submission, TaskResult]] = []
+    chosen: list[tuple[Submission, TaskResult, StudyUnit]] = []
     short = []
     for submission in strata:
-        rows = _eligible(study, submission)
-        if len(rows) < study.per_stratum:
-            short.append(f"submission {submission.pk} has {len(rows)}")
+        units = _eligible(study, submission)
+        if len(units) < study.per_stratum:
+            short.append(f"submission {submission.pk} has {len(units)}")
             continue
         rng = random.Random(f"{study.seed}/stratum/{submission.pk}")
-        chosen.extend((submission, row) for row in rng.sample(rows, study.per_stratum))
+        chosen.extend((submission, row, unit) for row, unit in rng.sample(units, study.per_stratum))
     if short:
         raise StudyError(
-            f"not enough {study.kind} tasks to sample {study.per_stratum} per stratum: "
+            f"not enough {study.kind} items to sample {study.per_stratum} per stratum: "
             + ", ".join(short)
         )
     order = random.Random(f"{study.seed}/order")
@@ -171,81 +192,28 @@ def study_sample(*, study: Study) -> list[Item]:
     return _items_create(
         study,
         [
-            _snapshot(study, row, stratum=submission, role=Item.Role.SAMPLE, shuffle_key=key)
-            for (submission, row), key in zip(chosen, keys, strict=True)
+            _snapshot(study, row, unit, stratum=submission, role=Item.Role.SAMPLE, shuffle_key=key)
+            for (submission, row, unit), key in zip(chosen, keys, strict=True)
         ],
     )
 
 
 def _items_create(study: Study, items: list[Item]) -> list[Item]:
-    _attach_verdicts(study, items)
     with transaction.atomic():
         return Item.objects.bulk_create(items)
 
 
-def _attach_verdicts(study: Study, items: list[Item]) -> None:
-    """The study judge's verdict for each item, read the way scoring reads it: no judgment
-    (empty response) is False, an unfinished or failed one is no verdict."""
-    links = {
-        link.task_result_id: link
-        for link in TaskJudgment.objects.filter(
-            task_result_id__in=[i.task_result_id for i in items if i.task_result_id],
-            judge=study.judge,
-            kind=study.kind,
-        ).select_related("judgment")
-    }
-    for item in items:
-        link = links.get(item.task_result_id)
-        if link is None:
-            item.judge_verdict, item.judgment = None, None
-        elif link.judgment is None:
-            item.judge_verdict, item.judgment = False, None
-        else:
-            done = link.judgment.status == Judgment.Status.DONE
-            item.judge_verdict = link.judgment.verdict if done else None
-            item.judgment = link.judgment
-
-
-def transcript_turns(metatranscript: str) -> list[dict]:
-    """Speaker-labelled turns from a task's metatranscript; unparseable text is one turn."""
-    try:
-        data = json.loads(metatranscript)
-    except (TypeError, ValueError):
-        data = None
-    turns = data.get("metatranscript") if isinstance(data, dict) else None
-    if not isinstance(turns, list):
-        return [{"speaker": "", "text": metatranscript}]
-    return [
-        {"speaker": str(t.get("speaker", "")), "text": str(t.get("content", ""))}
-        for t in turns
-        if isinstance(t, dict)
-    ]
-
-
-def _audio(files: dict, names: Iterable[str]) -> tuple[str, str]:
-    """(storage key, SHA-256 of the bytes) of the first stored WAV among names."""
-    for name in names:
-        key = (files.get(name) or {}).get("key")
-        if key:
-            return key, audio_sha256(key)
-    return "", ""
-
-
 def audio_sha256(key: str) -> str:
-    digest = hashlib.sha256()
     try:
-        handle = default_storage.open(key, "rb")
+        return stored_sha256(key)
     except FileNotFoundError:
         raise StudyError(f"audio file {key!r} is missing from storage") from None
-    with handle:
-        while chunk := handle.read(HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _snapshot(
     study: Study,
     row: TaskResult,
+    unit: StudyUnit,
     *,
     stratum: Submission | None,
     role: str,
@@ -253,8 +221,30 @@ def _snapshot(
     expected_label: str = "",
     instruction: str = "",
 ) -> Item:
-    conversation_key, conversation_sha = _audio(row.files, CONVERSATION_AUDIO)
-    response_key, response_sha = _audio(row.files, RESPONSE_AUDIO)
+    """An item holds everything a rater needs, fixed at sampling: the text, the clips (and a
+    hash of each, so that a changed file shows) and, hidden, the judge's label."""
+    contexts = 0
+    clips = []
+    for clip in unit.clips:
+        is_response = clip.role == "response"
+        name = "response" if is_response else f"context-{contexts}"
+        contexts += not is_response
+        clips.append(
+            {
+                "name": name,
+                "role": "response" if is_response else "context",
+                "label": clip.label,
+                "key": clip.key,
+                "sha256": audio_sha256(clip.key),
+                "start": clip.start,
+                "end": clip.end,
+            }
+        )
+    judge_label = None
+    if unit.judge_label is not None:
+        kind = get_plugin(study.benchmark.plugin).study_kind(study.kind)
+        # The plug-in's label names map onto the study's own label names, in order.
+        judge_label = dict(zip(kind.labels, study.labels, strict=True)).get(unit.judge_label)
     return Item(
         study=study,
         code=secrets.token_hex(8),
@@ -262,14 +252,14 @@ def _snapshot(
         stratum=stratum,
         task_result=row,
         task_id=row.task.task_id,
+        slot=unit.slot,
         shuffle_key=shuffle_key,
-        transcript=transcript_turns(row.task.metatranscript),
-        response_text=_response_text(study, row),
+        transcript=unit.transcript,
+        response_text=unit.response_text,
+        prompt=unit.prompt,
         instruction=instruction,
-        conversation_audio_key=conversation_key,
-        conversation_audio_sha256=conversation_sha,
-        response_audio_key=response_key,
-        response_audio_sha256=response_sha,
+        clips=clips,
+        judge_label=judge_label,
         expected_label=expected_label,
     )
 
@@ -282,6 +272,7 @@ def check_item_add(
     task_id: str,
     expected_label: str,
     instruction: str = "",
+    slot: str = "",
 ) -> Item:
     """A gold item (known answer) or an attention check (an instruction saying what to answer),
     made from one task result outside the sample. Raters cannot tell it from the others except
@@ -296,20 +287,21 @@ def check_item_add(
         raise StudyError(f"submission {submission.pk} is not on {study.benchmark.slug}")
     row = (
         TaskResult.objects.filter(submission=submission, task__task_id=task_id)
-        .select_related("task")
+        .select_related("task", "submission")
         .first()
     )
     if row is None:
         raise StudyError(f"submission {submission.pk} has no task {task_id!r}")
-    plugin = get_plugin(study.benchmark.plugin)
-    if study.kind not in plugin.kinds_for(task_spec(row.task)):
-        raise StudyError(f"task {task_id!r} is not a {study.kind} task")
-    if study.items.filter(task_result=row).exists():
+    unit = next((u for _, u in _units(study, [row]) if u.slot == slot), None)
+    if unit is None:
+        raise StudyError(f"task {task_id!r} has nothing to rate as {study.kind}")
+    if study.items.filter(task_result=row, slot=slot).exists():
         raise StudyError(f"task {task_id!r} of submission {submission.pk} is already in the study")
-    key = random.Random(f"{study.seed}/{role}/{row.pk}").randrange(1, 2**62)
+    key = random.Random(f"{study.seed}/{role}/{row.pk}/{slot}").randrange(1, 2**62)
     item = _snapshot(
         study,
         row,
+        unit,
         stratum=submission,
         role=role,
         shuffle_key=key,

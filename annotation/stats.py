@@ -73,6 +73,8 @@ from typing import Literal, NamedTuple
 import krippendorff
 import numpy as np
 
+from evaluation.stats import PairAgreement, confusion_agreement, last_sum
+
 TieRule = Literal["drop", "disagree"]
 TIE_RULES: tuple[str, ...] = ("drop", "disagree")
 # Bootstrap draws are made in chunks of about this many item draws to bound memory.
@@ -162,12 +164,6 @@ class AgreementReport:
     raters: tuple[RaterSummary, ...]
 
 
-class PairAgreement(NamedTuple):
-    raw: np.ndarray
-    kappa: np.ndarray
-    ac1: np.ndarray
-
-
 def _alpha_features(value_counts: np.ndarray) -> np.ndarray:
     """Per unit: [d_u, n_u1 .. n_uV], zero for units with fewer than two values."""
     counts = np.asarray(value_counts, dtype=np.float64)
@@ -177,15 +173,10 @@ def _alpha_features(value_counts: np.ndarray) -> np.ndarray:
     return np.column_stack([d, counts * pairable[:, None]])
 
 
-def _last_sum(x: np.ndarray) -> np.ndarray:
-    # Over thousands of resamples with a short last axis, a product beats .sum(axis=-1) by ~10x.
-    return x @ np.ones(x.shape[-1])
-
-
 def _alpha_from_sums(sums: np.ndarray) -> np.ndarray:
     disagreement, n_c = sums[..., 0], sums[..., 1:]
-    n = _last_sum(n_c)
-    expected = n * n - _last_sum(n_c * n_c)
+    n = last_sum(n_c)
+    expected = n * n - last_sum(n_c * n_c)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(expected > 0, 1 - (n - 1) * disagreement / expected, np.nan)
 
@@ -198,25 +189,6 @@ def nominal_alpha(value_counts: np.ndarray, weights: np.ndarray | None = None) -
     if weights is None:
         return _alpha_from_sums(features.sum(axis=0))
     return _alpha_from_sums(np.asarray(weights, dtype=np.float64) @ features)
-
-
-def confusion_agreement(confusion: np.ndarray) -> PairAgreement:
-    """Raw agreement, Cohen's kappa and Gwet's AC1 from (..., q, q) confusion matrices of two
-    raters over q categories; NaN where undefined."""
-    table = np.asarray(confusion, dtype=np.float64)
-    q = table.shape[-1]
-    first, second = _last_sum(table), _last_sum(np.swapaxes(table, -1, -2))
-    n = _last_sum(first)
-    agree = _last_sum(np.diagonal(table, axis1=-2, axis2=-1))
-    chance = _last_sum(first * second)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        raw = np.where(n > 0, agree / n, np.nan)
-        # Counts, not proportions: the kappa denominator is 0 exactly when p_e = 1.
-        kappa = np.where(n * n - chance > 0, (n * agree - chance) / (n * n - chance), np.nan)
-        pi = (first + second) / (2 * n[..., None])
-        pe = _last_sum(pi * (1 - pi)) / (q - 1) if q >= 2 else np.full_like(n, np.nan)
-        ac1 = np.where((n > 0) & (q >= 2), (raw - pe) / (1 - pe), np.nan)
-    return PairAgreement(raw, kappa, ac1)
 
 
 @dataclass

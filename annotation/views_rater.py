@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from . import assignment as rating
 from . import audio, selectors, services
-from .models import Rater, Study
+from .models import Rater, Study, item_clip
 
 MAX_BODY = 256 * 1024
 
@@ -78,17 +78,14 @@ def rate(request, rater: Rater):
         "positions": item["positions"],
         "requirePlay": study.require_play_through and item["has_response_audio"],
     }
-    clips = {
-        which: {
-            "url": audio.audio_url(assignment=current, which=which),
-            "peaks": audio.peaks_url(assignment=current, which=which),
+    clips = [
+        {
+            **clip,
+            "url": audio.audio_url(assignment=current, which=clip["name"]),
+            "peaks": audio.peaks_url(assignment=current, which=clip["name"]),
         }
-        for which, present in (
-            ("conversation", item["has_conversation_audio"]),
-            ("response", item["has_response_audio"]),
-        )
-        if present
-    }
+        for clip in item["clips"]
+    ]
     context.update(
         {"item": item, "labels": _labels(study), "page_state": page_state, "clips": clips}
     )
@@ -183,10 +180,10 @@ def rate_submit(request, rater: Rater, code: str):
 
 def _clip(token: str) -> tuple[str, str]:
     assignment, which = audio.audio_assignment(token)
-    key = getattr(assignment.item, f"{which}_audio_key")
-    if not key:
+    clip = item_clip(assignment.item, which)
+    if clip is None or not clip.get("key"):
         raise Http404("no such clip")
-    return key, getattr(assignment.item, f"{which}_audio_sha256")
+    return clip["key"], clip["sha256"]
 
 
 @require_GET

@@ -36,6 +36,9 @@ INSTALLED_APPS = [
     "leaderboard.uploads",
     "annotation",
 ]
+# Benchmark plug-ins: each package is a Django app exposing `plugin` (evaluation/benchmarks/base.py).
+FLOORBOARD_BENCHMARKS = env_list("FLOORBOARD_BENCHMARKS", ["evaluation.benchmarks.mpbench"])
+INSTALLED_APPS += [path for path in FLOORBOARD_BENCHMARKS if path not in INSTALLED_APPS]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -133,8 +136,9 @@ if CELERY_BROKER_URL == "filesystem://":
 else:
     # A task whose worker dies is redelivered after this many seconds (Redis broker).
     CELERY_BROKER_TRANSPORT_OPTIONS = {
-        # Longer than the hard time limit, so a long task is never handed to a second worker.
-        "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 4 * 3600),
+        # Longer than the hard time limit, so a live task is never handed to a second worker.
+        # A dead worker's work does not wait for it: the sweeper re-queues it (see below).
+        "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 45 * 60),
         # How often a worker looks for such messages: interval x throttle seconds.
         "unacked_restore_interval": env_int("CELERY_UNACKED_RESTORE_INTERVAL", 10),
         "unacked_restore_throttle": env_int("CELERY_UNACKED_RESTORE_THROTTLE", 10),
@@ -160,12 +164,18 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 3 * 3600)
-CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 3 * 3600 + 300)
+# Pipeline messages are bounded (PIPELINE_WORK_SECONDS, then they queue their continuation);
+# ingesting a large upload is the longest single piece of work.
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 30 * 60)
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 35 * 60)
 CELERY_TASK_DEFAULT_QUEUE = env_str("FLOORBOARD_QUEUE", "floorboard")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # What the beat service schedules.
 CELERY_BEAT_SCHEDULE = {
+    "sweep-stalled-submissions": {
+        "task": "evaluation.tasks.sweep_stalled",
+        "schedule": env_float("FLOORBOARD_SWEEP_SECONDS", 30.0),
+    },
     "expire-abandoned-uploads": {
         "task": "leaderboard.uploads.tasks.expire_abandoned_uploads",
         "schedule": 24 * 3600,
@@ -174,7 +184,8 @@ CELERY_BEAT_SCHEDULE = {
 
 # --- Floorboard -----------------------------------------------------------------------------
 # Bundle limits (issue: zip bombs and runaway uploads are rejected before anything is stored).
-BUNDLE_MAX_UNCOMPRESSED_BYTES = env_int("FLOORBOARD_BUNDLE_MAX_UNCOMPRESSED_BYTES", 4 * 1024**3)
+# 0: each benchmark's own limit (an MP-Bench bundle is a few GB, a Duplex-MPE one ~17 GB).
+BUNDLE_MAX_UNCOMPRESSED_BYTES = env_int("FLOORBOARD_BUNDLE_MAX_UNCOMPRESSED_BYTES", 0)
 BUNDLE_MAX_COMPRESSION_RATIO = env_float("FLOORBOARD_BUNDLE_MAX_COMPRESSION_RATIO", 100.0)
 
 # LLM judges. OPENAI_BASE_URL / OPENAI_API_KEY follow the OpenAI SDK's conventions.
@@ -187,12 +198,17 @@ JUDGE_TIMEOUT_SECONDS = env_float("FLOORBOARD_JUDGE_TIMEOUT_SECONDS", 120.0)
 JUDGE_MAX_ATTEMPTS = env_int("FLOORBOARD_JUDGE_MAX_ATTEMPTS", 6)
 JUDGE_BACKOFF_BASE_SECONDS = env_float("FLOORBOARD_JUDGE_BACKOFF_BASE_SECONDS", 1.0)
 JUDGE_BACKOFF_MAX_SECONDS = env_float("FLOORBOARD_JUDGE_BACKOFF_MAX_SECONDS", 60.0)
-# A judgment claimed by a worker that died is reclaimed after this lease runs out. The default
-# outlasts the longest a live worker can spend on one judgment (every attempt and backoff).
-JUDGE_LEASE_SECONDS = env_int(
-    "FLOORBOARD_JUDGE_LEASE_SECONDS",
-    int(JUDGE_MAX_ATTEMPTS * (JUDGE_TIMEOUT_SECONDS + JUDGE_BACKOFF_MAX_SECONDS)) + 60,
-)
+# Work a worker holds (a judgment, a task in a processing step) is leased for this long and the
+# lease is renewed every quarter of it while the worker lives; a dead worker's lapses.
+JUDGE_LEASE_SECONDS = env_int("FLOORBOARD_LEASE_SECONDS", 60)
+# The pipeline (evaluation/services/pipeline.py): a worker message works this long at most, then
+# queues its continuation; a submission's work runs in this many messages at once; a submission
+# no worker has touched for PIPELINE_STALL_SECONDS (a queued one: PIPELINE_QUEUED_STALL_SECONDS)
+# is re-queued by the sweeper, which beat runs every FLOORBOARD_SWEEP_SECONDS.
+PIPELINE_WORK_SECONDS = env_float("FLOORBOARD_WORK_SECONDS", 240.0)
+PIPELINE_PARALLEL_TASKS = env_int("FLOORBOARD_PARALLEL_TASKS", 4)
+PIPELINE_STALL_SECONDS = env_float("FLOORBOARD_STALL_SECONDS", 60.0)
+PIPELINE_QUEUED_STALL_SECONDS = env_float("FLOORBOARD_QUEUED_STALL_SECONDS", 300.0)
 
 # Per-team limits (a team's own values override these). Failed submissions count against neither.
 MAX_SUBMISSIONS_PER_DAY = env_int("FLOORBOARD_MAX_SUBMISSIONS_PER_DAY", 10)

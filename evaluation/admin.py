@@ -10,7 +10,7 @@ from evaluation.models import (
     System,
     Task,
 )
-from evaluation.services import judgments_retry_failed, submission_rescore
+from evaluation.services import judgments_retry_failed, submission_rescore, submission_resume
 
 
 @admin.register(Benchmark)
@@ -20,8 +20,8 @@ class BenchmarkAdmin(admin.ModelAdmin):
 
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
-    list_display = ["task_id", "benchmark", "family", "should_speak", "is_speaker_name"]
-    list_filter = ["benchmark", "family", "should_speak"]
+    list_display = ["task_id", "benchmark"]
+    list_filter = ["benchmark"]
     search_fields = ["task_id"]
 
 
@@ -38,7 +38,7 @@ class JudgeAdmin(admin.ModelAdmin):
 
 @admin.register(System)
 class SystemAdmin(admin.ModelAdmin):
-    list_display = ["name", "system_type", "organization"]
+    list_display = ["name", "team", "organization", "architecture"]
     search_fields = ["name", "organization"]
 
 
@@ -48,6 +48,7 @@ class SubmissionAdmin(admin.ModelAdmin):
         "pk",
         "system",
         "benchmark",
+        "row_group",
         "judge",
         "status",
         "is_partial",
@@ -55,7 +56,7 @@ class SubmissionAdmin(admin.ModelAdmin):
         "created_at",
     ]
     list_filter = ["benchmark", "status", "is_reported", "is_partial"]
-    actions = ["retry_failed", "rescore"]
+    actions = ["retry_failed", "rescore", "resume"]
 
     @admin.action(description="Retry failed judgments")
     def retry_failed(self, request, queryset):
@@ -63,6 +64,11 @@ class SubmissionAdmin(admin.ModelAdmin):
             judgments_retry_failed(submission=s) for s in queryset.filter(is_reported=False)
         )
         self.message_user(request, f"{total} failed judgment(s) queued again", messages.SUCCESS)
+
+    @admin.action(description="Re-queue where it stopped (a failed or stalled submission)")
+    def resume(self, request, queryset):
+        stages = [submission_resume(submission=s) for s in queryset.filter(is_reported=False)]
+        self.message_user(request, f"{len(stages)} submission(s) re-queued", messages.SUCCESS)
 
     @admin.action(description="Re-score (cached judgments make no call)")
     def rescore(self, request, queryset):

@@ -75,29 +75,49 @@ def _post(http: httpx.Client, url: str, **kwargs) -> dict:
         raise TransientJudgeError(f"response body is not JSON: {response.text[:200]}") from exc
 
 
+def _response_format(response_format: str, schema: dict | None, schema_name: str) -> dict | None:
+    if response_format == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": schema_name, "strict": True, "schema": schema},
+        }
+    if response_format == "json_object":
+        return {"type": "json_object"}
+    return None
+
+
 class OpenAICompatibleClient:
-    def __init__(self, *, base_url: str, api_key: str, timeout: float, schema_name: str):
+    def __init__(self, *, base_url: str, api_key: str, timeout: float):
         self.base_url = base_url.rstrip("/")
-        self.schema_name = schema_name
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = httpx.Client(timeout=timeout, headers=headers)
 
-    def request_body(self, *, model: str, prompt: str, schema: dict, params: dict) -> dict:
-        return {
-            "model": model,
-            "messages": [{"role": "user", "content": prompt}],
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": self.schema_name, "strict": True, "schema": schema},
-            },
-            **params,
-        }
+    def request_body(
+        self,
+        *,
+        model: str,
+        prompt: str,
+        params: dict,
+        system: str = "",
+        response_format: str = "json_schema",
+        schema: dict | None = None,
+        schema_name: str = "",
+    ) -> dict:
+        """The chat-completions body: an optional system message, the user message, the
+        answer format, then the sampling parameters (in this order, as the harnesses send)."""
+        messages = [{"role": "system", "content": system}] if system else []
+        messages.append({"role": "user", "content": prompt})
+        body = {"model": model, "messages": messages}
+        answer = _response_format(response_format, schema, schema_name)
+        if answer is not None:
+            body["response_format"] = answer
+        return {**body, **params}
 
-    def complete(self, *, model: str, prompt: str, schema: dict, params: dict) -> JudgeReply:
+    def complete(self, *, model: str, prompt: str, params: dict, **request) -> JudgeReply:
         data = _post(
             self.http,
             f"{self.base_url}/chat/completions",
-            json=self.request_body(model=model, prompt=prompt, schema=schema, params=params),
+            json=self.request_body(model=model, prompt=prompt, params=params, **request),
         )
         try:
             content = data["choices"][0]["message"].get("content") or ""
@@ -116,24 +136,40 @@ class GeminiClient:
         headers = {"x-goog-api-key": api_key} if api_key else {}
         self.http = httpx.Client(timeout=timeout, headers=headers)
 
-    def request_body(self, *, prompt: str, schema: dict, params: dict) -> dict:
-        config = {"responseMimeType": "application/json", "responseJsonSchema": schema}
+    def request_body(
+        self,
+        *,
+        prompt: str,
+        params: dict,
+        system: str = "",
+        response_format: str = "json_schema",
+        schema: dict | None = None,
+        schema_name: str = "",
+    ) -> dict:
+        config = {}
+        if response_format != "text":
+            config["responseMimeType"] = "application/json"
+        if response_format == "json_schema":
+            config["responseJsonSchema"] = schema
         if "temperature" in params:
             config["temperature"] = params["temperature"]
         if "top_p" in params:
             config["topP"] = params["top_p"]
         if "max_completion_tokens" in params:
             config["maxOutputTokens"] = params["max_completion_tokens"]
-        return {
+        body = {
             "contents": [{"role": "user", "parts": [{"text": prompt}]}],
             "generationConfig": config,
         }
+        if system:
+            body["systemInstruction"] = {"parts": [{"text": system}]}
+        return body
 
-    def complete(self, *, model: str, prompt: str, schema: dict, params: dict) -> JudgeReply:
+    def complete(self, *, model: str, prompt: str, params: dict, **request) -> JudgeReply:
         data = _post(
             self.http,
             f"{self.base_url}/models/{model}:generateContent",
-            json=self.request_body(prompt=prompt, schema=schema, params=params),
+            json=self.request_body(prompt=prompt, params=params, **request),
         )
         try:
             parts = data["candidates"][0]["content"]["parts"]

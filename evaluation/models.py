@@ -54,14 +54,13 @@ class Benchmark(models.Model):
 
 
 class Task(models.Model):
+    """One task of a benchmark. Its fields are the plug-in's, kept as imported in ``spec``."""
+
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="tasks")
     task_id = models.CharField(max_length=200)
-    family = models.CharField(max_length=50)
-    should_speak = models.BooleanField()
-    metatranscript = models.TextField(help_text="The raw string from tasks.jsonl, as judges see it")
-    question_text = models.TextField(blank=True)
-    answer_text = models.TextField(blank=True)
-    is_speaker_name = models.BooleanField(default=False)
+    spec = models.JSONField(default=dict, help_text="Every field of the task, as imported")
+    # Files of the release stored with the task (its audio, say): name -> {"key", "size"}.
+    assets = models.JSONField(default=dict, blank=True)
 
     class Meta:
         constraints = [
@@ -82,7 +81,9 @@ class PromptVersion(models.Model):
     kind = models.CharField(max_length=50)
     version = models.PositiveIntegerField()
     template = models.TextField()
-    schema = models.JSONField()
+    schema = models.JSONField(null=True, blank=True)
+    # Further template files of the kind (a user-message template beside a system one).
+    parts = models.JSONField(default=dict, blank=True)
     sha256 = models.CharField(max_length=64)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -110,7 +111,7 @@ class Judge(models.Model):
     slug = models.SlugField()
     name = models.CharField(max_length=200)
     provider = models.CharField(max_length=20, choices=Provider.choices)
-    models_by_kind = models.JSONField(default=dict, help_text='{"understanding": "gpt-5.4", ...}')
+    models_by_kind = models.JSONField(default=dict, help_text='{"<judge kind>": "<model>", ...}')
     base_url = models.URLField(blank=True, help_text="Empty: OPENAI_BASE_URL / GEMINI_BASE_URL")
     send_sampling_params = models.BooleanField(default=True)
     temperature = models.FloatField(default=0.0)
@@ -154,19 +155,15 @@ class Judge(models.Model):
 
 
 class System(models.Model):
-    class SystemType(models.TextChoices):
-        REALTIME = "realtime", "Realtime"
-        NON_REALTIME = "non-realtime", "Non-realtime"
-        TEXT_LLM = "text-llm", "Text LLM"
+    """A system as its owner describes it. It belongs to a team (paper rows and command-line
+    submissions without a team belong to staff); names are unique per owner, and only the owner
+    sets its description."""
 
     class Architecture(models.TextChoices):
         END_TO_END = "end-to-end", "End-to-end"
         CASCADED = "cascaded", "Cascaded"
 
-    name = models.CharField(max_length=200, unique=True)
-    system_type = models.CharField(
-        max_length=20, choices=SystemType.choices, default=SystemType.REALTIME
-    )
+    name = models.CharField(max_length=200)
     organization = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
     architecture = models.CharField(max_length=20, choices=Architecture.choices, blank=True)
@@ -182,7 +179,19 @@ class System(models.Model):
     team = models.ForeignKey(
         Team, on_delete=models.SET_NULL, null=True, blank=True, related_name="systems"
     )
-    metadata = models.JSONField(default=dict, blank=True, help_text="manifest.json of its bundles")
+    metadata = models.JSONField(default=dict, blank=True, help_text="manifest.json that created it")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "name"],
+                condition=Q(team__isnull=False),
+                name="system_name_per_team",
+            ),
+            models.UniqueConstraint(
+                fields=["name"], condition=Q(team__isnull=True), name="system_name_staff"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -192,7 +201,7 @@ class Submission(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued"
         INGESTING = "ingesting"
-        DETECTING = "detecting"
+        DETECTING = "detecting", "processing"
         JUDGING = "judging"
         AGGREGATING = "aggregating"
         SCORED = "scored"
@@ -229,8 +238,18 @@ class Submission(models.Model):
     is_reported = models.BooleanField(default=False)
     reported_source = models.CharField(max_length=200, blank=True)
     reported_results = models.JSONField(null=True, blank=True)
-    half_duplex = models.BooleanField(null=True)
+    # The board's row group (a system type of the benchmark's paper), as the submitter declared.
+    row_group = models.CharField(max_length=50, blank=True)
+    # What the submitter declared with the upload (a run mode, say) and what the processing
+    # steps found about the whole submission (a half-duplex run, say).
+    options = models.JSONField(default=dict, blank=True)
+    facts = models.JSONField(default=dict, blank=True)
+    # Processing steps done, in the plug-in's order; the next one runs when they are.
+    steps_done = models.PositiveIntegerField(default=0)
     tasks_ingested = models.PositiveIntegerField(default=0)
+    # Last sign of a live worker on this submission; the sweeper re-queues stalled work.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    requeued_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -253,21 +272,23 @@ class Submission(models.Model):
 
 
 class TaskResult(models.Model):
-    """One task of one submission: where its files are and what detection decided."""
+    """One task of one submission: where its files are, its part of the upload, and what the
+    processing steps found (the plug-in's JSON)."""
 
     submission = models.ForeignKey(
         Submission, on_delete=models.CASCADE, related_name="task_results"
     )
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="results")
-    files = models.JSONField(default=dict, help_text="relative name -> storage key")
-    detected = models.BooleanField(default=False)
-    spoke = models.BooleanField(default=False)
-    spoke_via = models.CharField(max_length=20, blank=True)
-    post_text = models.TextField(blank=True)
-    full_text = models.TextField(blank=True)
-    latency = models.FloatField(null=True, blank=True)
-    input_end = models.FloatField(null=True, blank=True)
-    turn_taking_correct = models.BooleanField(null=True)
+    files = models.JSONField(
+        default=dict, help_text='relative name -> {"size", "entry" in the upload or "key"}'
+    )
+    data = models.JSONField(default=dict, blank=True, help_text="This task's part of the upload")
+    detection = models.JSONField(default=dict, blank=True, help_text="Processing steps' output")
+    detected = models.BooleanField(default=False, help_text="Every processing step has run")
+    # Processing steps done for this task; a worker holds it while it runs one (lease).
+    steps_done = models.PositiveIntegerField(default=0)
+    lease_owner = models.CharField(max_length=40, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -289,16 +310,26 @@ class Judgment(models.Model):
 
     judge_identity = models.CharField(max_length=500)
     prompt_sha256 = models.CharField(max_length=64)
-    prompt = models.TextField()
+    prompt = models.TextField(help_text="The user message")
+    system_prompt = models.TextField(blank=True)
+    # What parsing needs beyond the raw text (fixed by the prompt, e.g. how many atoms).
+    context = models.JSONField(default=dict, blank=True)
     kind = models.CharField(max_length=50)
     provider = models.CharField(max_length=20)
     model = models.CharField(max_length=200)
     prompt_version = models.ForeignKey(PromptVersion, on_delete=models.PROTECT)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    # The worker loop holding a running judgment, and until when (renewed while it lives).
+    lease_owner = models.CharField(max_length=40, blank=True)
     lease_until = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     raw_output = models.TextField(blank=True)
-    verdict = models.BooleanField(null=True)
+    # Earlier answered attempts that did not parse (kinds that ask again), oldest first.
+    earlier_outputs = models.JSONField(default=list, blank=True)
+    output = models.JSONField(null=True, blank=True, help_text="The parsed answer")
+    verdict = models.BooleanField(
+        null=True, help_text="The slot passed (where one verdict sums it)"
+    )
     reasoning = models.TextField(blank=True)
     input_tokens = models.PositiveIntegerField(null=True)
     output_tokens = models.PositiveIntegerField(null=True)
@@ -320,24 +351,31 @@ class Judgment(models.Model):
 
 
 class TaskJudgment(models.Model):
-    """Which judgment decided one kind for one task under one judge (none: empty response)."""
+    """Which judgment decided one slot of one kind for one task under one judge. No judgment:
+    the outcome was decided without a call (``fixed``), e.g. an empty response."""
 
     task_result = models.ForeignKey(
         TaskResult, on_delete=models.CASCADE, related_name="task_judgments"
     )
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=50)
+    slot = models.CharField(max_length=100, blank=True, default="")
+    label = models.CharField(max_length=200, blank=True)
     judgment = models.ForeignKey(Judgment, on_delete=models.PROTECT, null=True, related_name="uses")
+    fixed = models.JSONField(null=True, blank=True, help_text="Outcome decided without a call")
+    # When this submission first used the judgment: what its pages show, never the times of
+    # another submission that made the same request first (the cache is shared).
+    linked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["task_result", "judge", "kind"], name="task_judgment_unique"
+                fields=["task_result", "judge", "kind", "slot"], name="task_judgment_slot_unique"
             )
         ]
 
     def __str__(self) -> str:
-        return f"{self.task_result} {self.kind}"
+        return f"{self.task_result} {self.kind}{'/' + self.slot if self.slot else ''}"
 
 
 class Score(models.Model):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from django.db.models import Q, QuerySet
+from dataclasses import dataclass
+from decimal import Decimal
 
-from evaluation.benchmarks.mpbench.scoring import TaskSpec
-from evaluation.models import Benchmark, PromptVersion, Task
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
+
+from evaluation.models import Benchmark, PromptVersion
 
 
 def current_prompts(*, benchmark: Benchmark) -> dict[str, PromptVersion]:
@@ -14,18 +16,6 @@ def current_prompts(*, benchmark: Benchmark) -> dict[str, PromptVersion]:
     for prompt in benchmark.prompts.order_by("kind", "-version"):
         current.setdefault(prompt.kind, prompt)
     return current
-
-
-def task_spec(task: Task) -> TaskSpec:
-    return TaskSpec(
-        task_id=task.task_id,
-        family=task.family,
-        should_speak=task.should_speak,
-        metatranscript=task.metatranscript,
-        question_text=task.question_text,
-        answer_text=task.answer_text,
-        is_speaker_name=task.is_speaker_name,
-    )
 
 
 def submission_summary(*, submission) -> dict:
@@ -39,6 +29,9 @@ def submission_summary(*, submission) -> dict:
         "status": submission.status,
         "incomplete": submission.is_partial,
         "results": score.results if score else None,
+        "metrics": results_table(benchmark=submission.benchmark, results=score.results)
+        if score
+        else [],
         "failed_judgments": score.judgments_failed if score else 0,
         "error": submission.error or None,
     }
@@ -66,6 +59,7 @@ def submission_progress(*, submission) -> dict:
         "judgments_done": counts["done"],
         "judgments_failed": counts["failed"],
         "empty_responses": counts["skipped"],
+        "decided_without_call": counts["skipped"],
     }
 
 
@@ -87,3 +81,169 @@ def submissions_visible_to(*, user) -> QuerySet:
 
 def user_can_see_submission(*, user, submission) -> bool:
     return submissions_visible_to(user=user).filter(pk=submission.pk).exists()
+
+
+# --- Judge usage ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JudgeUsage:
+    judgments: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: Decimal | None  # None when the judge has no price
+    prompt_versions: list[tuple[str, int, str]]
+
+
+def judge_usage(*, submission, judge) -> JudgeUsage:
+    """Tokens and cost of the distinct judgments behind one submission's score under one judge
+    (a judgment shared by several tasks counts once), priced with the judge's USD per million
+    tokens, and the prompt versions they used."""
+    from evaluation.models import Judgment, TaskJudgment
+
+    used = TaskJudgment.objects.filter(
+        task_result__submission=submission, judge=judge, judgment__isnull=False
+    ).values("judgment_id")
+    judgments = Judgment.objects.filter(pk__in=used)
+    totals = judgments.aggregate(
+        n=Count("pk"), tokens_in=Sum("input_tokens"), tokens_out=Sum("output_tokens")
+    )
+    tokens_in, tokens_out = totals["tokens_in"] or 0, totals["tokens_out"] or 0
+    cost = None
+    if judge is not None and None not in (judge.price_input_per_mtok, judge.price_output_per_mtok):
+        cost = (
+            tokens_in * judge.price_input_per_mtok + tokens_out * judge.price_output_per_mtok
+        ) / Decimal(1_000_000)
+    versions = (
+        judgments.values_list("kind", "prompt_version__version", "prompt_version__sha256")
+        .distinct()
+        .order_by("kind", "prompt_version__version")
+    )
+    return JudgeUsage(
+        judgments=totals["n"],
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        cost_usd=cost,
+        prompt_versions=[(kind, version, sha[:12]) for kind, version, sha in versions],
+    )
+
+
+# --- Task results ---------------------------------------------------------------------------
+
+VERDICT_FILTERS = ("correct", "wrong", "none")
+
+
+def task_filter_lookup(task_filter) -> str:
+    """The ORM lookup of a plug-in's task filter on TaskResult."""
+    prefix = "task__spec" if task_filter.source == "spec" else "detection"
+    return f"{prefix}__{task_filter.field}"
+
+
+def task_results_filtered(*, submission, filters: dict, judge_id: int | None = None) -> QuerySet:
+    """A submission's task results, filtered by the plug-in's task filters (name -> value: a
+    bool for "bool" filters, a string otherwise) and by verdict under a judge: correct = every
+    slot passed, wrong = some slot failed (an outcome decided without a call included), none =
+    not judged yet or failed. Ordered by task id."""
+    from evaluation.benchmarks import get_plugin
+    from evaluation.models import Judgment, TaskJudgment
+
+    plugin = get_plugin(submission.benchmark.plugin)
+    rows = submission.task_results.select_related("task").order_by("task__task_id")
+    for task_filter in plugin.task_filters:
+        value = filters.get(task_filter.name)
+        if value is None or value == "":
+            continue
+        rows = rows.filter(**{task_filter_lookup(task_filter): value})
+    verdict = filters.get("verdict")
+    if verdict:
+        links = TaskJudgment.objects.filter(
+            task_result=OuterRef("pk"), judge=judge_id or submission.judge_id
+        )
+        wrong = Exists(
+            links.filter(
+                Q(judgment__isnull=True, fixed__verdict=False)
+                | Q(judgment__status=Judgment.Status.DONE, judgment__verdict=False)
+            )
+        )
+        unsettled = Exists(
+            links.filter(judgment__isnull=False).exclude(judgment__status=Judgment.Status.DONE)
+        )
+        if verdict == "correct":
+            rows = rows.filter(Exists(links), ~wrong, ~unsettled)
+        elif verdict == "wrong":
+            rows = rows.filter(wrong)
+        else:
+            rows = rows.filter(~wrong).filter(unsettled | ~Exists(links))
+    return rows
+
+
+def slot_state(*, judgment_id, status, verdict, fixed) -> str:
+    """correct / wrong / empty (decided without a call) / pending / running / failed."""
+    if judgment_id is None:
+        return "empty" if (fixed or {}).get("verdict") is False else "decided"
+    if status == "done":
+        if verdict is None:
+            return "done"
+        return "correct" if verdict else "wrong"
+    return status
+
+
+def task_verdicts(*, rows, judge_id: int | None) -> dict[int, list]:
+    """(kind and slot, state) per task result under one judge."""
+    from evaluation.models import TaskJudgment
+
+    found: dict[int, list] = {row.pk: [] for row in rows}
+    links = (
+        TaskJudgment.objects.filter(task_result__in=[row.pk for row in rows], judge_id=judge_id)
+        .order_by("kind", "slot")
+        .values_list(
+            "task_result_id",
+            "kind",
+            "slot",
+            "fixed",
+            "judgment_id",
+            "judgment__status",
+            "judgment__verdict",
+        )
+    )
+    for row_pk, kind, slot, fixed, judgment_id, status, verdict in links:
+        name = f"{kind} {slot}".strip()
+        found[row_pk].append(
+            (name, slot_state(judgment_id=judgment_id, status=status, verdict=verdict, fixed=fixed))
+        )
+    return found
+
+
+def results_table(*, benchmark, results: dict | None) -> list[dict]:
+    """Every declared metric of a score, per split, with the count and denominator behind a
+    rate and its 95% interval by the metric's method: what the CLI prints."""
+    from evaluation.benchmarks import get_plugin
+    from evaluation.stats import wilson_pct
+
+    plugin = get_plugin(benchmark.plugin)
+    table = []
+    for split in plugin.splits or (None,):
+        part = (results or {}).get(split.key) if split else results
+        if split is not None and part is None:
+            continue  # nothing of this split was submitted
+        for metric in plugin.metrics:
+            counts = metric.counts(part)
+            if metric.interval == "wilson":
+                interval = wilson_pct(metric.node(part))
+            elif metric.interval == "bootstrap":
+                interval = metric.stored_interval(part)
+            else:
+                interval = None
+            table.append(
+                {
+                    "split": split.key if split else None,
+                    "metric": metric.key,
+                    "label": f"{metric.group} {metric.label}".strip(),
+                    "value": metric.value(part),
+                    "unit": metric.unit,
+                    "count": counts[0] if counts else None,
+                    "total": counts[1] if counts else None,
+                    "interval": list(interval) if interval else None,
+                }
+            )
+    return table

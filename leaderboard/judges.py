@@ -28,7 +28,7 @@ def judge_create(
     benchmark; the offline judge takes none."""
     if provider not in Judge.Provider.values:
         raise JudgeInvalid(f"unknown provider {provider!r}; known: {', '.join(Judge.Provider)}")
-    kinds = list(get_plugin(benchmark.plugin).KINDS)
+    kinds = [kind.key for kind in get_plugin(benchmark.plugin).judge_kinds]
     if provider == Judge.Provider.OFFLINE:
         models: dict[str, str] = {}
     else:

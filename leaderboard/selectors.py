@@ -26,98 +26,98 @@ from django.db.models import (
     Window,
 )
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Coalesce, NullIf, RowNumber
+from django.db.models.functions import Cast, Coalesce, NullIf, Rank
+
+from django.urls import reverse
 
 from evaluation.benchmarks import get_plugin
+from evaluation.benchmarks.base import Metric
 from evaluation.models import Benchmark, Judge, Score, Submission, System, TaskJudgment
 from evaluation.selectors import submissions_visible_to
-from leaderboard.stats import Agreement, agreement_from_table, merge_tables, wilson_pct
+from evaluation.stats import Agreement, agreement_from_table, merge_tables, wilson_pct
 
 # --- Columns --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Column:
-    """One number of the board: a rate {"count", "total", "pct"} or a latency in seconds."""
+    """One number of the board: a metric the plug-in declares, read under the board's split."""
 
-    key: str  # "<split>.<metric>", as in the results structure
-    group: str
-    label: str
-    kind: str  # "rate" or "latency"
-    chance: float | None = None
+    metric: Metric
+    split: str = ""
+
+    @property
+    def key(self) -> str:
+        """The metric's path in the results, the split's key first where there are splits."""
+        return f"{self.split}.{self.metric.key}" if self.split else self.metric.key
+
+    @property
+    def group(self) -> str:
+        return self.metric.group
+
+    @property
+    def label(self) -> str:
+        return self.metric.label
+
+    @property
+    def kind(self) -> str:
+        return self.metric.type
+
+    @property
+    def chance(self) -> float | None:
+        return self.metric.chance
 
     @property
     def higher_is_better(self) -> bool:
-        return self.kind == "rate"
+        return self.metric.higher_is_better
 
     @property
     def path(self) -> tuple[str, ...]:
-        split, metric = self.key.split(".")
-        return (split, metric, "pct") if self.kind == "rate" else (split, metric)
+        return ((self.split,) if self.split else ()) + self.metric.path
+
+    def _results(self, results):
+        if self.split:
+            return (results or {}).get(self.split) if isinstance(results, dict) else None
+        return results
 
     def value(self, results: dict | None):
-        node = results
-        for part in self.path:
-            node = node.get(part) if isinstance(node, dict) else None
-        return node if isinstance(node, int | float) and not isinstance(node, bool) else None
+        return self.metric.value(self._results(results))
 
     def rate(self, results: dict | None) -> dict | None:
-        if self.kind != "rate":
-            return None
-        split, metric = self.key.split(".")
-        node = ((results or {}).get(split) or {}).get(metric)
-        return node if isinstance(node, dict) else None
+        node = self.metric.node(self._results(results))
+        return node if self.kind == "rate" and isinstance(node, dict) else None
+
+    def interval(self, results: dict | None) -> tuple[float, float] | None:
+        """The 95% interval in the metric's unit, by its declared method."""
+        if self.metric.interval == "wilson":
+            return wilson_pct(self.rate(results))
+        if self.metric.interval == "bootstrap":
+            return self.metric.stored_interval(self._results(results))
+        return None
 
 
-def _mpbench_columns() -> list[Column]:
-    chance = get_plugin("mp-bench").CHANCE_PCT
-    return [
-        Column("understanding.overall_acc", "Understanding", "Overall Acc", "rate"),
-        Column(
-            "understanding.spk_name_acc",
-            "Understanding",
-            "Spk Name Acc",
-            "rate",
-            chance["spk_name_acc"],
-        ),
-        Column("understanding.latency_s", "Understanding", "Lat (s)", "latency"),
-        Column("discussion.tt_acc", "Discussion", "T Acc", "rate"),
-        Column("discussion.app_acc", "Discussion", "App Acc", "rate"),
-        Column("discussion.latency_s", "Discussion", "Lat (s)", "latency"),
-        Column("turnbased.tt_acc", "Turn-based", "T Acc", "rate", chance["turnbased.tt_acc"]),
-        Column("turnbased.app_acc", "Turn-based", "App Acc", "rate"),
-        Column("turnbased.latency_s", "Turn-based", "Lat (s)", "latency"),
-    ]
+def board_split(*, benchmark: Benchmark, requested: str = "") -> str:
+    """The split a board shows: the one asked for, else the plug-in's first ("" without)."""
+    splits = [split.key for split in get_plugin(benchmark.plugin).splits]
+    if not splits:
+        return ""
+    return requested if requested in splits else splits[0]
 
 
-# The paper's Table 3 layout, per plug-in.
-COLUMNS_BY_PLUGIN = {"mp-bench": _mpbench_columns}
-# Table 3 is led by overall understanding accuracy; ties fall to the discussion and turn-based
-# appropriateness accuracies.
-RANK_KEYS_BY_PLUGIN = {
-    "mp-bench": ("understanding.overall_acc", "discussion.app_acc", "turnbased.app_acc")
-}
-# Row groups of Table 3, in the paper's order.
-TYPE_ORDER = (
-    System.SystemType.TEXT_LLM,
-    System.SystemType.NON_REALTIME,
-    System.SystemType.REALTIME,
-)
-TYPE_GROUP_LABELS = {
-    System.SystemType.TEXT_LLM: "Text LLMs",
-    System.SystemType.NON_REALTIME: "Non-realtime",
-    System.SystemType.REALTIME: "Realtime",
-}
+def board_columns(*, benchmark: Benchmark, split: str = "") -> list[Column]:
+    plugin = get_plugin(benchmark.plugin)
+    split = board_split(benchmark=benchmark, requested=split)
+    return [Column(metric, split) for metric in plugin.metrics]
 
 
-def board_columns(*, benchmark: Benchmark) -> list[Column]:
-    factory = COLUMNS_BY_PLUGIN.get(benchmark.plugin)
-    return factory() if factory else []
+def _rank_columns(benchmark: Benchmark, split: str) -> list[Column]:
+    plugin = get_plugin(benchmark.plugin)
+    by_key = {c.metric.key: c for c in board_columns(benchmark=benchmark, split=split)}
+    return [by_key[key] for key in plugin.rank_keys if key in by_key]
 
 
-def _rank_columns(benchmark: Benchmark) -> list[Column]:
-    by_key = {c.key: c for c in board_columns(benchmark=benchmark)}
-    return [by_key[key] for key in RANK_KEYS_BY_PLUGIN.get(benchmark.plugin, ())]
+def row_group_choices(*, benchmark: Benchmark) -> list[tuple[str, str]]:
+    return [(group.key, group.label) for group in get_plugin(benchmark.plugin).row_groups]
 
 
 # --- Sort and filters -----------------------------------------------------------------------
@@ -127,8 +127,8 @@ SORT_RANK, SORT_SYSTEM, SORT_TYPE = "rank", "system", "system_type"
 
 @dataclass(frozen=True)
 class BoardSort:
-    """key: "rank", "system", "system_type" or a column key. Rows are grouped by system type
-    first unless group_by_type is off."""
+    """key: "rank", "system", "system_type" (the row group) or a column key. Rows are grouped
+    by row group first unless group_by_type is off."""
 
     key: str = SORT_RANK
     descending: bool = False
@@ -137,7 +137,7 @@ class BoardSort:
 
 @dataclass(frozen=True)
 class BoardFilters:
-    system_type: str | None = None
+    system_type: str | None = None  # a row group of the benchmark
     architecture: str | None = None
     open_weights: bool | None = None
     full_duplex: bool | None = None
@@ -145,7 +145,7 @@ class BoardFilters:
     def q(self) -> Q:
         q = Q()
         if self.system_type:
-            q &= Q(system__system_type=self.system_type)
+            q &= Q(row_group=self.system_type)
         if self.architecture:
             q &= Q(system__architecture=self.architecture)
         if self.open_weights is not None:
@@ -155,8 +155,9 @@ class BoardFilters:
         return q
 
 
-def sort_keys(*, benchmark: Benchmark) -> list[str]:
-    return [SORT_RANK, SORT_SYSTEM, SORT_TYPE, *(c.key for c in board_columns(benchmark=benchmark))]
+def sort_keys(*, benchmark: Benchmark, split: str = "") -> list[str]:
+    columns = board_columns(benchmark=benchmark, split=split)
+    return [SORT_RANK, SORT_SYSTEM, SORT_TYPE, *(c.key for c in columns)]
 
 
 # --- Entries --------------------------------------------------------------------------------
@@ -166,7 +167,7 @@ def sort_keys(*, benchmark: Benchmark) -> list[str]:
 class Entry:
     rank: int
     system: str
-    system_type: str
+    system_type: str  # the row group
     submission_id: int
     judge: str
     results: dict
@@ -184,11 +185,8 @@ class Entry:
     facets: dict = field(default_factory=dict)
     # column key -> (low, high) in percent; None where the rate carries no counts
     intervals: dict = field(default_factory=dict)
-
-    @property
-    def system_type_label(self) -> str:
-        labels = dict(System.SystemType.choices)
-        return labels.get(self.system_type, self.system_type)
+    system_type_label: str = ""
+    rescoring: bool = False
 
 
 def leaderboard_judges(*, benchmark: Benchmark) -> list[Judge]:
@@ -207,27 +205,49 @@ def default_judge(*, benchmark: Benchmark) -> Judge | None:
     return judges[0] if judges else None
 
 
-def _number(column: Column):
+def _json_number(*path: str):
     # SQLite's key text of a JSON null is the string 'null'; PostgreSQL's is NULL.
-    text = KT("board_results__" + "__".join(column.path))
+    text = KT("board_results__" + "__".join(path))
     return Cast(NullIf(text, Value("null")), FloatField())
+
+
+def _number(column: Column):
+    return _json_number(*column.path)
+
+
+def _exact_number(column: Column):
+    """What ranks a column: a rate's unrounded count/total where counts are known (the rounded
+    percentage of a paper row otherwise), so exact ties tie and near ones do not."""
+    if column.kind != "rate":
+        return _number(column)
+    node = column.path[:-1]
+    count, total = _json_number(*node, "count"), _json_number(*node, "total")
+    return Coalesce(100.0 * count / NullIf(total, Value(0.0)), _number(column))
 
 
 def _ordered(expression, descending: bool):
     return expression.desc(nulls_last=True) if descending else expression.asc(nulls_last=True)
 
 
-def _type_order():
+def _type_order(benchmark: Benchmark):
+    groups = [group.key for group in get_plugin(benchmark.plugin).row_groups]
+    if not groups:
+        return Value(0)
     return Case(
-        *(When(system__system_type=t, then=Value(i)) for i, t in enumerate(TYPE_ORDER)),
-        default=Value(len(TYPE_ORDER)),
+        *(When(row_group=key, then=Value(i)) for i, key in enumerate(groups)),
+        default=Value(len(groups)),
         output_field=IntegerField(),
     )
 
 
+# A submission keeps its row while it is re-scored: the stored numbers stay until new ones
+# replace them.
+ON_BOARD = (Submission.Status.SCORED, Submission.Status.JUDGING, Submission.Status.AGGREGATING)
+
+
 def _board_queryset(*, benchmark: Benchmark, judge: Judge | None, user, filters: BoardFilters):
-    """One row per system: its newest scored submission under this judge that the user may
-    see, plus, under the official judge (or none), the rows reported in the paper."""
+    """One row per system: its newest submission with a score under this judge that the user
+    may see, plus, under the official judge (or none), the rows reported in the paper."""
     visible = submissions_visible_to(user=user).filter(benchmark=benchmark)
     shown = []
     if judge is not None:
@@ -235,7 +255,7 @@ def _board_queryset(*, benchmark: Benchmark, judge: Judge | None, user, filters:
             visible.filter(
                 system=OuterRef("system"),
                 is_reported=False,
-                status=Submission.Status.SCORED,
+                status__in=ON_BOARD,
                 scores__judge=judge,
             )
             .order_by("-created_at", "-pk")
@@ -272,33 +292,45 @@ def leaderboard_entries(
     user=None,
     filters: BoardFilters | None = None,
     sort: BoardSort | None = None,
+    split: str = "",
 ) -> list[Entry]:
-    """The rows of a board as shown: rank (Table 3 order among the rows shown) and order come
-    from SQL. A team sees its own unpublished rows, marked private; hidden rows only staff."""
+    """The rows of a board as shown. Rank and order come from SQL: rows ranked by the plug-in's
+    rank keys (standard competition ranking: exact ties share a rank), within their row group
+    when the board is grouped. A team sees its own unpublished rows, marked private; hidden
+    rows only staff."""
     filters = filters or BoardFilters()
     sort = sort or BoardSort()
-    columns = {c.key: c for c in board_columns(benchmark=benchmark)}
+    split = board_split(benchmark=benchmark, requested=split)
+    columns = {c.key: c for c in board_columns(benchmark=benchmark, split=split)}
     if sort.key not in (SORT_RANK, SORT_SYSTEM, SORT_TYPE, *columns):
         raise ValueError(f"unknown sort key {sort.key!r}")
-    rank_order = [_ordered(_number(c), True) for c in _rank_columns(benchmark)]
-    rank_order.append(F("system__name").asc())
+    rank_order = [_ordered(_exact_number(c), True) for c in _rank_columns(benchmark, split)]
     queryset = _board_queryset(benchmark=benchmark, judge=judge, user=user, filters=filters)
-    queryset = queryset.annotate(board_rank=Window(RowNumber(), order_by=rank_order))
+    if rank_order:
+        ranking = Window(
+            Rank(),
+            partition_by=[F("row_group")] if sort.group_by_type else None,
+            order_by=rank_order,
+        )
+    else:
+        ranking = Value(1)
+    queryset = queryset.annotate(board_rank=ranking)
 
     order = []
     if sort.group_by_type or sort.key == SORT_TYPE:
-        order.append(_ordered(_type_order(), sort.key == SORT_TYPE and sort.descending))
+        order.append(_ordered(_type_order(benchmark), sort.key == SORT_TYPE and sort.descending))
     if sort.key == SORT_RANK:
         order.append(_ordered(F("board_rank"), sort.descending))
     elif sort.key == SORT_SYSTEM:
         order.append(_ordered(F("system__name"), sort.descending))
     elif sort.key in columns:
         order.append(_ordered(_number(columns[sort.key]), sort.descending))
-    order.append(F("board_rank").asc())
+    order += [F("board_rank").asc(), F("system__name").asc(), F("pk").asc()]
 
     judge_slug = judge.slug if judge else ""
+    plugin = get_plugin(benchmark.plugin)
     return [
-        _entry(submission, judge, judge_slug, columns.values())
+        _entry(submission, judge, judge_slug, columns.values(), plugin)
         for submission in queryset.order_by(*order)
     ]
 
@@ -317,14 +349,15 @@ def _facets(system: System) -> dict:
     }
 
 
-def _entry(submission: Submission, judge: Judge | None, judge_slug: str, columns) -> Entry:
+def _entry(submission: Submission, judge: Judge | None, judge_slug: str, columns, plugin) -> Entry:
     system = submission.system
     results = submission.board_results or {}
     reported = submission.is_reported
     return Entry(
         rank=submission.board_rank,
         system=system.name,
-        system_type=system.system_type,
+        system_type=submission.row_group,
+        system_type_label=plugin.row_group_label(submission.row_group),
         submission_id=submission.pk,
         judge="reported" if reported else judge_slug,
         results=results,
@@ -340,7 +373,8 @@ def _entry(submission: Submission, judge: Judge | None, judge_slug: str, columns
         hidden=submission.is_hidden and not reported,
         system_id=system.pk,
         facets=_facets(system),
-        intervals={c.key: wilson_pct(c.rate(results)) for c in columns if c.kind == "rate"},
+        intervals={c.key: c.interval(results) for c in columns if c.metric.interval != "none"},
+        rescoring=not reported and submission.status != Submission.Status.SCORED,
     )
 
 
@@ -382,16 +416,17 @@ def _cache_key(prefix: str, **parts) -> str:
 
 
 def chart_cache_key(
-    *, benchmark: Benchmark, judge: Judge | None, user, filters: BoardFilters
+    *, benchmark: Benchmark, judge: Judge | None, user, filters: BoardFilters, split: str = ""
 ) -> str:
     """A key that changes whenever the chart's rows can: a score recomputed or added, a
     submission published, hidden or unpublished, or a different viewer class."""
     return _cache_key(
-        "board-charts-v1",
+        "board-charts-v2",
         benchmark=benchmark.pk,
         judge=judge.pk if judge else None,
         version=_version(benchmark=benchmark, user=user, judge=judge),
         filters=filters,
+        split=split,
     )
 
 
@@ -410,7 +445,8 @@ def agreement_cache_key(*, benchmark: Benchmark, user) -> str:
 @dataclass(frozen=True)
 class ChartPoint:
     system: str
-    system_type: str
+    system_type: str  # the row group
+    url: str  # the system's page
     reported_in_paper: bool
     private: bool
     values: dict  # column key -> number or None
@@ -418,21 +454,23 @@ class ChartPoint:
 
 
 def chart_points(
-    *, benchmark: Benchmark, judge: Judge | None, user, filters: BoardFilters
+    *, benchmark: Benchmark, judge: Judge | None, user, filters: BoardFilters, split: str = ""
 ) -> list[ChartPoint]:
     """One point per system on the board, in rank order."""
-    columns = board_columns(benchmark=benchmark)
+    columns = board_columns(benchmark=benchmark, split=split)
     entries = leaderboard_entries(
         benchmark=benchmark,
         judge=judge,
         user=user,
         filters=filters,
         sort=BoardSort(group_by_type=False),
+        split=split,
     )
     return [
         ChartPoint(
             system=e.system,
             system_type=e.system_type,
+            url=reverse("system", args=[e.system_id]),
             reported_in_paper=e.reported_in_paper,
             private=e.private,
             values={c.key: c.value(e.results) for c in columns},
@@ -490,6 +528,7 @@ def _both_judged(*, benchmark: Benchmark, user):
         # One filter() call: both conditions hold for the same joined row (the other judge's).
         .filter(
             task_result__task_judgments__kind=F("kind"),
+            task_result__task_judgments__slot=F("slot"),
             task_result__task_judgments__judge_id__gt=F("judge_id"),
             task_result__task_judgments__judgment__verdict__isnull=False,
         )

@@ -1,8 +1,8 @@
 """The public board: leaderboard page, its CSV/JSON exports and charts, system pages, judge
 agreement, and the staff page that adds judges and re-scores with them.
 
-All board state lives in the query string (judge, sort, group, ci, type, arch, open, duplex), so
-every URL is a permalink and the exports show exactly the rows of the page."""
+All board state lives in the query string (judge, split, sort, group, ci, type, arch, open,
+duplex), so every URL is a permalink and the exports show exactly the rows of the page."""
 
 from __future__ import annotations
 
@@ -34,11 +34,12 @@ from leaderboard.selectors import (
     SORT_RANK,
     SORT_SYSTEM,
     SORT_TYPE,
-    TYPE_GROUP_LABELS,
     BoardFilters,
     BoardSort,
     agreement_cache_key,
     board_columns,
+    board_split,
+    row_group_choices,
     chart_cache_key,
     chart_points,
     default_judge,
@@ -65,6 +66,8 @@ class BoardState:
     filters: BoardFilters
     sort: BoardSort
     show_ci: bool = False
+    split: str = ""
+    default_split: str = ""
 
     def params(self, **overrides) -> dict[str, str]:
         """The query parameters that differ from the defaults (the judge always), in a fixed
@@ -72,6 +75,7 @@ class BoardState:
         sort, filters = self.sort, self.filters
         values = {
             "judge": self.judge,
+            "split": self.split if self.split != self.default_split else "",
             "sort": ("-" if sort.descending else "") + sort.key
             if (sort.key, sort.descending) != (SORT_RANK, False)
             else "",
@@ -112,7 +116,11 @@ def _choice(params, name: str, allowed, label: str) -> str | None:
 
 
 def _board_state(params, *, benchmark: Benchmark, judge: Judge | None) -> BoardState:
-    columns = [c.key for c in board_columns(benchmark=benchmark)]
+    plugin = get_plugin(benchmark.plugin)
+    splits = [split.key for split in plugin.splits]
+    split = _choice(params, "split", splits, "split") if splits else None
+    split = board_split(benchmark=benchmark, requested=split or "")
+    columns = [c.key for c in board_columns(benchmark=benchmark, split=split)]
     sort_value = params.get("sort", "") or SORT_RANK
     key = sort_value.removeprefix("-")
     if key not in (SORT_RANK, SORT_SYSTEM, SORT_TYPE, *columns):
@@ -127,7 +135,9 @@ def _board_state(params, *, benchmark: Benchmark, judge: Judge | None) -> BoardS
     return BoardState(
         judge=judge.slug if judge else "",
         filters=BoardFilters(
-            system_type=_choice(params, "type", System.SystemType.values, "system type"),
+            system_type=_choice(
+                params, "type", [key for key, _ in row_group_choices(benchmark=benchmark)], "type"
+            ),
             architecture=_choice(params, "arch", System.Architecture.values, "architecture"),
             open_weights=YES_NO[open_weights] if open_weights else None,
             full_duplex=YES_NO[full_duplex] if full_duplex else None,
@@ -136,6 +146,8 @@ def _board_state(params, *, benchmark: Benchmark, judge: Judge | None) -> BoardS
             key=key, descending=sort_value.startswith("-"), group_by_type=group == "type"
         ),
         show_ci=ci == "1",
+        split=split,
+        default_split=board_split(benchmark=benchmark),
     )
 
 
@@ -170,7 +182,12 @@ def _entries(board: Board, user):
         user=user,
         filters=board.state.filters,
         sort=board.state.sort,
+        split=board.state.split,
     )
+
+
+def _columns(board: Board):
+    return board_columns(benchmark=board.benchmark, split=board.state.split)
 
 
 # --- Pages ----------------------------------------------------------------------------------
@@ -233,7 +250,7 @@ def _row_groups(entries, grouped: bool) -> list[tuple[str, list]]:
         return [("", entries)]
     groups: list[tuple[str, list]] = []
     for entry in entries:
-        label = TYPE_GROUP_LABELS.get(entry.system_type, entry.system_type)
+        label = entry.system_type_label
         if not groups or groups[-1][0] != label:
             groups.append((label, []))
         groups[-1][1].append(entry)
@@ -245,10 +262,11 @@ def leaderboard_page(request, slug: str):
         board = _board(request, slug)
     except BadBoardQuery as exc:
         return HttpResponseBadRequest(str(exc), content_type="text/plain")
-    columns = board_columns(benchmark=board.benchmark)
+    columns = _columns(board)
     entries = _entries(board, request.user)
     fixed_headers, metric_headers = _headers(board, columns)
     state = board.state
+    plugin = get_plugin(board.benchmark.plugin)
     return render(
         request,
         "leaderboard/leaderboard.html",
@@ -264,7 +282,11 @@ def leaderboard_page(request, slug: str):
             "fixed_headers": fixed_headers,
             "metric_headers": metric_headers,
             "query": state.query(),
-            "type_choices": System.SystemType.choices,
+            "plugin": plugin,
+            "splits": [
+                (split.key, split.label, state.query(split=split.key)) for split in plugin.splits
+            ],
+            "type_choices": row_group_choices(benchmark=board.benchmark),
             "arch_choices": System.Architecture.choices,
             "plotly_src": reverse("plotly-js", args=[plotly.__version__]),
         },
@@ -324,7 +346,7 @@ def leaderboard_api(request, slug: str):
         board = _board(request, slug)
     except BadBoardQuery as exc:
         return Response({"detail": str(exc)}, status=400)
-    columns = board_columns(benchmark=board.benchmark)
+    columns = _columns(board)
     entries = _entries(board, request.user)
     state = board.state
     return Response(
@@ -332,7 +354,8 @@ def leaderboard_api(request, slug: str):
             "benchmark": {"slug": board.benchmark.slug, "name": board.benchmark.name},
             "judge": _judge_json(board.judge),
             "judges": [j.slug for j in board.judges],
-            "chance_pct": get_plugin(board.benchmark.plugin).CHANCE_PCT,
+            "split": state.split or None,
+            "chance_pct": {c.key: c.chance for c in columns if c.chance is not None},
             "sort": state.params().get("sort", SORT_RANK),
             "group": "type" if state.sort.group_by_type else "none",
             "filters": state.filters_json(),
@@ -342,6 +365,8 @@ def leaderboard_api(request, slug: str):
                     "group": c.group,
                     "label": c.label,
                     "kind": c.kind,
+                    "unit": c.metric.unit,
+                    "interval": c.metric.interval,
                     "better": "higher" if c.higher_is_better else "lower",
                     "chance_pct": c.chance,
                 }
@@ -366,10 +391,11 @@ def leaderboard_csv(request, slug: str):
         board = _board(request, slug)
     except BadBoardQuery as exc:
         return HttpResponseBadRequest(str(exc), content_type="text/plain")
-    columns = board_columns(benchmark=board.benchmark)
+    columns = _columns(board)
     entries = _entries(board, request.user)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
-    name = f"{board.benchmark.slug}-{board.judge.slug if board.judge else 'reported'}.csv"
+    split = f"-{board.state.split}" if board.state.split else ""
+    name = f"{board.benchmark.slug}{split}-{board.judge.slug if board.judge else 'reported'}.csv"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     writer = csv.writer(response)
     header = ["rank", "group", "system", "system_id", "submission", "judge"]
@@ -379,10 +405,12 @@ def leaderboard_csv(request, slug: str):
     for column in columns:
         header.append(column.key)
         if column.kind == "rate":
-            header += [f"{column.key}.{p}" for p in ("count", "total", "ci_low", "ci_high")]
+            header += [f"{column.key}.{p}" for p in ("count", "total")]
+        if column.metric.interval != "none":
+            header += [f"{column.key}.{p}" for p in ("ci_low", "ci_high")]
     writer.writerow(header)
     for e in entries:
-        row = [e.rank, TYPE_GROUP_LABELS.get(e.system_type, e.system_type), e.system]
+        row = [e.rank, e.system_type_label, e.system]
         row += [e.system_id, e.submission_id, e.judge]
         flags = (e.verified, e.staff_verified, e.reported_in_paper, e.incomplete)
         row += [_yes_no_cell(v) for v in (*flags, e.offline_judge, e.private, e.flagged)]
@@ -393,13 +421,14 @@ def leaderboard_csv(request, slug: str):
             row.append("" if value is None else value)
             if column.kind == "rate":
                 rate = column.rate(e.results) or {}
-                interval = e.intervals.get(column.key)
                 row += [
                     "" if rate.get("count") is None else rate["count"],
                     "" if rate.get("total") is None else rate["total"],
-                    "" if interval is None else interval[0],
-                    "" if interval is None else interval[1],
                 ]
+            if column.metric.interval != "none":
+                interval = e.intervals.get(column.key)
+                row += ["" if interval is None else interval[0]]
+                row += ["" if interval is None else interval[1]]
         writer.writerow(row)
     return response
 
@@ -417,6 +446,7 @@ def leaderboard_charts(request, slug: str):
         judge=board.judge,
         user=request.user,
         filters=board.state.filters,
+        split=board.state.split,
     )
     figures = cache.get(key)
     if figures is None:
@@ -425,10 +455,13 @@ def leaderboard_charts(request, slug: str):
             judge=board.judge,
             user=request.user,
             filters=board.state.filters,
+            split=board.state.split,
         )
-        columns = board_columns(benchmark=board.benchmark)
+        plugin = get_plugin(board.benchmark.plugin)
         figures = (
-            charts.board_figures_json(columns, points) if points else charts.empty_figures_json()
+            charts.board_figures_json(plugin, _columns(board), points)
+            if points
+            else charts.empty_figures_json()
         )
         cache.set(key, figures, CHART_CACHE_SECONDS)
     response = HttpResponse(figures, content_type="application/json")
@@ -443,12 +476,13 @@ def system_page(request, pk: int):
     submissions = system_submissions(system=system, user=request.user)
     if not submissions:
         raise Http404("no such system")
-    columns_by_plugin: dict[str, list] = {}
+    columns_by_benchmark: dict[int, list] = {}
     for submission in submissions:
-        plugin = submission.benchmark.plugin
-        if plugin not in columns_by_plugin:
-            columns_by_plugin[plugin] = board_columns(benchmark=submission.benchmark)
-        submission.shown_columns = columns_by_plugin[plugin]
+        if submission.benchmark_id not in columns_by_benchmark:
+            columns_by_benchmark[submission.benchmark_id] = board_columns(
+                benchmark=submission.benchmark
+            )
+        submission.shown_columns = columns_by_benchmark[submission.benchmark_id]
     return render(
         request,
         "leaderboard/system.html",
@@ -523,7 +557,7 @@ def judges_manage(request, slug: str):
     if refused:
         return refused
     benchmark = get_object_or_404(Benchmark, slug=slug)
-    kinds = list(get_plugin(benchmark.plugin).KINDS)
+    kinds = [kind.key for kind in get_plugin(benchmark.plugin).judge_kinds]
     form = JudgeForm(kinds=kinds)
     message = request.GET.get("done", "")
     if request.method == "POST":

@@ -1,24 +1,43 @@
-"""Benchmark plug-ins. Each one is a package exposing the functions the engine calls:
+"""The benchmark plug-in registry.
 
-- ``read_source(directory) -> Source``: tasks and judge prompts from a benchmark checkout;
-- ``is_task_folder(name)`` and ``validate_contents(...)``: bundle layout and validation;
-- ``collect_evidence``, ``probe_half_duplex``, ``detect``: timing detection;
-- ``kinds_for``, ``response_for``, ``skips_judge``, ``build_prompt``, ``parse_verdict``,
-  ``offline_verdict``: judging;
-- ``aggregate``: the paper's table.
-
-Adding a benchmark means adding a package here and a line to PLUGINS; no other one changes.
+Plug-ins are the packages listed in the ``FLOORBOARD_BENCHMARKS`` setting (each also an installed
+Django app); each exposes ``plugin``, a :class:`~evaluation.benchmarks.base.BenchmarkPlugin`.
+Adding a benchmark means adding its package and a line to that setting — see README.md,
+"Adding a benchmark".
 """
 
+from __future__ import annotations
+
+from functools import lru_cache
 from importlib import import_module
-from types import ModuleType
 
-PLUGINS = {"mp-bench": "evaluation.benchmarks.mpbench"}
+from django.conf import settings
+
+from evaluation.benchmarks.base import BenchmarkPlugin
 
 
-def get_plugin(name: str) -> ModuleType:
+@lru_cache(maxsize=8)
+def _load(paths: tuple[str, ...]) -> dict[str, BenchmarkPlugin]:
+    found: dict[str, BenchmarkPlugin] = {}
+    for path in paths:
+        plugin = getattr(import_module(path), "plugin", None)
+        if not isinstance(plugin, BenchmarkPlugin):
+            raise TypeError(f"{path}.plugin is not a BenchmarkPlugin")
+        if plugin.slug in found:
+            raise ValueError(f"two plug-ins are named {plugin.slug!r}")
+        found[plugin.slug] = plugin
+    return found
+
+
+def registry() -> dict[str, BenchmarkPlugin]:
+    """Every registered plug-in by slug, in the order of the setting."""
+    return _load(tuple(settings.FLOORBOARD_BENCHMARKS))
+
+
+def get_plugin(name: str) -> BenchmarkPlugin:
+    plugins = registry()
     try:
-        return import_module(PLUGINS[name])
+        return plugins[name]
     except KeyError:
-        known = ", ".join(sorted(PLUGINS))
+        known = ", ".join(sorted(plugins))
         raise LookupError(f"unknown benchmark plug-in {name!r}; known: {known}") from None

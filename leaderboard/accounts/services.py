@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from evaluation.models import Judge, Membership, Submission, Team
-from evaluation.services import judgments_retry_failed
+from evaluation.services import judgments_retry as judgments_retry_failed
 from leaderboard.accounts.models import ApiToken
 from leaderboard.accounts.selectors import secret_sha256, team_role, user_in_submission_team
 

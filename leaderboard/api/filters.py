@@ -11,13 +11,28 @@ class SubmissionFilters(serializers.Serializer):
     status = serializers.ChoiceField(choices=Submission.Status.choices, required=False)
 
 
-class TaskFilters(serializers.Serializer):
-    family = serializers.CharField(required=False, help_text="Task family, e.g. discussion")
-    spoke = serializers.BooleanField(required=False, help_text="The agent spoke")
-    should_speak = serializers.BooleanField(required=False, help_text="The agent should speak")
-    correct = serializers.BooleanField(
-        required=False, help_text="Turn-taking correct: spoke == should_speak"
-    )
+def task_filters(submission, request) -> dict:
+    """The benchmark's task filters and the verdict, from the query string: a bad value is a
+    400 naming the parameter."""
+    from evaluation.benchmarks import get_plugin
+    from evaluation.selectors import VERDICT_FILTERS
+
+    fields = {
+        "verdict": serializers.ChoiceField(
+            choices=VERDICT_FILTERS, required=False, help_text="Under the submission's judge"
+        )
+    }
+    for task_filter in get_plugin(submission.benchmark.plugin).task_filters:
+        if task_filter.type == "bool":
+            fields[task_filter.name] = serializers.BooleanField(
+                required=False, help_text=task_filter.label
+            )
+        else:
+            fields[task_filter.name] = serializers.CharField(
+                required=False, help_text=task_filter.label
+            )
+    filters = type("TaskFilters", (serializers.Serializer,), fields)
+    return validated(filters, request)
 
 
 def validated(filters: type[serializers.Serializer], request) -> dict:

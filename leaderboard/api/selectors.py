@@ -3,21 +3,11 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
+from django.db.models import Count, QuerySet
 
-from django.db.models import Count, Q, QuerySet, Sum
-
-from evaluation.models import (
-    Benchmark,
-    Judge,
-    Judgment,
-    Score,
-    Submission,
-    System,
-    TaskJudgment,
-    TaskResult,
-)
-from evaluation.selectors import current_prompts, submissions_visible_to
+from evaluation.benchmarks import get_plugin
+from evaluation.models import Benchmark, Judge, Score, Submission, System, TaskJudgment, TaskResult
+from evaluation.selectors import current_prompts, judge_usage, submissions_visible_to
 
 
 def submission_list(*, user, filters: dict | None = None) -> QuerySet[Submission]:
@@ -38,17 +28,43 @@ def benchmark_list() -> QuerySet[Benchmark]:
     return Benchmark.objects.annotate(task_count=Count("tasks")).order_by("name", "pk")
 
 
-def benchmark_families(*, benchmark: Benchmark) -> list[dict]:
-    """Tasks per family: how many, how many where the agent should speak, speaker-name ones."""
-    return list(
-        benchmark.tasks.values("family")
-        .annotate(
-            tasks=Count("pk"),
-            should_speak=Count("pk", filter=Q(should_speak=True)),
-            speaker_name=Count("pk", filter=Q(is_speaker_name=True)),
-        )
-        .order_by("family")
-    )
+def benchmark_declaration(*, benchmark: Benchmark) -> dict:
+    """What the benchmark's plug-in declares, for API clients to read its results."""
+    plugin = get_plugin(benchmark.plugin)
+    return {
+        "plugin": plugin.slug,
+        "rules_version": plugin.rules_version,
+        "metrics": [
+            {
+                "key": m.key,
+                "label": m.label,
+                "group": m.group,
+                "type": m.type,
+                "better": "higher" if m.higher_is_better else "lower",
+                "chance": m.chance,
+                "interval": m.interval,
+                "decimals": m.decimals,
+                "unit": m.unit,
+            }
+            for m in plugin.metrics
+        ],
+        "splits": [{"key": s.key, "label": s.label} for s in plugin.splits],
+        "row_groups": [{"key": g.key, "label": g.label} for g in plugin.row_groups],
+        "rank_keys": list(plugin.rank_keys),
+        "judge_kinds": [{"key": k.key, "label": k.label} for k in plugin.judge_kinds],
+        "task_filters": [
+            {"name": f.name, "label": f.label, "type": f.type} for f in plugin.task_filters
+        ],
+        "steps": [{"name": s.name, "scope": s.scope, "label": s.label} for s in plugin.steps],
+        "upload": {
+            "label": plugin.upload.label,
+            "suffixes": list(plugin.upload.suffixes),
+            "options": [
+                {"name": o.name, "label": o.label, "choices": [c for c, _ in o.choices]}
+                for o in plugin.upload.options
+            ],
+        },
+    }
 
 
 def benchmark_judges(*, benchmark: Benchmark) -> QuerySet[Judge]:
@@ -80,13 +96,7 @@ def submission_scores(*, submission: Submission) -> list[dict]:
     judgment shared by several tasks (identical prompts) is counted once."""
     scored = []
     for score in Score.objects.filter(submission=submission).select_related("judge"):
-        judgment_ids = TaskJudgment.objects.filter(
-            task_result__submission=submission, judge=score.judge, judgment__isnull=False
-        ).values("judgment_id")
-        tokens = Judgment.objects.filter(pk__in=judgment_ids).aggregate(
-            input=Sum("input_tokens"), output=Sum("output_tokens")
-        )
-        tokens = {key: value or 0 for key, value in tokens.items()}
+        usage = judge_usage(submission=submission, judge=score.judge)
         scored.append(
             {
                 "judge": score.judge.slug,
@@ -95,8 +105,8 @@ def submission_scores(*, submission: Submission) -> list[dict]:
                 "results": score.results,
                 "judgments_total": score.judgments_total,
                 "judgments_failed": score.judgments_failed,
-                "tokens": tokens,
-                "cost_usd": _cost(score.judge, tokens),
+                "tokens": {"input": usage.input_tokens, "output": usage.output_tokens},
+                "cost_usd": None if usage.cost_usd is None else round(float(usage.cost_usd), 6),
                 "computed_at": score.computed_at,
             }
         )
@@ -106,36 +116,10 @@ def submission_scores(*, submission: Submission) -> list[dict]:
     return scored
 
 
-def _cost(judge: Judge, tokens: dict) -> float | None:
-    if judge.price_input_per_mtok is None or judge.price_output_per_mtok is None:
-        return None
-    million = Decimal(1_000_000)
-    cost = (
-        Decimal(tokens["input"]) * judge.price_input_per_mtok
-        + Decimal(tokens["output"]) * judge.price_output_per_mtok
-    ) / million
-    return round(float(cost), 6)
-
-
-def submission_tasks(*, submission: Submission, filters: dict | None = None) -> QuerySet:
-    filters = filters or {}
-    rows = submission.task_results.select_related("task").order_by("task__task_id")
-    if filters.get("family"):
-        rows = rows.filter(task__family=filters["family"])
-    for name, field in (
-        ("spoke", "spoke"),
-        ("should_speak", "task__should_speak"),
-        ("correct", "turn_taking_correct"),
-    ):
-        if filters.get(name) is not None:
-            rows = rows.filter(**{field: filters[name]})
-    return rows
-
-
 def task_judgments(*, task_result: TaskResult, judge_slug: str = "") -> QuerySet[TaskJudgment]:
     links = task_result.task_judgments.select_related(
         "judge", "judgment", "judgment__prompt_version"
-    ).order_by("-judge__is_official", "judge__slug", "kind")
+    ).order_by("-judge__is_official", "judge__slug", "kind", "slot")
     if judge_slug:
         links = links.filter(judge__slug=judge_slug)
     return links

@@ -58,20 +58,18 @@ class BenchmarkSerializer(serializers.ModelSerializer):
         )
 
 
-class FamilySerializer(serializers.Serializer):
-    family = serializers.CharField()
-    tasks = serializers.IntegerField()
-    should_speak = serializers.IntegerField()
-    speaker_name = serializers.IntegerField()
-
-
 class BenchmarkDetailSerializer(BenchmarkSerializer):
-    families = FamilySerializer(many=True, read_only=True)
+    declaration = serializers.JSONField(
+        read_only=True,
+        help_text="What the benchmark's plug-in declares: metrics (key, label, group, type, "
+        "direction, chance, interval method, decimals), splits, row groups, judge kinds, task "
+        "filters, processing steps and the upload format",
+    )
     judges = JudgeSerializer(many=True, read_only=True, source="judge_list")
     leaderboard_url = serializers.SerializerMethodField()
 
     class Meta(BenchmarkSerializer.Meta):
-        fields = [*BenchmarkSerializer.Meta.fields, "families", "judges", "leaderboard_url"]
+        fields = [*BenchmarkSerializer.Meta.fields, "declaration", "judges", "leaderboard_url"]
 
     @extend_schema_field(OpenApiTypes.URI)
     def get_leaderboard_url(self, benchmark: Benchmark) -> str:
@@ -88,7 +86,6 @@ class SystemSerializer(serializers.ModelSerializer):
         fields = [
             "id",
             "name",
-            "system_type",
             "organization",
             "description",
             "architecture",
@@ -112,7 +109,7 @@ class SystemSerializer(serializers.ModelSerializer):
 class SystemRefSerializer(serializers.ModelSerializer):
     class Meta:
         model = System
-        fields = ["id", "name", "system_type"]
+        fields = ["id", "name"]
 
 
 class SubmissionSerializer(serializers.ModelSerializer):
@@ -131,6 +128,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
             "system",
             "team",
             "judge",
+            "row_group",
             "status",
             "is_published",
             "published_at",
@@ -166,8 +164,8 @@ class ProgressSerializer(serializers.Serializer):
     judgments_total = serializers.IntegerField()
     judgments_done = serializers.IntegerField()
     judgments_failed = serializers.IntegerField()
-    empty_responses = serializers.IntegerField(
-        help_text="Judge kinds given an empty response: verdict false without a call"
+    decided_without_call = serializers.IntegerField(
+        help_text="Judged slots the benchmark's rules decided without a call (an empty answer)"
     )
 
 
@@ -180,7 +178,7 @@ class JudgeResultSerializer(serializers.Serializer):
     judge = serializers.CharField()
     official = serializers.BooleanField()
     offline = serializers.BooleanField()
-    results = serializers.JSONField(help_text="The benchmark's table (for MP-Bench, Table 3)")
+    results = serializers.JSONField(help_text="The benchmark's results structure")
     judgments_total = serializers.IntegerField()
     judgments_failed = serializers.IntegerField()
     tokens = TokensSerializer()
@@ -197,7 +195,8 @@ class SubmissionDetailSerializer(SubmissionSerializer):
         fields = [
             *SubmissionSerializer.Meta.fields,
             "error",
-            "half_duplex",
+            "options",
+            "facts",
             "bundle_size",
             "bundle_sha256",
             "manifest",
@@ -215,29 +214,16 @@ class SubmissionDetailSerializer(SubmissionSerializer):
 
 
 class TaskResultSerializer(serializers.ModelSerializer):
+    """One task of a submission: the task's fields as the benchmark defines them, this
+    submission's part of the upload, and what processing found."""
+
     task_id = serializers.CharField(source="task.task_id")
-    family = serializers.CharField(source="task.family")
-    should_speak = serializers.BooleanField(source="task.should_speak")
-    is_speaker_name = serializers.BooleanField(source="task.is_speaker_name")
+    spec = serializers.JSONField(source="task.spec")
     judgments_url = serializers.SerializerMethodField()
 
     class Meta:
         model = TaskResult
-        fields = [
-            "task_id",
-            "family",
-            "should_speak",
-            "is_speaker_name",
-            "detected",
-            "spoke",
-            "spoke_via",
-            "latency",
-            "input_end",
-            "turn_taking_correct",
-            "post_text",
-            "full_text",
-            "judgments_url",
-        ]
+        fields = ["task_id", "spec", "data", "detection", "detected", "judgments_url"]
 
     @extend_schema_field(OpenApiTypes.URI)
     def get_judgments_url(self, row: TaskResult) -> str:
@@ -249,16 +235,27 @@ class TaskResultSerializer(serializers.ModelSerializer):
 
 
 class TaskJudgmentSerializer(serializers.Serializer):
-    """One judge kind for one task under one judge. `skipped`: the response was empty, so the
-    verdict is false and no judge was called."""
+    """One judged slot of one task under one judge. ``fixed``: the outcome the benchmark's rules
+    decided without calling the judge (an empty answer, say). A judgment shared with other
+    submissions (identical requests are judged once) shows when this submission used it."""
 
     judge = serializers.CharField(source="judge.slug")
     kind = serializers.CharField()
+    slot = serializers.CharField()
+    label = serializers.CharField()
     skipped = serializers.SerializerMethodField()
+    fixed = serializers.JSONField(allow_null=True)
     status = serializers.CharField(source="judgment.status", allow_null=True, default=None)
     verdict = serializers.SerializerMethodField()
+    output = serializers.JSONField(source="judgment.output", allow_null=True, default=None)
     reasoning = serializers.CharField(source="judgment.reasoning", allow_null=True, default=None)
     raw_output = serializers.CharField(source="judgment.raw_output", allow_null=True, default=None)
+    earlier_outputs = serializers.JSONField(
+        source="judgment.earlier_outputs", allow_null=True, default=None
+    )
+    system_prompt = serializers.CharField(
+        source="judgment.system_prompt", allow_null=True, default=None
+    )
     prompt = serializers.CharField(source="judgment.prompt", allow_null=True, default=None)
     prompt_version = serializers.IntegerField(
         source="judgment.prompt_version.version", allow_null=True, default=None
@@ -278,9 +275,7 @@ class TaskJudgmentSerializer(serializers.Serializer):
     )
     attempts = serializers.IntegerField(source="judgment.attempts", allow_null=True, default=None)
     error = serializers.CharField(source="judgment.error", allow_null=True, default=None)
-    completed_at = serializers.DateTimeField(
-        source="judgment.completed_at", allow_null=True, default=None
-    )
+    used_at = serializers.DateTimeField(source="linked_at", allow_null=True)
 
     @extend_schema_field(OpenApiTypes.BOOL)
     def get_skipped(self, link: TaskJudgment) -> bool:
@@ -289,7 +284,7 @@ class TaskJudgmentSerializer(serializers.Serializer):
     @extend_schema_field(OpenApiTypes.BOOL)
     def get_verdict(self, link: TaskJudgment) -> bool | None:
         if link.judgment_id is None:
-            return False
+            return (link.fixed or {}).get("verdict")
         return link.judgment.verdict
 
 

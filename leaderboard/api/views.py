@@ -49,7 +49,8 @@ class BenchmarkList(generics.ListAPIView):
 
 
 class BenchmarkDetail(generics.RetrieveAPIView):
-    """A benchmark: tasks per family and the judges that can score it."""
+    """A benchmark: what its plug-in declares (metrics, splits, filters, upload format) and the
+    judges that can score it."""
 
     serializer_class = BenchmarkDetailSerializer
     lookup_field = "slug"
@@ -59,7 +60,7 @@ class BenchmarkDetail(generics.RetrieveAPIView):
 
     def retrieve(self, request, *args, **kwargs):
         benchmark = self.get_object()
-        benchmark.families = selectors.benchmark_families(benchmark=benchmark)
+        benchmark.declaration = selectors.benchmark_declaration(benchmark=benchmark)
         benchmark.judge_list = list(selectors.benchmark_judges(benchmark=benchmark))
         context = {
             **self.get_serializer_context(),

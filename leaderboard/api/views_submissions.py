@@ -11,10 +11,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluation.models import Submission
-from evaluation.selectors import submission_progress, submissions_visible_to
+from evaluation.selectors import (
+    submission_progress,
+    submissions_visible_to,
+    task_results_filtered,
+)
 from leaderboard.accounts import services as account_services
 from leaderboard.api import selectors
-from leaderboard.api.filters import SubmissionFilters, TaskFilters, validated
+from leaderboard.api.filters import SubmissionFilters, task_filters, validated
 from leaderboard.api.pagination import Pagination
 from leaderboard.api.serializers import (
     RetryRequestSerializer,
@@ -68,17 +72,31 @@ class SubmissionDetail(APIView):
         return Response(_detail(request, visible_submission(request, pk)))
 
 
-@extend_schema(parameters=[TaskFilters])
+@extend_schema(
+    parameters=[
+        OpenApiParameter(
+            "verdict", str, enum=["correct", "wrong", "none"], description="Under its judge"
+        ),
+        OpenApiParameter(
+            "filter",
+            str,
+            description="Stands for any task filter the benchmark declares "
+            "(GET /api/benchmarks/<slug>/: declaration.task_filters), given by its name, e.g. "
+            "family=discussion or spoke=true",
+        ),
+    ]
+)
 class SubmissionTaskList(generics.ListAPIView):
-    """What detection decided for each task: whether the agent spoke, when, and what it said."""
+    """Each task of the submission: the task's fields, this submission's part of the upload
+    and what processing found, filtered by the benchmark's task filters."""
 
     serializer_class = TaskResultSerializer
     pagination_class = Pagination
 
     def get_queryset(self):
         submission = visible_submission(self.request, self.kwargs["pk"])
-        filters = validated(TaskFilters, self.request)
-        return selectors.submission_tasks(submission=submission, filters=filters)
+        filters = task_filters(submission, self.request)
+        return task_results_filtered(submission=submission, filters=filters)
 
 
 class TaskJudgmentList(APIView):

@@ -4,7 +4,7 @@ from django import template
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
-from leaderboard.stats import wilson_pct
+from evaluation.stats import wilson_pct
 
 register = template.Library()
 
@@ -42,32 +42,42 @@ def kappa(value) -> str:
     return "undefined" if value is None else f"{value:.3f}"
 
 
+def metric_text(value, metric) -> str:
+    """A metric's value as the benchmark prints it: its declared decimals; a dash when there is
+    none."""
+    if value is None:
+        return "–"
+    return f"{value:.{metric.decimals}f}"
+
+
 @register.simple_tag
 def board_cell(results, column, intervals=None) -> dict:
     """What one board cell shows: the number, its 95% interval text, and the hover text."""
-    if column.kind != "rate":
-        value = column.value(results)
-        return {
-            "text": seconds(value),
-            "interval": "",
-            "title": "" if value is None else "mean latency of the tasks where the agent spoke",
-        }
-    rate = column.rate(results)
-    text = pct(rate)
-    if rate is None or rate.get("pct") is None:
-        return {"text": text, "interval": "", "title": "no items"}
-    interval = intervals.get(column.key) if intervals is not None else wilson_pct(rate)
+    metric = column.metric
+    value = column.value(results)
+    text = metric_text(value, metric)
+    if value is None:
+        return {"text": text, "interval": "", "title": "no items" if column.kind == "rate" else ""}
+    interval = intervals.get(column.key) if intervals is not None else column.interval(results)
+    counts = ""
+    if column.kind == "rate":
+        rate = column.rate(results) or {}
+        if isinstance(rate.get("count"), int):
+            counts = f"{rate['count']}/{rate['total']}; "
+    if metric.interval == "none":
+        return {"text": text, "interval": "", "title": counts + metric.description}
     if interval is None:
         return {
             "text": text,
             "interval": "",
-            "title": "reported in the paper without counts: no interval",
+            "title": counts + "reported without counts: no interval",
         }
-    span = f"{interval[0]:.2f}–{interval[1]:.2f}"
+    span = f"{interval[0]:.{metric.decimals}f}–{interval[1]:.{metric.decimals}f}"
+    method = "Wilson" if metric.interval == "wilson" else "bootstrap"
     return {
         "text": text,
         "interval": f"[{span}]",
-        "title": f"{rate['count']}/{rate['total']}; 95% Wilson interval {span}%",
+        "title": f"{counts}95% {method} interval {span}{metric.unit}",
     }
 
 
@@ -112,6 +122,11 @@ def _badges(entry, judge_name: str) -> list[str]:
             f'<span class="badge private" title="Unpublished: seen only by its team{hidden}">'
             "private</span>"
         )
+    if entry.rescoring:
+        badges.append(
+            '<span class="badge rescoring" title="Being re-scored: these are the numbers until '
+            'the new ones replace them">re-scoring</span>'
+        )
     if entry.offline_judge:
         badges.append('<span class="badge offline">offline judge</span>')
     elif entry.verified:
@@ -137,3 +152,18 @@ def board_row(entry, columns, judge_name: str = ""):
         f'<td><a href="{system_url}">{name}</a> {" ".join(_badges(entry, judge_name))}</td>'
         f"<td>{escape(entry.system_type_label)}</td>{cells}</tr>"
     )
+
+
+@register.simple_tag
+def task_cell(value, format: str = "text") -> str:
+    """A value of the per-task table, formatted as its column declares."""
+    if value is None or value == "":
+        return "–"
+    if format == "bool":
+        return "yes" if value else "no"
+    if format == "seconds":
+        return f"{value:g}" if isinstance(value, int | float) else str(value)
+    text = str(value)
+    if format == "truncate" and len(text) > 110:
+        return text[:109] + "…"
+    return text

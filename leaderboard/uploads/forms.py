@@ -1,6 +1,7 @@
 from django import forms
 
-from evaluation.models import Benchmark, System
+from evaluation.benchmarks import get_plugin
+from evaluation.models import Benchmark
 from leaderboard.uploads.selectors import teams_of
 
 
@@ -14,11 +15,7 @@ class UploadStartForm(forms.Form):
         error_messages={"invalid_choice": "You are not a member of that team."},
     )
     system_name = forms.CharField(max_length=200, label="System name")
-    system_type = forms.ChoiceField(
-        choices=[("", "as in the bundle's manifest")] + list(System.SystemType.choices),
-        required=False,
-        label="System type",
-    )
+    system_type = forms.ChoiceField(required=False, label="System type")
     judge = forms.ModelChoiceField(
         queryset=None, to_field_name="slug", required=False, empty_label="the official judge"
     )
@@ -42,9 +39,28 @@ class UploadStartForm(forms.Form):
         judge.label_from_instance = lambda j: j.name
         if not benchmark.judges.filter(is_official=True).exists():
             judge.required, judge.empty_label = True, None
+        plugin = get_plugin(benchmark.plugin)
+        groups = [(group.key, group.label) for group in plugin.row_groups]
+        if groups:
+            self.fields["system_type"].choices = [("", "as in the upload's manifest"), *groups]
+        else:
+            del self.fields["system_type"]
+        # The choices the benchmark asks a submitter to declare (a run mode, say).
+        self.option_names = []
+        for option in plugin.upload.options:
+            self.fields[f"option_{option.name}"] = forms.ChoiceField(
+                choices=option.choices,
+                initial=option.default,
+                label=option.label,
+                help_text=option.help,
+            )
+            self.option_names.append(option.name)
+
+    def options(self) -> dict:
+        return {name: self.cleaned_data[f"option_{name}"] for name in self.option_names}
 
     def clean(self):
         cleaned = super().clean()
         if self.is_bound and not cleaned.get("size"):
-            self.add_error("size", "Choose a bundle (.zip) to upload.")
+            self.add_error("size", "Choose a file to upload.")
         return cleaned

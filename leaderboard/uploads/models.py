@@ -41,7 +41,9 @@ class Upload(models.Model):
     received = models.BigIntegerField(default=0, help_text="Bytes on the server (chunked)")
     # Submission fields chosen on the form.
     system_name = models.CharField(max_length=200)
-    system_type = models.CharField(max_length=20, blank=True)
+    system_type = models.CharField(max_length=50, blank=True)
+    # The choices the benchmark asks a submitter to declare with an upload (a run mode, say).
+    options = models.JSONField(default=dict, blank=True)
     judge = models.ForeignKey(Judge, on_delete=models.SET_NULL, null=True, related_name="+")
     allow_partial = models.BooleanField(default=False)
     publish = models.BooleanField(default=False)

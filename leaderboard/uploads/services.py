@@ -116,7 +116,7 @@ def submission_create_within_limits(
             benchmark=benchmark,
             bundle_path=bundle_path,
             system_name=system_name,
-            system_type=system_type,
+            row_group=system_type,
             judge=judge,
             allow_partial=allow_partial,
             team=team,
@@ -184,6 +184,7 @@ def submission_create_via_api(
     allow_partial: bool = False,
     publish: bool = False,
     idempotency_key: str = "",
+    options: dict | None = None,
 ) -> tuple[Upload, bool]:
     """(upload record, created). The same Idempotency-Key with the same request returns the
     first result; with a different request it raises IdempotencyConflict. A rejected bundle
@@ -200,6 +201,7 @@ def submission_create_via_api(
                 "judge": judge.pk if judge else None,
                 "allow_partial": allow_partial,
                 "publish": publish,
+                "options": options or {},
                 "bundle_sha256": sha,
             },
             sort_keys=True,
@@ -210,7 +212,7 @@ def submission_create_via_api(
         if prior is not None:
             return prior, False
     report, contents = bundle_validate(
-        benchmark=benchmark, path=bundle_path, allow_partial=allow_partial
+        benchmark=benchmark, path=bundle_path, allow_partial=allow_partial, options=options
     )
     if not report.ok:
         raise BundleRejected(report)
@@ -245,6 +247,7 @@ def submission_create_via_api(
             received=size,
             system_name=system_name,
             system_type=system_type,
+            options=contents.options,
             judge=submission.judge,
             allow_partial=allow_partial,
             publish=publish,
@@ -272,6 +275,7 @@ def upload_start(
     judge: Judge | None = None,
     allow_partial: bool = False,
     publish: bool = False,
+    options: dict | None = None,
 ) -> Upload:
     """Open an upload: a partial file on the filesystem, or a multipart upload in the bucket.
     Refused at once when the team could not submit now, before any byte is sent."""
@@ -294,6 +298,7 @@ def upload_start(
         size=size,
         system_name=system_name,
         system_type=system_type,
+        options=options or {},
         judge=judge,
         allow_partial=allow_partial,
         publish=publish,
@@ -473,7 +478,10 @@ def upload_finish(*, upload: Upload) -> Upload:
     try:
         with _local_bundle(upload) as path:
             report, contents = bundle_validate(
-                benchmark=upload.benchmark, path=path, allow_partial=upload.allow_partial
+                benchmark=upload.benchmark,
+                path=path,
+                allow_partial=upload.allow_partial,
+                options=upload.options,
             )
             upload.report = report.as_dict()
             if report.ok:

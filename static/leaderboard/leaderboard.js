@@ -59,10 +59,22 @@
       if (!figures.points) { status.textContent = "No rows to plot."; return null; }
       return loadPlotly(charts.dataset.plotly).then(function (Plotly) {
         var options = { responsive: true, displaylogo: false };
-        return Promise.all([
-          Plotly.newPlot("chart-latency", figures.latency.data, figures.latency.layout, options),
-          Plotly.newPlot("chart-splits", figures.splits.data, figures.splits.layout, options),
-        ]).then(function () {
+        var holder = document.getElementById("chart-list");
+        return Promise.all(figures.figures.map(function (figure, index) {
+          var node = document.createElement("div");
+          node.className = "chart";
+          node.id = "chart-" + index;
+          holder.appendChild(node);
+          return Plotly.newPlot(node, figure.data, figure.layout, options).then(function () {
+            // A point or bar opens its system's page (the last custom field is its address).
+            node.on("plotly_click", function (event) {
+              var point = event.points && event.points[0];
+              var data = point && point.customdata;
+              var url = data && data[data.length - 1];
+              if (url && url.charAt(0) === "/") { window.location.href = url; }
+            });
+          });
+        })).then(function () {
           status.textContent = "";
           charts.dataset.ready = "1";
         });

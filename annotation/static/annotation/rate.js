@@ -4,8 +4,8 @@
  * to the server every few seconds and when the tab is hidden, so a reopened link resumes with
  * the same label chosen and the players where they were.
  *
- * Keys: space play/pause the active player, left/right seek it 5 s, C/R make the conversation or
- * response player active, 1/2 choose a label, 0 or 3 "can't judge", Enter submit.
+ * Keys: space play/pause the active player, left/right seek it 5 s, C moves to the next context
+ * clip and R to the response, 1/2 choose a label, 0 or 3 "can't judge", Enter submit.
  */
 (function () {
   "use strict";
@@ -89,6 +89,10 @@
 
   // --- players ---------------------------------------------------------------------------------
 
+  function activeName() {
+    return Object.keys(players).filter(function (name) { return players[name] === active; })[0];
+  }
+
   function setActive(name) {
     if (!players[name]) return;
     active = players[name];
@@ -104,10 +108,12 @@
     players[name] = player;
     var restored = false;
     var resumeAt = (state.positions || {})[name];
+    // A clip with a window starts there (where the judged part begins).
+    var start = parseFloat(root.getAttribute("data-start") || "0") || 0;
     player.on("ready", function () {
-      if (!restored && resumeAt > 0 && player.currentTime === 0) {
+      if (!restored && player.currentTime === 0 && (resumeAt > 0 || start > 0)) {
         restored = true;
-        player.seek(resumeAt);
+        player.seek(resumeAt > 0 ? resumeAt : start);
       }
     });
     player.on("play", function () {
@@ -119,7 +125,8 @@
     player.on("ratechange", function () { log("rate", name, { value: player.rate }); });
     player.on("ended", function () {
       log("ended", name, { position: player.currentTime });
-      if (name === "conversation" && players.response) setActive("response");
+      var next = order[order.indexOf(name) + 1];
+      if (next) setActive(next);
     });
     player.on("playedthrough", function () {
       log("played_through", name, { position: player.currentTime });
@@ -217,7 +224,12 @@
     if (key === " ") { if (active) active.toggle(); }
     else if (key === "ArrowLeft") { if (active) active.seekBy(-5); }
     else if (key === "ArrowRight") { if (active) active.seekBy(5); }
-    else if (key === "c" || key === "C") setActive("conversation");
+    else if (key === "c" || key === "C") {
+      // Each press moves to the next context clip, then round again.
+      var contexts = order.filter(function (name) { return name !== "response"; });
+      var at = contexts.indexOf(activeName());
+      setActive(contexts[(at + 1) % contexts.length]);
+    }
     else if (key === "r" || key === "R") setActive("response");
     else if (key === "1" || key === "2") choose(labelFor(key));
     else if (key === "0" || key === "3") choose(labelFor("0"));
@@ -255,9 +267,12 @@
   window.addEventListener("pagehide", function () { flush(true); });
   setInterval(function () { if (document.visibilityState === "visible") flush(false); }, FLUSH_MS);
 
-  mountPlayer("conversation");
-  mountPlayer("response");
-  setActive(players.conversation ? "conversation" : "response");
+  var order = [];
+  document.querySelectorAll("[data-floorboard-player][data-name]").forEach(function (root) {
+    order.push(root.getAttribute("data-name"));
+    mountPlayer(root.getAttribute("data-name"));
+  });
+  setActive(order[0]);
   var resumed = !!(state.draftLabel || Object.keys(state.positions || {}).length);
   log(resumed ? "resume" : "show");
   refresh();

@@ -3,27 +3,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
-from .scoring import FAMILIES, KINDS, TaskSpec
+from evaluation.benchmarks.base import PromptSource, Source, SourceError, TaskSource
 
-
-class SourceError(ValueError):
-    pass
-
-
-@dataclass(frozen=True)
-class Prompt:
-    kind: str
-    template: str
-    schema: dict
-
-
-@dataclass(frozen=True)
-class Source:
-    tasks: list[TaskSpec]
-    prompts: list[Prompt]
+from .scoring import FAMILIES, KINDS
 
 
 def _tasks_file(directory: Path) -> Path:
@@ -33,7 +17,7 @@ def _tasks_file(directory: Path) -> Path:
     raise SourceError(f"{directory}: no benchmark/tasks.jsonl or tasks.jsonl")
 
 
-def _task(line_number: int, record) -> TaskSpec:
+def _task(line_number: int, record) -> TaskSource:
     where = f"tasks.jsonl line {line_number}"
     if not isinstance(record, dict):
         raise SourceError(f"{where}: not a JSON object")
@@ -50,20 +34,22 @@ def _task(line_number: int, record) -> TaskSpec:
     if not isinstance(metatranscript, str):
         # Judges see the raw string; a pre-parsed object is serialised the way the file would be.
         metatranscript = json.dumps(metatranscript)
-    return TaskSpec(
+    return TaskSource(
         task_id=str(record["task_dir"]),
-        family=record["family"],
-        should_speak=record["should_speak"],
-        metatranscript=metatranscript,
-        question_text=str(record.get("question_text") or ""),
-        answer_text=str(record.get("answer_text") or ""),
-        is_speaker_name=bool(record.get("is_speaker_name", False)),
+        spec={
+            "family": record["family"],
+            "should_speak": record["should_speak"],
+            "metatranscript": metatranscript,
+            "question_text": str(record.get("question_text") or ""),
+            "answer_text": str(record.get("answer_text") or ""),
+            "is_speaker_name": bool(record.get("is_speaker_name", False)),
+        },
     )
 
 
 def read_source(directory: Path) -> Source:
     directory = Path(directory)
-    tasks: list[TaskSpec] = []
+    tasks: list[TaskSource] = []
     seen: set[str] = set()
     with _tasks_file(directory).open(encoding="utf-8") as handle:
         for line_number, line in enumerate(handle, start=1):
@@ -98,5 +84,5 @@ def read_source(directory: Path) -> Source:
         # newline="" keeps the template byte for byte, as the harness reads it.
         with template_path.open(encoding="utf-8", newline="") as handle:
             template = handle.read()
-        prompts.append(Prompt(kind=kind, template=template, schema=schema))
+        prompts.append(PromptSource(kind=kind, template=template, schema=schema))
     return Source(tasks=tasks, prompts=prompts)

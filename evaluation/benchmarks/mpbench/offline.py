@@ -7,12 +7,12 @@ discussion verdicts are honest keyword heuristics and say so in their reasoning.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from itertools import permutations
 
+from .conversation import conversation_turns
 from .scoring import DISCUSSION, SPEAKER_NAME, TURNBASED, UNDERSTANDING, TaskSpec
 
 AI = "AI"
@@ -67,22 +67,10 @@ class Transcript:
 
 
 def load_transcript(metatranscript: str) -> Transcript:
-    """The task's metatranscript JSON; anything malformed reads as an empty transcript."""
-    try:
-        data = json.loads(metatranscript)
-    except (TypeError, ValueError):
-        return Transcript((), ())
-    if not isinstance(data, dict):
-        return Transcript((), ())
-    speakers = tuple(
-        str(s["name"]) for s in data.get("speakers") or [] if isinstance(s, dict) and s.get("name")
-    )
-    turns = tuple(
-        Turn(str(t.get("speaker", "")), str(t.get("content", "")))
-        for t in data.get("metatranscript") or []
-        if isinstance(t, dict)
-    )
-    return Transcript(speakers, turns)
+    """The task's metatranscript; anything malformed reads as an empty transcript."""
+    conversation = conversation_turns(metatranscript)
+    turns = tuple(Turn(t["speaker"], t["content"]) for t in conversation.turns)
+    return Transcript(conversation.speaker_names, turns)
 
 
 def _humans(transcript: Transcript) -> list[str]:

@@ -67,3 +67,8 @@ def reported_results(values: tuple) -> dict:
 
 def reported_rows() -> list[tuple[str, str, dict]]:
     return [(name, system_type, reported_results(values)) for name, system_type, values in TABLE_3]
+
+
+# What the paper says of each system beyond its numbers (architecture, open weights, size, links),
+# keyed by the row's name; shown on the system page and used by the board's filters.
+FACTS: dict[str, dict] = {}

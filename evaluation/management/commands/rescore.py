@@ -18,14 +18,16 @@ class Command(BaseCommand):
             submissions = Submission.objects.filter(pk=submission, is_reported=False)
             if not submissions.exists():
                 raise CommandError(f"no submission {submission}")
-            if not submissions.filter(half_duplex__isnull=False).exists():
-                raise CommandError(f"submission {submission} has not been through detection yet")
+            if not submissions.filter(task_results__detected=True).exists():
+                raise CommandError(f"submission {submission} has not been processed yet")
         else:
             board = Benchmark.objects.filter(slug=benchmark).first()
             if board is None:
                 raise CommandError(f"unknown benchmark {benchmark!r}")
-            # Only submissions whose detections exist: judging needs them.
-            submissions = board.submissions.filter(is_reported=False, half_duplex__isnull=False)
+            # Only submissions whose processing has run: judging needs its output.
+            submissions = board.submissions.filter(
+                is_reported=False, task_results__detected=True
+            ).distinct()
         count = 0
         for item in submissions.select_related("benchmark", "judge"):
             chosen = item.judge

@@ -1,5 +1,6 @@
-"""Demo data for `make demo`: an invented MP-Bench-format benchmark with audio that plays, a few
-invented systems queued for scoring by the offline judge, and MP-Bench's paper Table 3."""
+"""Demo data for `make demo`: for every benchmark plug-in, an invented benchmark in its format
+with audio that plays, invented systems queued for scoring by the offline judge, and the rows
+its paper reports on the benchmark's own (empty) board."""
 
 from pathlib import Path
 
@@ -8,68 +9,76 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from evaluation import demo
+from evaluation.benchmarks import registry
 from evaluation.models import Benchmark, Membership, Team
 from evaluation.services import benchmark_import, reported_rows_load, submission_create
 
-DEMO_SLUG = "mp-bench-demo"
 # Local demo only: the embedded default is never served beyond 127.0.0.1.
 DEMO_USER, DEMO_PASSWORD = "demo", "floorboard-demo"
 
 
+def demo_slug(plugin) -> str:
+    return f"{plugin.slug}-demo"
+
+
 class Command(BaseCommand):
-    help = "Create the demo benchmark, queue the demo systems' bundles, preload the paper's table."
+    help = "Create each benchmark's demo board, queue its demo systems, preload its paper rows."
 
     def handle(self, *args, **options):
-        work = Path(settings.VAR_DIR) / "demo"
+        self._demo_account()
+        for plugin in registry().values():
+            self._seed(plugin)
+
+    def _seed(self, plugin):
+        work = Path(settings.VAR_DIR) / "demo" / plugin.slug
         source = work / "benchmark"
-        demo.write_demo_benchmark(source)
+        try:
+            plugin.write_demo_source(source)
+        except NotImplementedError:
+            self.stdout.write(f"{plugin.name}: no demo data")
+            return
+        slug = demo_slug(plugin)
         summary = benchmark_import(
-            slug=DEMO_SLUG,
+            slug=slug,
             directory=source,
-            name="MP-Bench format demo (synthetic conversations)",
+            plugin=plugin.slug,
+            name=f"{plugin.name} format demo (synthetic)",
             is_demo=True,
         )
         board = summary.benchmark
-        if not board.description:
-            board.description = (
-                "Invented conversations and fictional systems; scored by the offline judge."
-            )
+        description = "Invented tasks and fictional systems; scored by the offline judge."
+        if board.description != description:
+            board.description = description
             board.save(update_fields=["description"])
 
         with transaction.atomic():
-            mpbench, _ = Benchmark.objects.get_or_create(
-                slug="mp-bench", defaults={"name": "MP-Bench", "plugin": "mp-bench"}
+            real, _ = Benchmark.objects.get_or_create(
+                slug=plugin.slug,
+                defaults={
+                    "name": plugin.name,
+                    "plugin": plugin.slug,
+                    "description": plugin.description,
+                },
             )
-            loaded = reported_rows_load(benchmark=mpbench)
-        self.stdout.write(f"MP-Bench: {loaded} paper rows added")
+            loaded = reported_rows_load(benchmark=real)
+        self.stdout.write(f"{plugin.name}: {loaded} paper rows added")
 
-        self._demo_account()
         if board.submissions.exists():
-            self.stdout.write(
-                f"{DEMO_SLUG}: already seeded ({board.submissions.count()} submissions)"
-            )
+            self.stdout.write(f"{slug}: already seeded ({board.submissions.count()} submissions)")
             return
         offline = board.judges.get(slug="offline")
-        bundles = work / "bundles"
-        bundles.mkdir(parents=True, exist_ok=True)
-        for entry in demo.DEMO_SYSTEMS:
-            path = bundles / f"{entry['profile']}.zip"
-            demo.write_demo_bundle_zip(
-                path,
-                profile=entry["profile"],
-                seed=entry["seed"],
-                manifest=demo.system_manifest(entry),
-            )
+        for run in plugin.write_demo_runs(work / "uploads"):
             submission = submission_create(
                 benchmark=board,
-                bundle_path=path,
-                system_name=entry["name"],
-                system_type=entry["system_type"],
+                bundle_path=run.path,
+                system_name=run.system,
+                row_group=run.row_group,
                 judge=offline,
                 publish=True,
+                options=dict(run.options),
             )
-            self.stdout.write(f"{DEMO_SLUG}: queued {entry['name']} as submission {submission.pk}")
+            self.stdout.write(f"{slug}: queued {run.system} as submission {submission.pk}")
+        self.stdout.write(f"{slug}: demo uploads are in {work / 'uploads'}")
 
     def _demo_account(self):
         """A local staff account in a team, so the demo shows uploads, judges and studies."""

@@ -7,7 +7,7 @@ import warnings
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from leaderboard.stats import agreement, agreement_from_table, wilson_interval, wilson_pct
+from evaluation.stats import agreement, agreement_from_table, wilson_interval, wilson_pct
 
 Z = 1.959963984540054
 

@@ -1,0 +1,647 @@
+"""The interface every benchmark plug-in implements, and the declarations the engine renders.
+
+A plug-in is one package under ``evaluation/benchmarks/<name>/`` that is also a Django app (so it
+can ship templates, static files and, where JSON on the engine's rows does not serve, models of its
+own). Its ``__init__.py`` exposes ``plugin``, an instance of a :class:`BenchmarkPlugin` subclass,
+and the package is listed in the ``FLOORBOARD_BENCHMARKS`` setting. The engine (pipeline, board,
+submission and task pages, API, exports, charts, judge agreement, rating studies, admin) reads
+only what is declared here; it never names a benchmark or knows a metric key.
+
+How a submission flows through a plug-in:
+
+1. ``validate_upload`` reads the uploaded file once and reports every problem by task/line and
+   file; nothing is stored for a rejected upload.
+2. ``ingest`` walks the stored upload and yields one :class:`IngestedTask` per task: the files
+   the engine stores or references and the task's data (a prediction row, say).
+3. The :attr:`steps` run in order, each per task (fanned out in chunks across workers) or once per
+   submission; each returns JSON merged into the task result's ``detection``.
+4. ``judgment_requests`` lists, per task, the judge calls it needs (any number of slots per judge
+   kind) and the outcomes decided without a call. Identical requests share one stored judgment
+   (the cache), so a re-score calls nothing.
+5. ``parse_output`` turns a judge's raw answer into a structured result.
+6. ``aggregate`` turns the per-task outcomes into the benchmark's results; :attr:`metrics`
+   declares how the board reads, sorts, rounds and bounds them.
+
+Everything here is plain Python: no hook receives a model instance, and pure computation stays
+testable without a database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, ClassVar, Literal
+
+# --- Import ---------------------------------------------------------------------------------
+
+
+class SourceError(ValueError):
+    """The benchmark's release cannot be imported; the message names the file and record."""
+
+
+@dataclass(frozen=True)
+class TaskSource:
+    """One task as the release defines it. ``spec`` holds every field of the task (JSON)."""
+
+    task_id: str
+    spec: dict
+
+
+@dataclass(frozen=True)
+class PromptSource:
+    """One judge kind's prompt: the template text as the release has it, byte for byte, an
+    optional JSON schema for the answer, and optional further template parts (a system
+    message template beside a user message template, say)."""
+
+    kind: str
+    template: str
+    schema: dict | None = None
+    parts: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Asset:
+    """A file of the release stored with the benchmark (a task's audio, say); ``open`` returns
+    a binary stream so that nothing is held whole in memory."""
+
+    task_id: str
+    name: str
+    open: Callable[[], IO[bytes]]
+
+
+@dataclass(frozen=True)
+class ImportOption:
+    """A further input an import needs besides the release directory (a prompt file the
+    operator names, say): ``import_benchmark ... --<name> VALUE``."""
+
+    name: str
+    help: str
+    required: bool = False
+
+
+@dataclass
+class Source:
+    tasks: list[TaskSource]
+    prompts: list[PromptSource]
+    assets: Iterable[Asset] = ()
+
+
+# --- Uploads --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UploadOption:
+    """A choice the submitter declares with an upload (a run mode, an output modality)."""
+
+    name: str
+    label: str
+    choices: tuple[tuple[str, str], ...]
+    default: str = ""
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class UploadLimits:
+    """What the site allows for one upload (settings, capped by the plug-in's own limits)."""
+
+    max_bytes: int
+    max_ratio: float
+
+
+@dataclass(frozen=True)
+class UploadFormat:
+    label: str  # "a zip of the harness's scenario_* folders"
+    suffixes: tuple[str, ...]  # accepted file name endings, lower case: (".zip",)
+    description: str = ""
+    options: tuple[UploadOption, ...] = ()
+    # Directories given to the CLI are zipped before validation.
+    directories_are_zipped: bool = True
+
+
+@dataclass
+class UploadContents:
+    """What validation learned: the manifest describing the system, the tasks present and
+    missing, the submitter's declared options, and facts for the submission."""
+
+    manifest: dict = field(default_factory=dict)
+    present: set[str] = field(default_factory=set)
+    missing: list[str] = field(default_factory=list)
+    options: dict = field(default_factory=dict)
+    # Private state passed from validation to ingest within one process (never stored).
+    extra: Any = None
+
+
+@dataclass
+class IngestedTask:
+    """One task of an upload: ``files`` maps a relative name to where the engine finds it
+    (``{"size": n, "entry": "<member of the stored upload>"}``), ``store`` lists the files the
+    engine copies to storage one object each (audio, served with Range requests), ``data`` is
+    the task's part of the upload as JSON."""
+
+    task_id: str
+    files: dict = field(default_factory=dict)
+    store: list[tuple[str, Callable[[], IO[bytes]], int]] = field(default_factory=list)
+    data: dict = field(default_factory=dict)
+
+
+# --- Processing -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """A processing step before judging. ``scope`` is "task" (run per task, fanned out in
+    chunks across workers) or "submission" (run once over every task). ``version`` names the
+    processing that produced the numbers (a model's hash, a rules revision)."""
+
+    name: str
+    scope: Literal["task", "submission"]
+    label: str
+    version: str = "1"
+    chunk_size: int = 200
+
+
+class TaskFiles:
+    """The files of one task result, read lazily: from the stored upload or from storage."""
+
+    def size(self, name: str) -> int | None:
+        raise NotImplementedError
+
+    def read(self, name: str) -> bytes:
+        raise NotImplementedError
+
+    def open(self, name: str) -> IO[bytes]:
+        raise NotImplementedError
+
+    def names(self) -> list[str]:
+        raise NotImplementedError
+
+
+@dataclass
+class TaskInput:
+    """One task of one submission as a plug-in sees it."""
+
+    task_id: str
+    spec: dict
+    data: dict = field(default_factory=dict)
+    detection: dict = field(default_factory=dict)
+    files: TaskFiles | None = None
+    # Every stored audio file of the task by name (the benchmark's, then the submission's),
+    # as a storage key.
+    assets: Mapping[str, str] = field(default_factory=dict)
+
+
+# --- Judging --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JudgeKind:
+    """A judged question. ``response_format`` is "json_schema" (the prompt's schema, strict),
+    "json_object" or "text". ``answer_attempts``: answered calls made until one parses (the
+    first parseable one decides). ``unparseable``: what an answer that never parses becomes —
+    "failed" (no verdict, retryable on request) or "outcome" (a scored result, e.g. not met)."""
+
+    key: str
+    label: str
+    response_format: Literal["json_schema", "json_object", "text"] = "json_schema"
+    schema_name: str = ""
+    answer_attempts: int = 1
+    unparseable: Literal["failed", "outcome"] = "failed"
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class JudgeDefaults:
+    """The judge a benchmark's import creates as official, as its paper or harness ran it."""
+
+    slug: str
+    name: str
+    provider: str
+    models_by_kind: Mapping[str, str]
+    send_sampling_params: bool = True
+
+
+@dataclass(frozen=True)
+class JudgmentRequest:
+    """One judged slot of one task. ``prompt`` (the user message) and ``system`` are sent;
+    ``fixed`` is the outcome decided without a call (the prompt is then empty) — for example
+    an empty answer that fails by rule. ``context`` is what parsing needs beyond the raw text
+    (the number of rubric atoms, say); it is part of what the prompt determines."""
+
+    kind: str
+    slot: str = ""
+    prompt: str = ""
+    system: str = ""
+    fixed: dict | None = None
+    context: dict = field(default_factory=dict)
+    label: str = ""  # what the slot is, for people ("rubric 3", "window 12.4-15.0 s")
+
+
+@dataclass(frozen=True)
+class ParsedOutput:
+    """A judge answer read: ``output`` is the structured result (None: unparseable),
+    ``verdict`` its summary where one exists (this slot passed or not)."""
+
+    output: dict | None
+    verdict: bool | None = None
+    reasoning: str = ""
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class JudgedSlot:
+    """A stored outcome handed to aggregation: ``state`` is "done", "fixed" (decided without a
+    call), "failed" or "pending"."""
+
+    state: str
+    verdict: bool | None
+    output: dict | None
+
+
+@dataclass
+class TaskOutcome:
+    task_id: str
+    spec: dict
+    data: dict
+    detection: dict
+    # (kind, slot) -> JudgedSlot
+    judged: dict[tuple[str, str], JudgedSlot] = field(default_factory=dict)
+    present: bool = True  # the upload had this task
+
+
+# --- Metrics and the board ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One number of the board, read from the results at ``key`` (a dotted path, under the
+    split's key when the benchmark has splits).
+
+    type: "rate" — a node {"count", "total", "pct"}; "mean" — a node {"value", "pct"?, "ci"?};
+    "duration" — seconds as a plain number; "count" — an integer.
+    interval: "wilson" (from count/total), "bootstrap" (the node's "ci"), "none".
+    """
+
+    key: str
+    label: str
+    group: str = ""
+    type: Literal["rate", "mean", "duration", "count"] = "rate"
+    higher_is_better: bool = True
+    chance: float | None = None
+    interval: Literal["wilson", "bootstrap", "none"] = "none"
+    decimals: int = 2
+    unit: str = "%"
+    description: str = ""
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        parts = tuple(self.key.split("."))
+        if self.type == "rate":
+            return (*parts, "pct")
+        if self.type == "mean":
+            return (*parts, "pct" if self.unit == "%" else "value")
+        return parts
+
+    def node(self, results: Mapping | None):
+        value: Any = results
+        for part in self.key.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        return value
+
+    def value(self, results: Mapping | None) -> float | None:
+        value: Any = results
+        for part in self.path:
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return value
+
+    def counts(self, results: Mapping | None) -> tuple[int, int] | None:
+        """(count, total) behind a rate, when known."""
+        node = self.node(results)
+        if self.type != "rate" or not isinstance(node, Mapping):
+            return None
+        count, total = node.get("count"), node.get("total")
+        if isinstance(count, int) and isinstance(total, int):
+            return count, total
+        return None
+
+    def stored_interval(self, results: Mapping | None) -> tuple[float, float] | None:
+        node = self.node(results)
+        ci = node.get("ci") if isinstance(node, Mapping) else None
+        if (
+            isinstance(ci, list | tuple)
+            and len(ci) == 2
+            and all(isinstance(v, int | float) for v in ci)
+        ):
+            return (float(ci[0]), float(ci[1]))
+        return None
+
+
+@dataclass(frozen=True)
+class Split:
+    """A part of the benchmark scored and ranked on its own, never pooled (a language, a
+    condition). Results hold one entry per split under ``key``."""
+
+    key: str
+    label: str
+
+
+@dataclass(frozen=True)
+class RowGroup:
+    """A group of rows on the board, in declaration order (the paper's system types)."""
+
+    key: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A chart the board draws: "scatter" (metric x against metric y, one point per system) or
+    "bars" (the metrics side by side per system, with chance lines)."""
+
+    kind: Literal["scatter", "bars"]
+    title: str
+    metrics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TaskFilter:
+    """A filter of the per-task drill-down and the API: ``source`` is "spec" (a task field) or
+    "detection" (a processing output); ``field`` the key there; ``type`` "choice" (values
+    listed, or read from the tasks when empty) or "bool"."""
+
+    name: str
+    label: str
+    source: Literal["spec", "detection"]
+    field: str
+    type: Literal["choice", "bool"] = "choice"
+    choices: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class TaskColumn:
+    """A column of the per-task table: the value at ``field`` of the task's spec, data or
+    detection; ``format`` "text", "bool", "seconds" or "truncate"."""
+
+    label: str
+    source: Literal["spec", "data", "detection"]
+    field: str
+    format: Literal["text", "bool", "seconds", "truncate"] = "text"
+
+
+@dataclass(frozen=True)
+class TimelineSpan:
+    start: float
+    end: float
+    text: str = ""
+    css: str = ""  # a class the template styles ("post", "label-T", ...)
+
+
+@dataclass(frozen=True)
+class TimelineLane:
+    """One row of a task's timeline; ``player`` names the clip that clicking a span seeks."""
+
+    label: str
+    spans: tuple[TimelineSpan, ...]
+    player: str = ""
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Lanes of timed spans on one time axis, with labelled markers (seconds). The engine lays
+    it out with a bounded number of ticks whatever the times."""
+
+    lanes: tuple[TimelineLane, ...]
+    markers: tuple[tuple[float, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class ClipSpec:
+    """An audio clip a page or a rater plays: a storage key with what it is, and markers.
+    ``role`` "response" marks the system's own output (raters may be asked to play it through);
+    ``start``/``end`` the part that matters (a time window), in seconds."""
+
+    key: str
+    label: str
+    name: str = ""
+    start: float | None = None
+    end: float | None = None
+    markers: tuple[tuple[float, str], ...] = ()
+    role: Literal["context", "response"] = "context"
+
+
+# --- Rating studies -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StudyKind:
+    """A kind of item human raters label, checked against one judge kind. ``labels`` is the
+    label set; the first is the judge's verdict True, the second its False."""
+
+    key: str
+    label: str
+    judge_kind: str
+    labels: tuple[str, str]
+    question: str = ""
+
+
+@dataclass(frozen=True)
+class StudyUnit:
+    """One thing a rater labels: what they read and hear, and the judge's label for it
+    (None: the judge gave none). ``slot`` identifies it within the task (a rubric atom)."""
+
+    slot: str
+    transcript: list[dict]
+    response_text: str
+    clips: tuple[ClipSpec, ...]
+    judge_label: str | None
+    prompt: str = ""  # the question put to the rater about this unit
+
+
+# --- Reported rows and the demo -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReportedRow:
+    """A row as a paper printed it: results in the plug-in's structure (counts null when the
+    paper gave only percentages) and what the paper says of the system."""
+
+    system: str
+    results: dict
+    row_group: str = ""
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """A submission of the demo: an upload file the demo wrote and the system behind it."""
+
+    path: Path
+    system: str
+    row_group: str = ""
+    manifest: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, str] = field(default_factory=dict)
+
+
+# --- The plug-in ----------------------------------------------------------------------------
+
+
+class BenchmarkPlugin:
+    """Base class of a benchmark plug-in. Subclasses set the declarations and implement the
+    hooks; every hook documents what the engine passes and expects."""
+
+    slug: ClassVar[str]  # the registry key and the default benchmark slug
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    # Bumped whenever the plug-in's scoring rules change the numbers (shown beside each score).
+    rules_version: ClassVar[str] = "1"
+    upload: ClassVar[UploadFormat]
+    import_options: ClassVar[tuple[ImportOption, ...]] = ()
+    steps: ClassVar[tuple[Step, ...]] = ()
+    judge_kinds: ClassVar[tuple[JudgeKind, ...]] = ()
+    official_judge: ClassVar[JudgeDefaults | None] = None
+    metrics: ClassVar[tuple[Metric, ...]] = ()
+    splits: ClassVar[tuple[Split, ...]] = ()
+    row_groups: ClassVar[tuple[RowGroup, ...]] = ()
+    rank_keys: ClassVar[tuple[str, ...]] = ()
+    charts: ClassVar[tuple[Chart, ...]] = ()
+    task_filters: ClassVar[tuple[TaskFilter, ...]] = ()
+    task_columns: ClassVar[tuple[TaskColumn, ...]] = ()
+    study_kinds: ClassVar[tuple[StudyKind, ...]] = ()
+    # The drill-down of one task: a template of the plug-in's package, given task_context().
+    task_template: ClassVar[str] = ""
+    # Plain-language notes for the benchmark's page: the rules and the decisions taken.
+    rules: ClassVar[tuple[str, ...]] = ()
+    reported_source: ClassVar[str] = ""
+    # Submission-wide facts a step records, shown on the submission page: (key, label).
+    facts: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # The row group of a submission that declares none (empty: the first group).
+    default_row_group: ClassVar[str] = ""
+    # Bytes allowed for an upload of this benchmark once uncompressed.
+    max_upload_bytes: ClassVar[int] = 4 * 1024**3
+
+    # --- import ---
+
+    def read_source(self, directory: Path, **options) -> Source:
+        """Tasks, prompts and assets from the benchmark's own release (``options``: the values
+        of :attr:`import_options`). Raise SourceError naming the file and record for anything
+        the rules cannot score."""
+        raise NotImplementedError
+
+    # --- uploads ---
+
+    def validate_upload(
+        self,
+        path: Path,
+        report,
+        *,
+        tasks: Mapping[str, dict],
+        allow_partial: bool,
+        options: Mapping[str, str],
+        limits: UploadLimits,
+    ) -> UploadContents:
+        """Read the upload once and add every problem to ``report`` (a ValidationReport).
+        ``tasks`` maps task id to spec. Missing tasks are problems unless ``allow_partial``."""
+        raise NotImplementedError
+
+    def ingest(
+        self, handle: IO[bytes], *, tasks: Mapping[str, dict], limits: UploadLimits
+    ) -> Iterator[IngestedTask]:
+        """Walk the stored upload (a seekable binary file) once, yielding the tasks it holds.
+        The upload validated before it was stored."""
+        raise NotImplementedError
+
+    # --- processing ---
+
+    def run_task_step(self, step: Step, task: TaskInput, *, facts: Mapping) -> dict:
+        """A task-scope step's output for one task (merged into its detection)."""
+        raise NotImplementedError
+
+    def run_submission_step(
+        self, step: Step, tasks: Sequence[TaskInput], *, facts: Mapping
+    ) -> tuple[dict, dict[str, dict]]:
+        """A submission-scope step: (facts for the submission, detection per task id)."""
+        raise NotImplementedError
+
+    # --- judging ---
+
+    def judgment_requests(
+        self, task: TaskInput, *, prompts: Mapping[str, Any], facts: Mapping
+    ) -> list[JudgmentRequest]:
+        """Every judged slot of a task. ``prompts`` maps a judge kind to its current prompt
+        version (``.template``, ``.parts``, ``.schema``). Tasks absent from the upload are
+        passed too (``task.data`` empty, no files) when the rules judge them."""
+        raise NotImplementedError
+
+    def parse_output(self, kind: str, raw_output: str, *, context: Mapping) -> ParsedOutput:
+        raise NotImplementedError
+
+    def offline_output(self, request: JudgmentRequest, task: TaskInput) -> str:
+        """The raw answer of the offline judge (a documented heuristic, not a model)."""
+        raise NotImplementedError
+
+    # --- scoring ---
+
+    def aggregate(self, outcomes: Sequence[TaskOutcome], *, facts: Mapping) -> dict:
+        """The benchmark's results from every task's outcome; never calls a judge."""
+        raise NotImplementedError
+
+    # --- pages ---
+
+    def task_context(self, task: TaskInput, *, judged: Mapping) -> dict:
+        """Context for ``task_template``. Audio is named as ClipSpec under "clips" (the engine
+        signs the URLs); ``judged`` maps (kind, slot) to the stored outcome."""
+        return {}
+
+    def group_for(self, *, manifest: Mapping, declared: str) -> str:
+        """The board row group of a submission: what the submitter declared, else the
+        manifest's, else the first declared group."""
+        keys = [group.key for group in self.row_groups]
+        for value in (declared, str(manifest.get("system_type", "") or "")):
+            if value in keys:
+                return value
+        return self.default_row_group or (keys[0] if keys else "")
+
+    # --- rating studies ---
+
+    def study_units(self, kind: StudyKind, task: TaskInput, *, judged: Mapping) -> list[StudyUnit]:
+        """What raters label for one task under a study kind (none: nothing to rate)."""
+        return []
+
+    # --- reported rows and the demo ---
+
+    def reported_rows(self) -> list[ReportedRow]:
+        return []
+
+    def write_demo_source(self, directory: Path) -> None:
+        """An invented release in the benchmark's format, for the demo and tests."""
+        raise NotImplementedError
+
+    def write_demo_runs(self, directory: Path) -> list[DemoRun]:
+        """Uploads of invented systems for the demo, written under ``directory``."""
+        return []
+
+    # --- helpers ---
+
+    def judge_kind(self, key: str) -> JudgeKind:
+        for kind in self.judge_kinds:
+            if kind.key == key:
+                return kind
+        raise KeyError(f"{self.slug} has no judge kind {key!r}")
+
+    def metric(self, key: str) -> Metric:
+        for metric in self.metrics:
+            if metric.key == key:
+                return metric
+        raise KeyError(f"{self.slug} has no metric {key!r}")
+
+    def study_kind(self, key: str) -> StudyKind:
+        for kind in self.study_kinds:
+            if kind.key == key:
+                return kind
+        raise KeyError(f"{self.slug} has no study kind {key!r}")
+
+    def row_group_label(self, key: str) -> str:
+        return next((g.label for g in self.row_groups if g.key == key), key)

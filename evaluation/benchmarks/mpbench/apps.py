@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class MPBenchConfig(AppConfig):
+    name = "evaluation.benchmarks.mpbench"
+    label = "mpbench"
+    verbose_name = "MP-Bench"

@@ -1,0 +1,522 @@
+"""MP-Bench as a Floorboard plug-in: the declarations the engine renders and the hooks it calls.
+
+The rules themselves live beside this file (detection.py, scoring.py, bundle.py) and are quoted
+from the harness; this module only maps them onto the plug-in interface.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+from evaluation.benchmarks.base import (
+    BenchmarkPlugin,
+    Chart,
+    ClipSpec,
+    DemoRun,
+    IngestedTask,
+    JudgeDefaults,
+    JudgedSlot,
+    JudgeKind,
+    JudgmentRequest,
+    Metric,
+    ParsedOutput,
+    ReportedRow,
+    RowGroup,
+    Source,
+    Step,
+    StudyKind,
+    StudyUnit,
+    TaskColumn,
+    TaskFilter,
+    TaskInput,
+    TaskOutcome,
+    Timeline,
+    TimelineLane,
+    TimelineSpan,
+    UploadContents,
+    UploadFormat,
+)
+from evaluation.bundles import ValidationReport, scan_zip
+
+from . import bundle, demo, detection, importer, offline, paper, scoring
+from .conversation import conversation_turns
+
+# MP-Bench's official judge (the benchmark's README: gpt-5.4, and gpt-5.2 for speaker names).
+OFFICIAL_MODELS = {
+    scoring.UNDERSTANDING: "gpt-5.4",
+    scoring.DISCUSSION: "gpt-5.4",
+    scoring.TURNBASED: "gpt-5.4",
+    scoring.SPEAKER_NAME: "gpt-5.2",
+}
+SPOKE_VIA = {
+    detection.SPOKE_POST: "words after the input ended",
+    detection.SPOKE_HALF_DUPLEX: "half-duplex run: the whole response counts",
+    detection.SPOKE_FULL_TEXT: "no word timestamps: the whole response counts",
+}
+# The harness's audio beside the transcripts: the conversation, then the agent's own track.
+CONVERSATION_AUDIO = ("all_stitched.wav", "all_stitched/input.wav", "input.wav", "combined.wav")
+RESPONSE_AUDIO = ("response.wav", "all_stitched/output.wav", "output.wav")
+TRANSCRIPT_MAX_BYTES = 50 * 1024 * 1024
+
+
+def _rate(key: str, group: str, label: str, chance: float | None = None) -> Metric:
+    return Metric(key, label, group, "rate", True, chance, "wilson", 2, "%")
+
+
+def _latency(split: str, group: str) -> Metric:
+    return Metric(
+        f"{split}.latency_s",
+        "Lat (s)",
+        group,
+        "duration",
+        False,
+        None,
+        "none",
+        1,
+        "s",
+        "mean latency of the tasks where the agent spoke",
+    )
+
+
+class MPBench(BenchmarkPlugin):
+    slug = "mp-bench"
+    name = "MP-Bench"
+    description = (
+        "927 four-party spoken conversations (three humans and the agent): does the agent "
+        "understand who said what, join a discussion appropriately, and take its turn in games?"
+    )
+    rules_version = "harness-1"
+    upload = UploadFormat(
+        label="a zip of the harness's scenario_* task folders",
+        suffixes=(".zip",),
+        description=(
+            "Each scenario_* folder (at any depth) holds the harness's Whisper-style ASR JSON: "
+            "all_stitched.json (the conversation) and response.json (the agent, same "
+            "timeline), optionally combined.json and WAVs with the same stems; an optional "
+            "manifest.json at the root describes the system."
+        ),
+    )
+    steps = (Step("detect", "submission", "Detect: who spoke, when, and the latency", "1"),)
+    judge_kinds = tuple(
+        JudgeKind(kind, label, "json_schema", "mpbench_eval")
+        for kind, label in (
+            (scoring.UNDERSTANDING, "Understanding"),
+            (scoring.SPEAKER_NAME, "Speaker name"),
+            (scoring.DISCUSSION, "Discussion appropriateness"),
+            (scoring.TURNBASED, "Turn-based appropriateness"),
+        )
+    )
+    official_judge = JudgeDefaults(
+        "official",
+        "MP-Bench official (gpt-5.4; gpt-5.2 for speaker names)",
+        "openai",
+        OFFICIAL_MODELS,
+    )
+    metrics = (
+        _rate("understanding.overall_acc", "Understanding", "Overall Acc"),
+        _rate(
+            "understanding.spk_name_acc",
+            "Understanding",
+            "Spk Name Acc",
+            scoring.CHANCE_PCT["spk_name_acc"],
+        ),
+        _latency("understanding", "Understanding"),
+        _rate("discussion.tt_acc", "Discussion", "T Acc"),
+        _rate("discussion.app_acc", "Discussion", "App Acc"),
+        _latency("discussion", "Discussion"),
+        _rate("turnbased.tt_acc", "Turn-based", "T Acc", scoring.CHANCE_PCT["turnbased.tt_acc"]),
+        _rate("turnbased.app_acc", "Turn-based", "App Acc"),
+        _latency("turnbased", "Turn-based"),
+    )
+    row_groups = (
+        RowGroup("text-llm", "Text LLMs"),
+        RowGroup("non-realtime", "Non-realtime"),
+        RowGroup("realtime", "Realtime"),
+    )
+    # Table 3 is led by overall understanding accuracy; ties fall to the discussion and
+    # turn-based appropriateness accuracies.
+    rank_keys = ("understanding.overall_acc", "discussion.app_acc", "turnbased.app_acc")
+    charts = (
+        Chart(
+            "scatter",
+            "Latency against appropriateness accuracy",
+            (
+                "discussion.latency_s",
+                "discussion.app_acc",
+                "turnbased.latency_s",
+                "turnbased.app_acc",
+            ),
+        ),
+        Chart(
+            "bars",
+            "Accuracy per split",
+            tuple(m.key for m in metrics if m.type == "rate"),
+        ),
+    )
+    task_filters = (
+        TaskFilter("family", "Family", "spec", "family"),
+        TaskFilter("should_speak", "Should speak", "spec", "should_speak", "bool"),
+        TaskFilter("spoke", "Spoke", "detection", "spoke", "bool"),
+        TaskFilter(
+            "turn_taking", "Turn-taking correct", "detection", "turn_taking_correct", "bool"
+        ),
+    )
+    task_columns = (
+        TaskColumn("Family", "spec", "family"),
+        TaskColumn("Should speak", "spec", "should_speak", "bool"),
+        TaskColumn("Spoke", "detection", "spoke", "bool"),
+        TaskColumn("Turn-taking correct", "detection", "turn_taking_correct", "bool"),
+        TaskColumn("Latency (s)", "detection", "latency", "seconds"),
+        TaskColumn("Response after the input", "detection", "post_text", "truncate"),
+    )
+    study_kinds = (
+        StudyKind(
+            scoring.DISCUSSION,
+            "Discussion appropriateness",
+            scoring.DISCUSSION,
+            ("consistent", "inconsistent"),
+            "Is the agent's contribution consistent with the discussion?",
+        ),
+        StudyKind(
+            scoring.TURNBASED,
+            "Turn-based appropriateness",
+            scoring.TURNBASED,
+            ("consistent", "inconsistent"),
+            "Does the agent follow the game's rules and take its turn correctly?",
+        ),
+        StudyKind(
+            scoring.UNDERSTANDING,
+            "Understanding",
+            scoring.UNDERSTANDING,
+            ("correct", "incorrect"),
+            "Does the agent answer the question correctly?",
+        ),
+        StudyKind(
+            scoring.SPEAKER_NAME,
+            "Speaker name",
+            scoring.SPEAKER_NAME,
+            ("correct", "incorrect"),
+            "Does the agent name the right speaker?",
+        ),
+    )
+    task_template = "mpbench/task.html"
+    facts = (("half_duplex", "Half-duplex run"),)
+    rules = (
+        "Transcripts: for each task folder the first (input, output) pair of the harness's "
+        "layouts whose two files both exist and are non-empty; none means the agent did not "
+        "speak.",
+        "Half-duplex probe, once per submission: a run where fewer than a quarter of the "
+        "responding tasks have a word after the input ends is half-duplex, and its whole "
+        "responses count.",
+        "Spoke: a word starting at or after the input end (or, in a half-duplex run or without "
+        "word timestamps, any text). Turn-taking is correct when spoke equals should-speak.",
+        "Judges see the full response, except the discussion judge, which sees what was said "
+        "after the input ended. An empty response is judged false without a call, except in "
+        "turn-based tasks (silence may be right).",
+        "A missing or failed verdict counts as incorrect, except a turn-based task with no "
+        "verdict where the agent rightly stayed silent.",
+        "Percentages are rounded with Python's round() to 2 decimals, latencies to 1.",
+    )
+    reported_source = paper.SOURCE
+    default_row_group = "realtime"
+
+    # --- import ---
+
+    def read_source(self, directory: Path, **options) -> Source:
+        return importer.read_source(directory)
+
+    # --- uploads ---
+
+    def validate_upload(self, path, report, *, tasks, allow_partial, options, limits):
+        archive, entries = scan_zip(
+            path,
+            report,
+            is_task_folder=bundle.is_task_folder,
+            max_uncompressed=limits.max_bytes,
+            max_ratio=limits.max_ratio,
+        )
+        if archive is None:
+            return UploadContents()
+        with archive:
+            found = bundle.validate_contents(
+                archive, entries, report, task_ids=set(tasks), allow_partial=allow_partial
+            )
+        return UploadContents(
+            manifest=found.manifest, present=set(found.tasks), missing=found.missing
+        )
+
+    def ingest(self, handle: IO[bytes], *, tasks, limits) -> Iterator[IngestedTask]:
+        report = ValidationReport()
+        archive, entries = scan_zip(
+            handle,
+            report,
+            is_task_folder=bundle.is_task_folder,
+            max_uncompressed=limits.max_bytes,
+            max_ratio=limits.max_ratio,
+        )
+        if archive is None or not report.ok:
+            raise ValueError(f"stored bundle no longer validates: {report.problems[:3]}")
+        by_task: dict[str, IngestedTask] = {}
+        with archive:
+            for entry in entries:
+                if entry.task not in tasks or not bundle.accepts_file(entry.relative):
+                    continue
+                found = by_task.get(entry.task)
+                if found is None:
+                    found = by_task[entry.task] = IngestedTask(entry.task)
+                size = entry.info.file_size
+                if bundle.is_audio(entry.relative):
+                    # Audio is served on its own (with Range requests), so it gets its own object.
+                    found.store.append((entry.relative, _opener(archive, entry.info), size))
+                else:
+                    # Transcripts are read from the stored bundle itself.
+                    found.files[entry.relative] = {"size": size, "entry": entry.path}
+            yield from by_task.values()
+
+    # --- processing ---
+
+    def run_submission_step(self, step, tasks: Sequence[TaskInput], *, facts):
+        evidence = {
+            task.task_id: detection.collect_evidence(task.files.size, task.files.read)
+            if task.files is not None
+            else detection.MISSING
+            for task in tasks
+        }
+        probe = detection.probe_half_duplex(evidence.values())
+        found = {}
+        for task in tasks:
+            result = detection.detect(evidence[task.task_id], half_duplex=probe.is_half_duplex)
+            found[task.task_id] = {
+                "spoke": result.spoke,
+                "spoke_via": result.spoke_via or "",
+                "post_text": result.post_text,
+                "full_text": result.full_text,
+                "latency": result.latency,
+                "input_end": result.input_end,
+                "turn_taking_correct": result.spoke == bool(task.spec.get("should_speak")),
+            }
+        facts = {
+            "half_duplex": probe.is_half_duplex,
+            "n_post": probe.n_post,
+            "n_text": probe.n_text,
+        }
+        return facts, found
+
+    # --- judging ---
+
+    def judgment_requests(self, task: TaskInput, *, prompts, facts) -> list[JudgmentRequest]:
+        spec = _task_spec(task)
+        requests = []
+        for kind in scoring.kinds_for(spec):
+            response = _response(kind, task.detection)
+            if scoring.skips_judge(kind, response):
+                requests.append(
+                    JudgmentRequest(kind, fixed={"verdict": False}, label="empty response")
+                )
+                continue
+            prompt = scoring.build_prompt(prompts[kind].template, kind, spec, response)
+            requests.append(JudgmentRequest(kind, prompt=prompt))
+        return requests
+
+    def parse_output(self, kind: str, raw_output: str, *, context) -> ParsedOutput:
+        verdict, reasoning = scoring.parse_verdict(kind, raw_output)
+        key = scoring.VERDICT_KEYS[kind]
+        if verdict is None:
+            return ParsedOutput(None, None, reasoning, f"answer has no boolean '{key}'")
+        return ParsedOutput({key: verdict, "reasoning": reasoning}, verdict, reasoning)
+
+    def offline_output(self, request: JudgmentRequest, task: TaskInput) -> str:
+        response = _response(request.kind, task.detection)
+        verdict, reasoning = offline.offline_verdict(request.kind, _task_spec(task), response)
+        return json.dumps({scoring.VERDICT_KEYS[request.kind]: verdict, "reasoning": reasoning})
+
+    # --- scoring ---
+
+    def aggregate(self, outcomes: Sequence[TaskOutcome], *, facts) -> dict:
+        return scoring.aggregate(
+            scoring.TaskOutcome(
+                task=_spec(outcome.task_id, outcome.spec),
+                spoke=bool(outcome.detection.get("spoke")),
+                latency=outcome.detection.get("latency"),
+                verdicts={kind: _verdict(slot) for (kind, _), slot in outcome.judged.items()},
+            )
+            for outcome in outcomes
+        )
+
+    # --- pages ---
+
+    def task_context(self, task: TaskInput, *, judged) -> dict:
+        words = _task_words(task)
+        found = task.detection
+        input_end = found.get("input_end")
+        if input_end is None and words.input_words:
+            input_end = max(w.end for w in words.input_words)
+        timeline = None
+        if words.input_words or words.output_words:
+            timeline = Timeline(
+                lanes=(
+                    TimelineLane(
+                        "Conversation",
+                        tuple(TimelineSpan(w.start, w.end, w.text, "") for w in words.input_words),
+                        player=_first_audio(task, CONVERSATION_AUDIO),
+                    ),
+                    TimelineLane(
+                        "Agent",
+                        tuple(
+                            TimelineSpan(
+                                w.start,
+                                w.end,
+                                w.text,
+                                "post" if input_end is not None and w.start >= input_end else "",
+                            )
+                            for w in words.output_words
+                        ),
+                        player=_first_audio(task, RESPONSE_AUDIO),
+                    ),
+                ),
+                markers=((input_end, "input ends"),) if input_end is not None else (),
+            )
+        return {
+            "conversation": conversation_turns(task.spec.get("metatranscript", "")),
+            "spoke_via": SPOKE_VIA.get(found.get("spoke_via", ""), found.get("spoke_via", "")),
+            "input_end": input_end,
+            "words": words,
+            "timeline": timeline,
+            "clips": _clips(task, input_end),
+        }
+
+    # --- rating studies ---
+
+    def study_units(self, kind: StudyKind, task: TaskInput, *, judged) -> list[StudyUnit]:
+        if kind.judge_kind not in scoring.kinds_for(_task_spec(task)):
+            return []
+        slot = judged.get((kind.judge_kind, ""))
+        verdict = _verdict(slot) if slot is not None and slot.state != "pending" else None
+        if slot is not None and slot.state == "fixed":
+            verdict = False
+        label = None if verdict is None else kind.labels[0 if verdict else 1]
+        input_end = task.detection.get("input_end")
+        clips = tuple(
+            clip
+            for clip in _clips(task, input_end)
+            if clip.name in (*CONVERSATION_AUDIO, *RESPONSE_AUDIO)
+        )
+        turns = conversation_turns(task.spec.get("metatranscript", ""))
+        return [
+            StudyUnit(
+                slot="",
+                transcript=[{"speaker": t["speaker"], "text": t["content"]} for t in turns.turns]
+                or [{"speaker": "", "text": turns.raw}],
+                response_text=_response(kind.judge_kind, task.detection),
+                clips=clips,
+                judge_label=label,
+                prompt=kind.question,
+            )
+        ]
+
+    # --- reported rows and the demo ---
+
+    def reported_rows(self) -> list[ReportedRow]:
+        return [
+            ReportedRow(name, results, group, paper.FACTS.get(name, {}))
+            for name, group, results in paper.reported_rows()
+        ]
+
+    def write_demo_source(self, directory: Path) -> None:
+        demo.write_demo_benchmark(directory)
+
+    def write_demo_runs(self, directory: Path) -> list[DemoRun]:
+        directory.mkdir(parents=True, exist_ok=True)
+        runs = []
+        for entry in demo.DEMO_SYSTEMS:
+            path = directory / f"{entry['profile']}.zip"
+            manifest = demo.system_manifest(entry)
+            demo.write_demo_bundle_zip(
+                path, profile=entry["profile"], seed=entry["seed"], manifest=manifest
+            )
+            runs.append(DemoRun(path, entry["name"], entry["system_type"], manifest))
+        return runs
+
+
+def _opener(archive: zipfile.ZipFile, info: zipfile.ZipInfo):
+    return lambda: archive.open(info)
+
+
+def _spec(task_id: str, spec: Mapping) -> scoring.TaskSpec:
+    return scoring.TaskSpec(
+        task_id=task_id,
+        family=spec.get("family", ""),
+        should_speak=bool(spec.get("should_speak")),
+        metatranscript=spec.get("metatranscript", ""),
+        question_text=spec.get("question_text", ""),
+        answer_text=spec.get("answer_text", ""),
+        is_speaker_name=bool(spec.get("is_speaker_name")),
+    )
+
+
+def _task_spec(task: TaskInput) -> scoring.TaskSpec:
+    return _spec(task.task_id, task.spec)
+
+
+def _response(kind: str, found: Mapping) -> str:
+    return scoring.response_for(
+        kind, full_text=found.get("full_text", ""), post_text=found.get("post_text", "")
+    )
+
+
+def _verdict(slot: JudgedSlot | None) -> bool | None:
+    """Decided without a call (an empty response): false. Done: its verdict. Otherwise none."""
+    if slot is None:
+        return None
+    if slot.state == "fixed":
+        return False
+    return slot.verdict if slot.state == "done" else None
+
+
+def _first_audio(task: TaskInput, names: Sequence[str]) -> str:
+    return next((name for name in names if name in task.assets), "")
+
+
+def _clips(task: TaskInput, input_end: float | None) -> list[ClipSpec]:
+    """The task's stored audio: the conversation first, then the agent, then anything else."""
+    order = {name: i for i, name in enumerate((*CONVERSATION_AUDIO, *RESPONSE_AUDIO))}
+    labels = {name: "Input conversation" for name in CONVERSATION_AUDIO}
+    labels.update({name: "Agent response" for name in RESPONSE_AUDIO})
+    markers = ((input_end, "input ends"),) if input_end is not None else ()
+    return [
+        ClipSpec(
+            key=task.assets[name],
+            label=f"{labels.get(name, name)} ({name})",
+            name=name,
+            markers=markers,
+            role="response" if name in RESPONSE_AUDIO else "context",
+        )
+        for name in sorted(task.assets, key=lambda n: (order.get(n, len(order)), n))
+    ]
+
+
+class TaskWords:
+    def __init__(self, input_words=(), output_words=(), files=None, problem=""):
+        self.input_words = list(input_words)
+        self.output_words = list(output_words)
+        self.files = files
+        self.problem = problem
+
+
+def _task_words(task: TaskInput) -> TaskWords:
+    """Input and output words from the two transcripts the scoring rules pick for this task."""
+    if task.files is None:
+        return TaskWords(problem="no transcript pair for this task")
+    pair = detection.choose_pair(task.files.size, detection.TRANSCRIPT_PAIRS)
+    if pair is None:
+        return TaskWords(problem="no transcript pair for this task")
+    if any((task.files.size(name) or 0) > TRANSCRIPT_MAX_BYTES for name in pair):
+        return TaskWords(files=pair, problem="the transcripts are too large to show")
+    source, output = (detection.parse_transcript(task.files.read(name)) for name in pair)
+    return TaskWords(source.words, output.words, pair)
+
+
+plugin = MPBench()

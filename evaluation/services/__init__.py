@@ -1,0 +1,67 @@
+"""Writes of the evaluation context, by stage: importing a benchmark (benchmarks.py), accepting
+an upload (submissions.py), the pipeline (pipeline.py) and the judge calls (judging.py)."""
+
+from evaluation.services.benchmarks import ImportSummary, benchmark_import, reported_rows_load
+from evaluation.services.files import file_sha256, stored_sha256, stream_sha256, task_input
+from evaluation.services.judging import (
+    judge_client,
+    judge_endpoint,
+    judge_identity,
+    judgments_prepare,
+    request_sha256,
+)
+from evaluation.services.pipeline import (
+    enqueue_on_commit,
+    judging_finish,
+    judgments_retry,
+    submission_aggregate,
+    submission_fail,
+    submission_ingest,
+    submission_judge,
+    submission_rescore,
+    submission_resume,
+    submissions_sweep,
+    task_outcomes,
+)
+from evaluation.services.submissions import (
+    SubmissionInvalid,
+    bundle_validate,
+    submission_create,
+    system_for_submission,
+    upload_limits,
+)
+
+# The name callers have used for queueing a retry of failed judgments.
+judgments_retry_failed = judgments_retry
+
+__all__ = [
+    "ImportSummary",
+    "SubmissionInvalid",
+    "benchmark_import",
+    "bundle_validate",
+    "enqueue_on_commit",
+    "file_sha256",
+    "judge_client",
+    "judge_endpoint",
+    "judge_identity",
+    "judging_finish",
+    "judgments_prepare",
+    "judgments_retry",
+    "judgments_retry_failed",
+    "reported_rows_load",
+    "request_sha256",
+    "stored_sha256",
+    "stream_sha256",
+    "submission_aggregate",
+    "submission_create",
+    "submission_fail",
+    "submission_ingest",
+    "submission_judge",
+    "submission_rescore",
+    "submission_resume",
+    "submissions_sweep",
+    "system_for_submission",
+    "task_input",
+    "task_outcomes",
+    "upload_limits",
+]

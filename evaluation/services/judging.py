@@ -1,0 +1,400 @@
+"""Judging: which judgments a submission needs (shared by identical requests: the cache), and
+the calls that settle them.
+
+A judgment is claimed with a lease that a heartbeat renews while its worker lives; a worker that
+dies lets its leases lapse and another takes the judgments up. A stored answer is never asked
+for again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+import uuid
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from evaluation.benchmarks import get_plugin
+from evaluation.benchmarks.base import BenchmarkPlugin, JudgmentRequest
+from evaluation.judges import (
+    GeminiClient,
+    JudgeError,
+    JudgeReply,
+    OpenAICompatibleClient,
+    call_with_retries,
+)
+from evaluation.models import Judge, Judgment, PromptVersion, Submission, TaskJudgment
+from evaluation.selectors import current_prompts
+from evaluation.services.files import open_upload, task_input
+from evaluation.throttle import EndpointSlots
+
+logger = logging.getLogger(__name__)
+
+OFFLINE_MODEL = "offline-heuristic-v1"
+SQL_IN_BATCH = 500
+
+
+def request_sha256(request: JudgmentRequest) -> str:
+    """The cache key's half that names the request: the user message, and the system message
+    when there is one."""
+    text = request.prompt if not request.system else f"{request.system}\x00{request.prompt}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def judge_endpoint(judge: Judge) -> str:
+    """The base URL a judge's calls go to: its own, or the provider's from the settings."""
+    if judge.base_url:
+        return judge.base_url
+    return (
+        settings.GEMINI_BASE_URL
+        if judge.provider == Judge.Provider.GEMINI
+        else settings.OPENAI_BASE_URL
+    )
+
+
+def judge_model(judge: Judge, kind: str) -> str:
+    return OFFLINE_MODEL if judge.is_offline else judge.models_by_kind[kind]
+
+
+def judge_identity(*, judge: Judge, kind: str, prompt: PromptVersion) -> str:
+    """provider@endpoint + model + sampling parameters + prompt template version."""
+    endpoint = "" if judge.is_offline else f"@{judge_endpoint(judge)}"
+    params = json.dumps(judge.sampling_params(), sort_keys=True, separators=(",", ":"))
+    return (
+        f"{judge.provider}{endpoint}|{judge_model(judge, kind)}|{params}|"
+        f"{kind}@v{prompt.version}:{prompt.sha256[:12]}"
+    )
+
+
+def judge_client(judge: Judge):
+    if judge.provider == Judge.Provider.GEMINI:
+        return GeminiClient(
+            base_url=judge_endpoint(judge),
+            api_key=settings.GEMINI_API_KEY,
+            timeout=settings.JUDGE_TIMEOUT_SECONDS,
+        )
+    if judge.provider == Judge.Provider.OPENAI:
+        return OpenAICompatibleClient(
+            base_url=judge_endpoint(judge),
+            api_key=settings.OPENAI_API_KEY,
+            timeout=settings.JUDGE_TIMEOUT_SECONDS,
+        )
+    raise ValueError(f"judge {judge} makes no calls")
+
+
+def judge_slots(judge: Judge, client, limit: int) -> EndpointSlots:
+    """Calls in flight to this endpoint, across all workers, stay within the judge's limit."""
+    broker = settings.CELERY_BROKER_URL
+    return EndpointSlots(
+        endpoint=f"{judge.provider}:{client.base_url}",
+        limit=limit,
+        redis_url=broker if broker.startswith(("redis://", "rediss://")) else None,
+        # A killed worker's slots come back once a call could no longer be running.
+        lease_seconds=settings.JUDGE_TIMEOUT_SECONDS + 5,
+    )
+
+
+# --- Preparing ------------------------------------------------------------------------------
+
+
+def judgments_prepare(*, submission: Submission, judge: Judge) -> int:
+    """Link every judged slot of every task to its judgment, creating the missing ones (the
+    offline judge answers at once). Byte-identical requests under the same judge share one
+    judgment. Returns how many still need a call."""
+    plugin = get_plugin(submission.benchmark.plugin)
+    prompts = current_prompts(benchmark=submission.benchmark)
+    wanted: dict[tuple[str, str], Judgment] = {}
+    links: list[tuple[int, JudgmentRequest, tuple[str, str] | None]] = []
+    rows = submission.task_results.select_related("task").order_by("task__task_id")
+    with open_upload(submission) as archive:
+        for row in rows:
+            task = task_input(row, archive)
+            for request in plugin.judgment_requests(task, prompts=prompts, facts=submission.facts):
+                if request.fixed is not None:
+                    links.append((row.pk, request, None))
+                    continue
+                prompt_version = prompts[request.kind]
+                key = (
+                    judge_identity(judge=judge, kind=request.kind, prompt=prompt_version),
+                    request_sha256(request),
+                )
+                if key not in wanted:
+                    judgment = Judgment(
+                        judge_identity=key[0],
+                        prompt_sha256=key[1],
+                        prompt=request.prompt,
+                        system_prompt=request.system,
+                        context=request.context,
+                        kind=request.kind,
+                        provider=judge.provider,
+                        model=judge_model(judge, request.kind),
+                        prompt_version=prompt_version,
+                    )
+                    if judge.is_offline:
+                        _answer_offline(judgment, plugin, request, task)
+                    wanted[key] = judgment
+                links.append((row.pk, request, key))
+
+    Judgment.objects.bulk_create(wanted.values(), batch_size=SQL_IN_BATCH, ignore_conflicts=True)
+    ids: dict[tuple[str, str], int] = {}
+    open_count = 0
+    keys = list(wanted)
+    for start in range(0, len(keys), SQL_IN_BATCH):
+        batch = keys[start : start + SQL_IN_BATCH]
+        found = Judgment.objects.filter(
+            judge_identity__in={k[0] for k in batch}, prompt_sha256__in={k[1] for k in batch}
+        ).values_list("pk", "judge_identity", "prompt_sha256", "status")
+        for pk, identity, sha, status in found:
+            if (identity, sha) in wanted:
+                ids[(identity, sha)] = pk
+                open_count += status in (Judgment.Status.PENDING, Judgment.Status.RUNNING)
+    now = timezone.now()
+    TaskJudgment.objects.bulk_create(
+        [
+            TaskJudgment(
+                task_result_id=row_pk,
+                judge=judge,
+                kind=request.kind,
+                slot=request.slot,
+                label=request.label[:200],
+                judgment_id=ids[key] if key else None,
+                fixed=request.fixed,
+                linked_at=now,
+            )
+            for row_pk, request, key in links
+        ],
+        batch_size=SQL_IN_BATCH,
+        update_conflicts=True,
+        unique_fields=["task_result", "judge", "kind", "slot"],
+        update_fields=["judgment", "fixed", "label", "linked_at"],
+    )
+    # Slots a changed rule no longer asks for are dropped.
+    wanted_slots = {(row_pk, r.kind, r.slot) for row_pk, r, _ in links}
+    stale = [
+        pk
+        for pk, row_pk, kind, slot in TaskJudgment.objects.filter(
+            task_result__submission=submission, judge=judge
+        ).values_list("pk", "task_result_id", "kind", "slot")
+        if (row_pk, kind, slot) not in wanted_slots
+    ]
+    TaskJudgment.objects.filter(pk__in=stale).delete()
+    return open_count
+
+
+def _answer_offline(judgment: Judgment, plugin: BenchmarkPlugin, request, task) -> None:
+    raw = plugin.offline_output(request, task)
+    parsed = plugin.parse_output(request.kind, raw, context=request.context)
+    judgment.raw_output = raw
+    judgment.output = parsed.output
+    judgment.verdict = parsed.verdict
+    judgment.reasoning = parsed.reasoning
+    judgment.error = parsed.error
+    judgment.status = Judgment.Status.DONE if parsed.output is not None else Judgment.Status.FAILED
+    judgment.attempts = 1
+    judgment.latency_ms = 0
+    judgment.completed_at = timezone.now()
+
+
+# --- Calling --------------------------------------------------------------------------------
+
+
+def open_judgments(*, submission_id: int, judge_id: int):
+    """This submission's judgments under this judge that are not settled yet."""
+    used = TaskJudgment.objects.filter(
+        task_result__submission_id=submission_id, judge_id=judge_id, judgment__isnull=False
+    ).values("judgment_id")
+    return Judgment.objects.filter(
+        pk__in=used, status__in=(Judgment.Status.PENDING, Judgment.Status.RUNNING)
+    )
+
+
+def _claimable(now) -> Q:
+    return Q(status=Judgment.Status.PENDING) | Q(
+        status=Judgment.Status.RUNNING, lease_until__lt=now
+    )
+
+
+def judgments_claim(*, submission_id: int, judge_id: int, owner: str, limit: int) -> list:
+    """Take up to ``limit`` of this submission's judgments that are pending, or whose worker's
+    lease lapsed (that worker died)."""
+    now = timezone.now()
+    candidates = list(
+        open_judgments(submission_id=submission_id, judge_id=judge_id)
+        .filter(_claimable(now))
+        .order_by("pk")
+        .values_list("pk", flat=True)[:limit]
+    )
+    if not candidates:
+        return []
+    Judgment.objects.filter(pk__in=candidates).filter(_claimable(now)).update(
+        status=Judgment.Status.RUNNING,
+        lease_owner=owner,
+        lease_until=now + timedelta(seconds=settings.JUDGE_LEASE_SECONDS),
+    )
+    return list(
+        Judgment.objects.filter(
+            pk__in=candidates, status=Judgment.Status.RUNNING, lease_owner=owner
+        ).select_related("prompt_version")
+    )
+
+
+def leases_renew(*, owner: str) -> None:
+    """Keep a live worker's judgments: called by its heartbeat."""
+    Judgment.objects.filter(lease_owner=owner, status=Judgment.Status.RUNNING).update(
+        lease_until=timezone.now() + timedelta(seconds=settings.JUDGE_LEASE_SECONDS)
+    )
+
+
+@dataclass
+class _CallOutcome:
+    reply: JudgeReply | None
+    attempts: int
+    error: str
+    seconds: float
+    parsed: object = None
+    earlier: list = field(default_factory=list)
+
+
+def _call(client, slots: EndpointSlots, judgment: Judgment, params: dict, plugin) -> _CallOutcome:
+    """Transport failures are retried with backoff; an answer that does not parse is asked for
+    again as many times as the kind allows (the first parseable answer decides)."""
+    kind = plugin.judge_kind(judgment.kind)
+    started = time.monotonic()
+    attempts, earlier = 0, []
+
+    def attempt() -> JudgeReply:
+        # One slot per HTTP attempt: backoff sleeps between retries hold none.
+        with slots.slot():
+            return client.complete(
+                model=judgment.model,
+                prompt=judgment.prompt,
+                system=judgment.system_prompt,
+                response_format=kind.response_format,
+                schema=judgment.prompt_version.schema,
+                schema_name=kind.schema_name,
+                params=params,
+            )
+
+    try:
+        for answered in range(1, max(1, kind.answer_attempts) + 1):
+            reply, made = call_with_retries(
+                attempt,
+                max_attempts=settings.JUDGE_MAX_ATTEMPTS,
+                backoff_base=settings.JUDGE_BACKOFF_BASE_SECONDS,
+                backoff_max=settings.JUDGE_BACKOFF_MAX_SECONDS,
+            )
+            attempts += made
+            parsed = plugin.parse_output(judgment.kind, reply.raw_output, context=judgment.context)
+            if parsed.output is not None or answered == max(1, kind.answer_attempts):
+                return _CallOutcome(
+                    reply, attempts, "", time.monotonic() - started, parsed, earlier
+                )
+            earlier.append(reply.raw_output)
+    except JudgeError as exc:
+        return _CallOutcome(
+            None, attempts + settings.JUDGE_MAX_ATTEMPTS, str(exc), time.monotonic() - started
+        )
+    except Exception as exc:  # a bug or an unexpected library error: record it, keep the run going
+        logger.exception("judge call failed")
+        return _CallOutcome(
+            None, attempts + 1, f"{type(exc).__name__}: {exc}", time.monotonic() - started
+        )
+    raise AssertionError("unreachable")
+
+
+def _record(judgment: Judgment, outcome: _CallOutcome, plugin) -> None:
+    values = {
+        "attempts": judgment.attempts + outcome.attempts,
+        "latency_ms": int(outcome.seconds * 1000),
+        "completed_at": timezone.now(),
+        "lease_until": None,
+        "lease_owner": "",
+        "earlier_outputs": outcome.earlier,
+    }
+    if outcome.reply is None:
+        values.update(status=Judgment.Status.FAILED, error=outcome.error)
+    else:
+        parsed = outcome.parsed
+        kind = plugin.judge_kind(judgment.kind)
+        # An unparseable answer is no verdict (failed, retryable on request), unless the kind
+        # scores it as an outcome (not met, say).
+        settled = parsed.output is not None or kind.unparseable == "outcome"
+        values.update(
+            raw_output=outcome.reply.raw_output,
+            input_tokens=outcome.reply.input_tokens,
+            output_tokens=outcome.reply.output_tokens,
+            output=parsed.output,
+            verdict=parsed.verdict,
+            reasoning=parsed.reasoning,
+            status=Judgment.Status.DONE if settled else Judgment.Status.FAILED,
+            error=parsed.error,
+        )
+    Judgment.objects.filter(
+        pk=judgment.pk, status=Judgment.Status.RUNNING, lease_owner=judgment.lease_owner
+    ).update(**values)
+
+
+def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> bool:
+    """Call the judge for this submission's open judgments, at most the judge's concurrency at
+    a time, until none is left to take or the deadline passes. Each answer is committed as it
+    arrives. Returns True when every judgment of the submission is settled."""
+    judge = Judge.objects.select_related("benchmark").get(pk=judge_id)
+    if judge.is_offline:
+        return not open_judgments(submission_id=submission_id, judge_id=judge_id).exists()
+    plugin = get_plugin(judge.benchmark.plugin)
+    params = judge.sampling_params()
+    limit = judge.concurrency or settings.JUDGE_CONCURRENCY
+    owner = uuid.uuid4().hex
+    client = judge_client(judge)
+    slots = judge_slots(judge, client, limit)
+    from evaluation.services.pipeline import heartbeat  # the pipeline imports this module
+
+    try:
+        with (
+            heartbeat(submission_id, renew=lambda: leases_renew(owner=owner)),
+            ThreadPoolExecutor(max_workers=limit, thread_name_prefix="judge") as pool,
+        ):
+            in_flight: dict[Future, Judgment] = {}
+            while True:
+                if time.monotonic() < deadline and len(in_flight) <= limit // 2:
+                    for judgment in judgments_claim(
+                        submission_id=submission_id,
+                        judge_id=judge_id,
+                        owner=owner,
+                        limit=limit - len(in_flight),
+                    ):
+                        future = pool.submit(_call, client, slots, judgment, params, plugin)
+                        in_flight[future] = judgment
+                if in_flight:
+                    finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        _record(in_flight.pop(future), future.result(), plugin)
+                    continue
+                open_ones = open_judgments(submission_id=submission_id, judge_id=judge_id)
+                if not open_ones.exists():
+                    return True
+                if time.monotonic() >= deadline:
+                    return False
+                # Held by another worker (a submission sharing the request): wait for it to
+                # answer or for its lease to lapse.
+                time.sleep(1.0)
+    finally:
+        client.close()
+
+
+def judgments_retry_failed(*, submission: Submission, judge: Judge | None = None) -> int:
+    """Put this submission's failed judgments back to pending. Returns how many."""
+    judge = judge or submission.judge
+    failed = TaskJudgment.objects.filter(
+        task_result__submission=submission, judge=judge, judgment__status=Judgment.Status.FAILED
+    ).values("judgment_id")
+    return Judgment.objects.filter(pk__in=failed, status=Judgment.Status.FAILED).update(
+        status=Judgment.Status.PENDING, error="", lease_until=None, lease_owner=""
+    )

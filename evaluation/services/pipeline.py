@@ -1,0 +1,526 @@
+"""The scoring pipeline: ingest -> processing steps -> judging -> aggregation.
+
+Every stage is bounded work a Celery task can repeat: stages are claimed with conditional
+updates, rows are upserted on their natural keys, work items (task results in a step, judgments)
+are claimed with leases that a heartbeat renews while their worker lives, and a worker message
+stops after ``FLOORBOARD_WORK_SECONDS`` and queues its own continuation. A periodic sweeper
+re-queues whatever a dead worker left: a submission whose heartbeat went quiet, or whose leases
+lapsed. So with either broker a killed worker's submission finishes on another worker, and no
+stored answer is asked for again.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import contextmanager
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.files import File
+from django.core.files.storage import default_storage
+from django.db import close_old_connections, connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from evaluation.benchmarks import get_plugin
+from evaluation.benchmarks.base import JudgedSlot, TaskOutcome
+from evaluation.models import Judge, Judgment, Score, Submission, TaskJudgment, TaskResult
+from evaluation.services.files import open_upload, task_input
+
+logger = logging.getLogger(__name__)
+
+S = Submission.Status
+ACTIVE = (S.QUEUED, S.INGESTING, S.DETECTING, S.JUDGING, S.AGGREGATING)
+SQL_IN_BATCH = 500
+
+
+_local = threading.local()
+
+
+@contextmanager
+def inline():
+    """Run every stage this block queues in this process, at once, instead of on a worker: the
+    demo's seeding and tests that want a scored submission without a worker."""
+    previous = getattr(_local, "inline", False)
+    _local.inline = True
+    try:
+        yield
+    finally:
+        _local.inline = previous
+
+
+def enqueue_on_commit(task_name: str, *args) -> None:
+    """Queue after the surrounding transaction commits (at once outside one)."""
+    from evaluation import tasks  # tasks import this module
+
+    task = getattr(tasks, task_name)
+    if getattr(_local, "inline", False):
+        transaction.on_commit(lambda: task.apply(args=args, throw=True))
+    else:
+        transaction.on_commit(lambda: task.delay(*args))
+
+
+def _stale() -> timezone.datetime:
+    return timezone.now() - timedelta(seconds=settings.PIPELINE_STALL_SECONDS)
+
+
+def _claim_stage(submission_id: int, *, from_statuses, to_status: str) -> bool:
+    """Move a submission into a stage. A message delivered twice finds it already there: it
+    goes on only when no live worker is on it (its heartbeat went quiet)."""
+    return bool(
+        Submission.objects.filter(pk=submission_id)
+        .filter(
+            Q(status__in=from_statuses)
+            | Q(status=to_status) & (Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=_stale()))
+        )
+        .update(status=to_status, heartbeat_at=timezone.now())
+    )
+
+
+def touch(submission_id: int) -> None:
+    Submission.objects.filter(pk=submission_id).update(heartbeat_at=timezone.now())
+
+
+@contextmanager
+def heartbeat(submission_id: int, renew: Callable[[], None] | None = None):
+    """While the block runs, a thread marks the submission alive and renews this worker's
+    leases every quarter of a lease, so that only a dead worker's work is taken over."""
+    stop = threading.Event()
+    interval = max(0.5, settings.JUDGE_LEASE_SECONDS / 4)
+
+    def beat():
+        try:
+            while not stop.wait(interval):
+                try:
+                    touch(submission_id)
+                    if renew is not None:
+                        renew()
+                except Exception:  # the next beat tries again; a lapsed lease is recoverable
+                    logger.exception("heartbeat failed")
+        finally:
+            connection.close()
+
+    touch(submission_id)
+    thread = threading.Thread(target=beat, name=f"heartbeat-{submission_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def submission_fail(*, submission_id: int, error: str) -> None:
+    """Record why a submission failed. The error is shown to its owner: callers pass a message
+    meant for people, never raw exception text."""
+    Submission.objects.filter(pk=submission_id).exclude(status=S.SCORED).update(
+        status=S.FAILED, error=error[:5000], finished_at=timezone.now()
+    )
+
+
+# --- Ingest ---------------------------------------------------------------------------------
+
+
+def _task_file_key(submission: Submission, task_id: str, relative: str) -> str:
+    return f"submissions/{submission.pk}/{task_id}/{relative}"
+
+
+def submission_ingest(*, submission_id: int) -> bool:
+    """Read the stored upload once: copy audio to storage (streaming, one object per file),
+    keep the rest as references into the upload, and create one task result per task of the
+    benchmark (missing tasks get one with no files)."""
+    if not _claim_stage(submission_id, from_statuses=[S.QUEUED], to_status=S.INGESTING):
+        return False
+    from evaluation.services.submissions import upload_limits
+
+    submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
+    plugin = get_plugin(submission.benchmark.plugin)
+    tasks = {
+        task_id: (pk, spec)
+        for pk, task_id, spec in submission.benchmark.tasks.values_list("pk", "task_id", "spec")
+    }
+    found: dict[str, tuple[dict, dict]] = {}
+    with heartbeat(submission_id), submission.bundle.open("rb") as handle:
+        specs = {task_id: spec for task_id, (_, spec) in tasks.items()}
+        for count, ingested in enumerate(
+            plugin.ingest(handle, tasks=specs, limits=upload_limits(submission.benchmark)), 1
+        ):
+            files = dict(ingested.files)
+            for relative, opener, size in ingested.store:
+                with opener() as source:
+                    files[relative] = {
+                        "size": size,
+                        "key": default_storage.save(
+                            _task_file_key(submission, ingested.task_id, relative),
+                            File(source, name=relative),
+                        ),
+                    }
+            found[ingested.task_id] = (files, ingested.data)
+            if count % 100 == 0:
+                Submission.objects.filter(pk=submission_id).update(tasks_ingested=count)
+    rows = [
+        TaskResult(
+            submission_id=submission_id,
+            task_id=task_pk,
+            files=found.get(task_id, ({}, {}))[0],
+            data=found.get(task_id, ({}, {}))[1],
+            detection={},
+            steps_done=0,
+            detected=False,
+        )
+        for task_id, (task_pk, _) in tasks.items()
+    ]
+    with transaction.atomic():
+        TaskResult.objects.bulk_create(
+            rows,
+            batch_size=SQL_IN_BATCH,
+            update_conflicts=True,
+            unique_fields=["submission", "task"],
+            update_fields=["files", "data", "detection", "steps_done", "detected"],
+        )
+        Submission.objects.filter(pk=submission_id).update(
+            tasks_ingested=len(found), status=S.DETECTING, steps_done=0, facts={}
+        )
+        transaction.on_commit(lambda: steps_start(submission_id=submission_id))
+    return True
+
+
+# --- Processing steps -----------------------------------------------------------------------
+
+
+def steps_start(*, submission_id: int) -> None:
+    """Queue the next processing step (fanned out for a per-task step), or judging when every
+    step has run."""
+    submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
+    if submission.status != S.DETECTING:
+        return
+    plugin = get_plugin(submission.benchmark.plugin)
+    index = submission.steps_done
+    if index >= len(plugin.steps):
+        with transaction.atomic():
+            submission.task_results.update(detected=True)
+            enqueue_on_commit("judge_submission", submission_id, submission.judge_id)
+        return
+    step = plugin.steps[index]
+    copies = 1
+    if step.scope == "task":
+        rows = submission.task_results.count()
+        copies = max(1, min(settings.PIPELINE_PARALLEL_TASKS, math.ceil(rows / step.chunk_size)))
+    for _ in range(copies):
+        enqueue_on_commit("run_step", submission_id, index)
+
+
+def _step_finished(submission_id: int, index: int) -> None:
+    """Advance past step ``index`` once no task still needs it; one worker wins."""
+    if TaskResult.objects.filter(submission_id=submission_id, steps_done__lte=index).exists():
+        return
+    moved = Submission.objects.filter(
+        pk=submission_id, status=S.DETECTING, steps_done=index
+    ).update(steps_done=index + 1)
+    if moved:
+        steps_start(submission_id=submission_id)
+
+
+def step_run(*, submission_id: int, index: int) -> None:
+    submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
+    if submission.status != S.DETECTING or submission.steps_done != index:
+        return  # a message from before: that step is done (or the submission moved on)
+    plugin = get_plugin(submission.benchmark.plugin)
+    step = plugin.steps[index]
+    if step.scope == "submission":
+        _submission_step(submission, plugin, step, index)
+        _step_finished(submission_id, index)
+        return
+    done = _task_step(submission, plugin, step, index)
+    if done:
+        _step_finished(submission_id, index)
+    else:
+        enqueue_on_commit("run_step", submission_id, index)  # out of time: carry on
+
+
+def _submission_step(submission: Submission, plugin, step, index: int) -> None:
+    with heartbeat(submission.pk), open_upload(submission) as archive:
+        rows = list(submission.task_results.select_related("task").order_by("task__task_id"))
+        inputs = [task_input(row, archive) for row in rows]
+        facts, found = plugin.run_submission_step(step, inputs, facts=submission.facts)
+    for row in rows:
+        row.detection = {**row.detection, **found.get(row.task.task_id, {})}
+        row.steps_done = index + 1
+    with transaction.atomic():
+        # An upsert on the natural key: one statement per batch.
+        TaskResult.objects.bulk_create(
+            rows,
+            batch_size=SQL_IN_BATCH,
+            update_conflicts=True,
+            unique_fields=["submission", "task"],
+            update_fields=["detection", "steps_done"],
+        )
+        Submission.objects.filter(pk=submission.pk).update(facts={**submission.facts, **facts})
+
+
+def _task_step(submission: Submission, plugin, step, index: int) -> bool:
+    """Take tasks still needing this step in chunks, under a lease, until none is left or the
+    message's time is up. True when no task needs the step any more."""
+    owner = uuid.uuid4().hex
+    deadline = time.monotonic() + settings.PIPELINE_WORK_SECONDS
+
+    def renew():
+        TaskResult.objects.filter(lease_owner=owner).update(
+            lease_until=timezone.now() + timedelta(seconds=settings.JUDGE_LEASE_SECONDS)
+        )
+
+    with heartbeat(submission.pk, renew=renew), open_upload(submission) as archive:
+        while time.monotonic() < deadline:
+            rows = _rows_claim(submission.pk, index, owner, step.chunk_size)
+            if not rows:
+                break
+            for row in rows:
+                output = plugin.run_task_step(
+                    step, task_input(row, archive), facts=submission.facts
+                )
+                row.detection = {**row.detection, **output}
+                row.steps_done = index + 1
+                row.lease_owner, row.lease_until = "", None
+            TaskResult.objects.bulk_update(
+                rows, ["detection", "steps_done", "lease_owner", "lease_until"]
+            )
+    return not TaskResult.objects.filter(
+        submission_id=submission.pk, steps_done__lte=index
+    ).exists()
+
+
+def _rows_claim(submission_id: int, index: int, owner: str, limit: int) -> list[TaskResult]:
+    now = timezone.now()
+    free = Q(steps_done=index) & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+    candidates = list(
+        TaskResult.objects.filter(submission_id=submission_id)
+        .filter(free)
+        .order_by("pk")
+        .values_list("pk", flat=True)[:limit]
+    )
+    TaskResult.objects.filter(pk__in=candidates).filter(free).update(
+        lease_owner=owner,
+        lease_until=now + timedelta(seconds=settings.JUDGE_LEASE_SECONDS),
+    )
+    return list(
+        TaskResult.objects.filter(pk__in=candidates, lease_owner=owner).select_related("task")
+    )
+
+
+# --- Judging and aggregation ----------------------------------------------------------------
+
+
+def submission_judge(*, submission_id: int, judge_id: int) -> None:
+    """Link every judged slot to its judgment, then queue the calls (or aggregate at once when
+    the cache or the offline judge settled them all)."""
+    from evaluation.services.judging import judgments_prepare
+
+    submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
+    judge = Judge.objects.select_related("benchmark").get(pk=judge_id)
+    if submission.judge_id == judge.pk and not _claim_stage(
+        submission_id, from_statuses=[S.DETECTING, S.SCORED, S.FAILED], to_status=S.JUDGING
+    ):
+        return
+    with heartbeat(submission_id):
+        open_count = judgments_prepare(submission=submission, judge=judge)
+    if not open_count:
+        judging_finish(submission_id=submission_id, judge_id=judge_id)
+        return
+    batch = max(1, judge.concurrency or settings.JUDGE_CONCURRENCY)
+    copies = max(1, min(settings.PIPELINE_PARALLEL_TASKS, math.ceil(open_count / (4 * batch))))
+    for _ in range(copies):
+        enqueue_on_commit("judge_work", submission_id, judge_id)
+
+
+def judge_run(*, submission_id: int, judge_id: int) -> None:
+    """One worker's share of the calls; the one that settles the last judgment aggregates."""
+    from evaluation.services.judging import judgments_work
+
+    submission = Submission.objects.filter(pk=submission_id).values("status", "judge_id").first()
+    if submission is None:
+        return
+    if submission["judge_id"] == judge_id and submission["status"] != S.JUDGING:
+        return  # already aggregated, or failed: nothing to do
+    deadline = time.monotonic() + settings.PIPELINE_WORK_SECONDS
+    if judgments_work(submission_id=submission_id, judge_id=judge_id, deadline=deadline):
+        judging_finish(submission_id=submission_id, judge_id=judge_id)
+    else:
+        enqueue_on_commit("judge_work", submission_id, judge_id)  # out of time: carry on
+
+
+def judging_finish(*, submission_id: int, judge_id: int) -> Score | None:
+    """Aggregate once every judgment is settled. Under the submission's own judge the status
+    goes JUDGING -> AGGREGATING -> SCORED, and only a stored score makes it SCORED."""
+    from evaluation.services.judging import open_judgments
+
+    if open_judgments(submission_id=submission_id, judge_id=judge_id).exists():
+        return None
+    submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
+    judge = Judge.objects.get(pk=judge_id)
+    primary = submission.judge_id == judge_id
+    if primary and not _claim_stage(
+        submission_id, from_statuses=[S.JUDGING], to_status=S.AGGREGATING
+    ):
+        return None
+    with heartbeat(submission_id):
+        score = submission_aggregate(submission=submission, judge=judge)
+    if primary:
+        Submission.objects.filter(pk=submission_id, status=S.AGGREGATING).update(
+            status=S.SCORED, error="", finished_at=timezone.now()
+        )
+    return score
+
+
+def judged_slots(*, links) -> tuple[dict[int, dict], int, int]:
+    """Stored outcomes per task result from TaskJudgment rows: ({row: {(kind, slot): JudgedSlot}},
+    judgments used, judgments failed)."""
+    judged: dict[int, dict] = {}
+    total = failed = 0
+    rows = links.values_list(
+        "task_result_id",
+        "kind",
+        "slot",
+        "fixed",
+        "judgment_id",
+        "judgment__status",
+        "judgment__verdict",
+        "judgment__output",
+    )
+    for row_pk, kind, slot, fixed, judgment_id, status, verdict, output in rows:
+        if judgment_id is None:
+            outcome = JudgedSlot("fixed", (fixed or {}).get("verdict"), fixed)
+        else:
+            total += 1
+            failed += status == Judgment.Status.FAILED
+            outcome = JudgedSlot(
+                status, verdict if status == Judgment.Status.DONE else None, output
+            )
+        judged.setdefault(row_pk, {})[(kind, slot)] = outcome
+    return judged, total, failed
+
+
+def task_outcomes(*, submission: Submission, judge: Judge) -> tuple[list[TaskOutcome], int, int]:
+    """Every task's outcome under one judge, from stored detections and judgments: (outcomes,
+    judgments used, judgments failed)."""
+    judged, total, failed = judged_slots(
+        links=TaskJudgment.objects.filter(task_result__submission=submission, judge=judge)
+    )
+    rows = submission.task_results.select_related("task").order_by("task__task_id")
+    outcomes = [
+        TaskOutcome(
+            task_id=row.task.task_id,
+            spec=row.task.spec,
+            data=row.data,
+            detection=row.detection,
+            judged=judged.get(row.pk, {}),
+            present=bool(row.files) or bool(row.data),
+        )
+        for row in rows
+    ]
+    return outcomes, total, failed
+
+
+def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
+    """Recompute the results from stored detections and judgments; never calls a judge."""
+    plugin = get_plugin(submission.benchmark.plugin)
+    outcomes, total, failed = task_outcomes(submission=submission, judge=judge)
+    score, _ = Score.objects.update_or_create(
+        submission=submission,
+        judge=judge,
+        defaults={
+            "results": plugin.aggregate(outcomes, facts=submission.facts),
+            "judgments_total": total,
+            "judgments_failed": failed,
+        },
+    )
+    return score
+
+
+# --- Retries, re-scoring and the sweeper ----------------------------------------------------
+
+
+def submission_resume(*, submission: Submission) -> str:
+    """Queue the stage a submission stopped in (a failed one, or one a dead worker left): what
+    is stored is kept and nothing settled runs again. Returns the stage queued."""
+    plugin = get_plugin(submission.benchmark.plugin)
+    status = submission.status
+    update = {"requeued_at": timezone.now()}
+    if status == S.FAILED:
+        update["error"] = ""
+        if not submission.task_results.exists():
+            status = S.QUEUED
+        elif submission.steps_done < len(plugin.steps):
+            status = S.DETECTING
+        else:
+            status = S.JUDGING
+        update["status"] = S.QUEUED if status == S.QUEUED else S.DETECTING
+        if status == S.JUDGING:
+            update["status"] = S.FAILED  # judging claims it from there
+    Submission.objects.filter(pk=submission.pk).update(**update)
+    if status in (S.QUEUED, S.INGESTING):
+        Submission.objects.filter(pk=submission.pk).update(status=S.QUEUED)
+        enqueue_on_commit("ingest_submission", submission.pk)
+        return "ingest"
+    if status == S.DETECTING:
+        transaction.on_commit(lambda: steps_start(submission_id=submission.pk))
+        return "processing"
+    if status == S.AGGREGATING:
+        enqueue_on_commit("finish_judging", submission.pk, submission.judge_id)
+        return "aggregation"
+    enqueue_on_commit("judge_submission", submission.pk, submission.judge_id)
+    return "judging"
+
+
+def judgments_retry(*, submission: Submission, judge: Judge | None = None) -> int:
+    """Put this submission's failed judgments back in the queue and re-judge. Returns how many."""
+    from evaluation.services.judging import judgments_retry_failed
+
+    judge = judge or submission.judge
+    count = judgments_retry_failed(submission=submission, judge=judge)
+    enqueue_on_commit("judge_submission", submission.pk, judge.pk)
+    return count
+
+
+def submission_rescore(*, submission: Submission, judge: Judge | None = None) -> None:
+    """Re-run judging and aggregation in the background. Unchanged prompts hit the cache; the
+    board keeps showing the current numbers until the new ones replace them."""
+    enqueue_on_commit("judge_submission", submission.pk, (judge or submission.judge).pk)
+
+
+def submissions_sweep() -> list[int]:
+    """Re-queue what dead workers left: active submissions whose heartbeat went quiet (queued
+    ones after longer: their message may simply be waiting its turn), and any whose running
+    work's lease lapsed. Each is re-queued at most once per stall period."""
+    now = timezone.now()
+    stale = _stale()
+    quiet = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale)
+    not_recent = Q(requeued_at__isnull=True) | Q(requeued_at__lt=stale)
+    queued_stale = now - timedelta(seconds=settings.PIPELINE_QUEUED_STALL_SECONDS)
+    lapsed_judgments = Judgment.objects.filter(
+        status=Judgment.Status.RUNNING, lease_until__lt=now
+    ).values("uses__task_result__submission_id")
+    lapsed_rows = TaskResult.objects.filter(lease_until__lt=now).values("submission_id")
+    candidates = (
+        Submission.objects.filter(status__in=ACTIVE, is_reported=False)
+        .filter(not_recent)
+        .filter(
+            Q(status=S.QUEUED, created_at__lt=queued_stale) & quiet
+            | ~Q(status=S.QUEUED) & quiet
+            | Q(pk__in=lapsed_judgments)
+            | Q(pk__in=lapsed_rows)
+        )
+        .select_related("benchmark")
+    )
+    resumed = []
+    for submission in candidates:
+        logger.warning("re-queueing submission %s (%s)", submission.pk, submission.status)
+        with transaction.atomic():
+            submission_resume(submission=submission)
+        resumed.append(submission.pk)
+    close_old_connections()
+    return resumed

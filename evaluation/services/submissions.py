@@ -1,0 +1,184 @@
+"""Accepting an upload: validate it once, attach it to its owner's system, store it and queue it.
+A rejected upload leaves no row and no file behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files import File
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.utils import timezone
+
+from evaluation.benchmarks import get_plugin
+from evaluation.benchmarks.base import UploadContents, UploadLimits
+from evaluation.bundles import BundleRejected, ValidationReport
+from evaluation.models import Benchmark, Judge, Submission, System, Team
+from evaluation.services.files import file_sha256
+from evaluation.services.pipeline import enqueue_on_commit
+
+
+class SubmissionInvalid(ValueError):
+    """A submission that cannot be made as asked (an unknown row group, no judge)."""
+
+
+def upload_limits(benchmark: Benchmark) -> UploadLimits:
+    """The benchmark's own size limit, unless the site sets a lower one."""
+    plugin = get_plugin(benchmark.plugin)
+    site = settings.BUNDLE_MAX_UNCOMPRESSED_BYTES
+    return UploadLimits(
+        max_bytes=min(site, plugin.max_upload_bytes) if site else plugin.max_upload_bytes,
+        max_ratio=settings.BUNDLE_MAX_COMPRESSION_RATIO,
+    )
+
+
+def bundle_validate(
+    *, benchmark: Benchmark, path: Path, allow_partial: bool, options: dict | None = None
+) -> tuple[ValidationReport, UploadContents | None]:
+    """(report, contents). Reads the upload once; stores nothing."""
+    plugin = get_plugin(benchmark.plugin)
+    report = ValidationReport()
+    options = _options(plugin, options or {}, report)
+    tasks = dict(benchmark.tasks.values_list("task_id", "spec"))
+    contents = plugin.validate_upload(
+        Path(path),
+        report,
+        tasks=tasks,
+        allow_partial=allow_partial,
+        options=options,
+        limits=upload_limits(benchmark),
+    )
+    contents.options = {**options, **contents.options}
+    return report, contents
+
+
+def _options(plugin, given: dict, report: ValidationReport) -> dict:
+    """The upload's declared options, each one of its allowed values (defaults filled in)."""
+    chosen = {}
+    for option in plugin.upload.options:
+        value = str(given.get(option.name) or option.default)
+        allowed = [key for key, _ in option.choices]
+        if value not in allowed:
+            report.add(f"{option.name} must be one of {', '.join(allowed)} (got {value!r})")
+            continue
+        chosen[option.name] = value
+    return chosen
+
+
+# Manifest fields that describe a system, with the longest text each column holds.
+MANIFEST_TEXT_FIELDS = {
+    "organization": 200,
+    "description": 10_000,
+    "asr_model": 200,
+    "llm_model": 200,
+    "tts_model": 200,
+    "parameters": 50,
+    "license": 100,
+    "paper_url": 200,
+    "code_url": 200,
+}
+
+
+def system_facts_from_manifest(manifest: dict) -> dict:
+    """What a manifest says about a new system, keeping only well-formed values."""
+    facts = {}
+    for name, limit in MANIFEST_TEXT_FIELDS.items():
+        value = manifest.get(name)
+        if isinstance(value, str) and "\x00" not in value:
+            facts[name] = value[:limit]
+    if manifest.get("architecture") in System.Architecture.values:
+        facts["architecture"] = manifest["architecture"]
+    for name in ("open_weights", "full_duplex"):
+        if isinstance(manifest.get(name), bool):
+            facts[name] = manifest[name]
+    if "url" in manifest and "code_url" not in facts and isinstance(manifest["url"], str):
+        facts["code_url"] = manifest["url"][:200]
+    return facts
+
+
+def system_for_submission(*, name: str, team: Team | None, manifest: dict) -> System:
+    """The owner's system of that name, created from the manifest the first time. A later
+    submission never changes it (its owner edits it); another team's system is never reached."""
+    system = System.objects.filter(name=name, team=team).first()
+    if system is not None:
+        return system
+    return System.objects.create(
+        name=name, team=team, metadata=manifest, **system_facts_from_manifest(manifest)
+    )
+
+
+def submission_create(
+    *,
+    benchmark: Benchmark,
+    bundle_path: Path,
+    system_name: str,
+    row_group: str = "",
+    judge: Judge | None = None,
+    allow_partial: bool = False,
+    team: Team | None = None,
+    submitted_by=None,
+    publish: bool = False,
+    idempotency_key: str = "",
+    options: dict | None = None,
+    validated: UploadContents | None = None,
+) -> Submission:
+    """Validate, then store the upload and queue it. A rejected upload raises BundleRejected
+    and leaves no row and no file behind. ``validated``: the contents of a successful
+    bundle_validate of this same file, so that it is not read twice."""
+    plugin = get_plugin(benchmark.plugin)
+    if validated is None:
+        report, validated = bundle_validate(
+            benchmark=benchmark, path=bundle_path, allow_partial=allow_partial, options=options
+        )
+        if not report.ok:
+            raise BundleRejected(report)
+    contents = validated
+    groups = [group.key for group in plugin.row_groups]
+    if row_group and row_group not in groups:
+        raise SubmissionInvalid(
+            f"system type must be one of {', '.join(groups)} for {benchmark.name} "
+            f"(got {row_group!r})"
+        )
+    if judge is None:
+        judge = benchmark.judges.filter(is_official=True).first()
+        if judge is None:
+            known = ", ".join(benchmark.judges.values_list("slug", flat=True)) or "none"
+            raise SubmissionInvalid(
+                f"benchmark {benchmark.slug} has no official judge; choose one of: {known}"
+            )
+    sha, size = file_sha256(bundle_path)
+    suffix = next((s for s in plugin.upload.suffixes if str(bundle_path).lower().endswith(s)), "")
+    stored_name = None
+    try:
+        with transaction.atomic():
+            system = system_for_submission(name=system_name, team=team, manifest=contents.manifest)
+            submission = Submission.objects.create(
+                benchmark=benchmark,
+                system=system,
+                judge=judge,
+                manifest=contents.manifest,
+                row_group=plugin.group_for(manifest=contents.manifest, declared=row_group),
+                options=contents.options,
+                is_partial=bool(contents.missing),
+                missing_task_count=len(contents.missing),
+                bundle_sha256=sha,
+                bundle_size=size,
+                team=team,
+                submitted_by=submitted_by,
+                is_published=publish,
+                published_at=timezone.now() if publish else None,
+                idempotency_key=idempotency_key,
+            )
+            with open(bundle_path, "rb") as handle:
+                stored_name = default_storage.save(
+                    f"bundles/{submission.pk}-{sha[:16]}{suffix or '.zip'}", File(handle)
+                )
+            submission.bundle.name = stored_name
+            submission.save(update_fields=["bundle"])
+            enqueue_on_commit("ingest_submission", submission.pk)
+    except BaseException:
+        if stored_name:
+            default_storage.delete(stored_name)
+        raise
+    return submission

@@ -1,0 +1,226 @@
+"""Reads behind the submission and task pages: queue position, who may manage, the pipeline
+checklist, the score table and the task drill-down, all from the plug-in's declarations."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from django.db.models import Q
+
+from evaluation.benchmarks import get_plugin
+from evaluation.benchmarks.base import Timeline
+from evaluation.models import Membership, Submission, TaskJudgment, TaskResult
+from evaluation.services.files import open_upload, task_input
+from evaluation.services.pipeline import judged_slots
+from leaderboard.selectors import board_columns
+
+S = Submission.Status
+# What still holds a place in the pipeline ahead of a newer submission.
+QUEUE_STATUSES = (S.QUEUED, S.INGESTING, S.DETECTING, S.JUDGING, S.AGGREGATING)
+FINAL_STATUSES = (S.SCORED, S.FAILED)
+# A timeline never has more tick marks than this, whatever its times.
+MAX_TICKS = 12
+
+
+def submission_queue_ahead(*, submission: Submission) -> int | None:
+    """Submissions created before this one that are still queued or being processed, or None
+    once this one is past the queue."""
+    if submission.status not in QUEUE_STATUSES:
+        return None
+    return (
+        Submission.objects.filter(status__in=QUEUE_STATUSES, is_reported=False)
+        .filter(
+            Q(created_at__lt=submission.created_at)
+            | Q(created_at=submission.created_at, pk__lt=submission.pk)
+        )
+        .count()
+    )
+
+
+def user_may_manage(*, user, submission: Submission) -> bool:
+    """Staff and the submission's team may retry, publish and withdraw it."""
+    if not user.is_authenticated:
+        return False
+    if user.is_staff:
+        return True
+    return (
+        submission.team_id is not None
+        and Membership.objects.filter(team_id=submission.team_id, user=user).exists()
+    )
+
+
+PIPELINE = (S.QUEUED, S.INGESTING, S.DETECTING, S.JUDGING, S.AGGREGATING, S.SCORED)
+
+
+def submission_steps(*, submission: Submission, progress: dict) -> list[dict]:
+    """The pipeline as a checklist: each step done, current, waiting or failed."""
+    plugin = get_plugin(submission.benchmark.plugin)
+    judged = progress["judgments_done"] + progress["judgments_failed"]
+    processing = "; ".join(step.label for step in plugin.steps) or "nothing to process"
+    details = [
+        ("Validate", f"{plugin.upload.label} accepted", S.QUEUED),
+        (
+            "Ingest",
+            f"Tasks ingested: {progress['tasks_ingested']} / {progress['tasks_total']}",
+            S.INGESTING,
+        ),
+        ("Process", processing, S.DETECTING),
+        ("Judge", f"Judged: {judged} / {progress['judgments_total']}", S.JUDGING),
+        ("Score", "the results under this judge", S.AGGREGATING),
+    ]
+    if submission.status == S.FAILED:
+        processed = submission.steps_done >= len(plugin.steps)
+        reached = [
+            True,
+            submission.task_results.exists(),
+            processed,
+            processed and progress["judgments_total"] > 0 and judged == progress["judgments_total"],
+            False,
+        ]
+        first_missing = reached.index(False)
+        states = [
+            "done" if i < first_missing else "failed" if i == first_missing else "waiting"
+            for i in range(len(details))
+        ]
+    else:
+        now = PIPELINE.index(submission.status)
+        states = []
+        for index, (_, _, stage) in enumerate(details):
+            position = PIPELINE.index(stage)
+            if index == 0 or now > position:
+                states.append("done")
+            elif now == position:
+                states.append("current")
+            else:
+                states.append("waiting")
+    return [
+        {"label": label, "detail": detail, "state": state}
+        for (label, detail, _), state in zip(details, states, strict=True)
+    ]
+
+
+@dataclass(frozen=True)
+class ScoreTable:
+    """One split's metrics as the submission page shows them."""
+
+    split: str
+    label: str
+    groups: list[tuple[str, int]]
+    columns: list
+    results: dict | None
+
+
+def score_tables(*, submission: Submission, results: dict | None) -> list[ScoreTable]:
+    plugin = get_plugin(submission.benchmark.plugin)
+    tables = []
+    for split in plugin.splits or (None,):
+        key = split.key if split else ""
+        if split is not None and (results or {}).get(key) is None:
+            continue
+        columns = board_columns(benchmark=submission.benchmark, split=key)
+        groups: dict[str, int] = {}
+        for column in columns:
+            groups[column.group] = groups.get(column.group, 0) + 1
+        tables.append(
+            ScoreTable(key, split.label if split else "", list(groups.items()), columns, results)
+        )
+    return tables
+
+
+def submission_facts(*, submission: Submission) -> list[tuple[str, object]]:
+    """What the processing found about the whole submission, as the plug-in labels it."""
+    plugin = get_plugin(submission.benchmark.plugin)
+    return [
+        (label, submission.facts[key]) for key, label in plugin.facts if key in submission.facts
+    ]
+
+
+# --- Task page -------------------------------------------------------------------------------
+
+
+def _tick_step(duration: float) -> float:
+    """A round step (1, 2 or 5 times a power of ten seconds) giving at most MAX_TICKS ticks."""
+    raw = duration / MAX_TICKS
+    power = 10 ** math.floor(math.log10(raw))
+    for factor in (1, 2, 5, 10):
+        if factor * power >= raw:
+            return factor * power
+    return 10 * power
+
+
+def timeline_layout(timeline: Timeline | None) -> dict:
+    """Percent positions for drawing every lane on one time axis, with a bounded number of
+    ticks however large the times are."""
+    if timeline is None:
+        return {}
+    ends = [span.end for lane in timeline.lanes for span in lane.spans]
+    ends += [time for time, _ in timeline.markers]
+    finite = [float(end) for end in ends if math.isfinite(end)]
+    duration = max(finite, default=0.0) + 0.5
+    if duration <= 0.5:
+        return {}
+
+    def left(seconds: float) -> float:
+        return round(100 * max(0.0, min(seconds, duration)) / duration, 3)
+
+    lanes = []
+    for lane in timeline.lanes:
+        spans = []
+        for span in lane.spans:
+            start = max(0.0, float(span.start))
+            spans.append(
+                {
+                    "text": span.text,
+                    "css": span.css,
+                    "start": start,
+                    "end": float(span.end),
+                    "left": left(start),
+                    "width": round(max(0.15, left(float(span.end)) - left(start)), 3),
+                }
+            )
+        lanes.append({"label": lane.label, "player": lane.player, "spans": spans})
+    step = _tick_step(duration)
+    count = min(MAX_TICKS, int(duration // step)) + 1
+    ticks = [round(i * step, 3) for i in range(count)]
+    return {
+        "duration": duration,
+        "lanes": lanes,
+        "markers": [
+            {"time": time, "label": label, "left": left(time)} for time, label in timeline.markers
+        ],
+        "ticks": [{"t": t, "left": left(t)} for t in ticks],
+    }
+
+
+def task_page_context(*, task_result: TaskResult) -> dict:
+    """The plug-in's drill-down of one task (its template, context and clips to sign), and every
+    judgment of the task grouped by judge."""
+    submission = task_result.submission
+    plugin = get_plugin(submission.benchmark.plugin)
+    judged, _, _ = judged_slots(
+        links=TaskJudgment.objects.filter(task_result=task_result, judge_id=submission.judge_id)
+    )
+    judged = judged.get(task_result.pk, {})
+    with open_upload(submission) as archive:
+        task = task_input(task_result, archive)
+        context = plugin.task_context(task, judged=judged)
+    context["timeline"] = timeline_layout(context.get("timeline"))
+    return context
+
+
+def task_judgment_groups(*, task_result: TaskResult, judge_id: int | None) -> list[dict]:
+    """Every judged slot of this task, grouped by judge, the submission's judge first. A
+    judgment shared with other submissions (the cache) is shown as this submission's: the time
+    it was linked here, never another submission's times."""
+    links = TaskJudgment.objects.filter(task_result=task_result).select_related(
+        "judge", "judgment", "judgment__prompt_version"
+    )
+    groups: dict[int, dict] = {}
+    for link in sorted(links, key=lambda x: (x.judge_id != judge_id, x.judge.slug, x.kind, x.slot)):
+        group = groups.setdefault(
+            link.judge_id,
+            {"judge": link.judge, "primary": link.judge_id == judge_id, "items": []},
+        )
+        group["items"].append(link)
+    return list(groups.values())
