@@ -47,7 +47,7 @@ def silence(seconds: float, *, sample_rate: int) -> np.ndarray:
     return np.zeros(int(round(seconds * sample_rate)), dtype=np.float32)
 
 
-def _syllables(text: str) -> list[tuple[str, str, bool]]:
+def syllables(text: str) -> list[tuple[str, str, bool]]:
     """(vowel, onset consonants, pause after) per syllable of each word."""
     out = []
     for word in text.split():
@@ -90,7 +90,7 @@ def speech(
     (syllables and pauses stretched to fit). Sound starts at the first sample, ends at the last."""
     voice = VOICES[voice] if isinstance(voice, str) else voice
     rng = np.random.default_rng(zlib.crc32(f"{voice.name}|{text}".encode()))
-    plan = _syllables(text)
+    plan = syllables(text)
     lengths = voice.syllable_s * rng.uniform(0.75, 1.3, len(plan))
     pauses = np.array([0.18 if pause else 0.03 for _, _, pause in plan])
     pauses[-1] = 0.0
