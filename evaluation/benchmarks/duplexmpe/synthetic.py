@@ -163,7 +163,7 @@ def _behaviour(profile: str, label: str, gold: str, rng: random.Random):
         return None
     if label in ("N1", "N2", "N3"):
         if profile == "chatty" and rng.random() < 0.5:
-            return 150, INTRUSION
+            return -1200, INTRUSION  # over the end of the turn
         if profile == "good" and rng.random() < 0.15:
             return 100, ACK
     return None
@@ -252,17 +252,64 @@ def write_output_channel(path: Path, said: list[Said], *, stream_end_ms: int, sa
         writer.close()
 
 
-def write_quiet_runs(directory: Path, count: int, *, seconds: float = 8.0, sample_rate=16000):
-    """``count`` short output channels, silent but for one brief utterance each: the bundle
-    shape used to show that VAD memory does not grow with the number of runs."""
+def write_quiet_runs(directory: Path, count: int, *, seconds: float = 5.0, sample_rate=16000):
+    """``count`` short output channels (FLAC), silent but for one brief utterance each: the
+    bundle shape used to show that VAD memory does not grow with the number of runs."""
+    import numpy as np
+    import soundfile
+
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    said = speech("Nine dollars.", voice=ASSISTANT, sample_rate=sample_rate)
     paths = []
     for n in range(count):
-        start = 1000 + (n * 137) % 4000
-        said = [Said(start, start + clip_ms("Nine dollars.", speaker=ASSISTANT), "Nine dollars.")]
-        path = directory / f"quiet{n:05d}.wav"
-        write_output_channel(path, said, stream_end_ms=int(seconds * 1000),
-                             sample_rate=sample_rate)  # fmt: skip
+        audio = np.zeros(int(seconds * sample_rate), dtype=np.float32)
+        start = int((1.0 + (n * 0.137) % 2.5) * sample_rate)
+        audio[start : start + len(said)] = said[: len(audio) - start]
+        path = directory / f"quiet{n:05d}.flac"
+        soundfile.write(path, audio, sample_rate, format="FLAC")
         paths.append(path)
     return paths
+
+
+# ---------------------------------------------------------------------------------------------
+# SPEC §8 boundary cases as runs in the low-trust formats (GT run + segments, seconds)
+
+BOUNDARY_TURNS = (("N2", 32.4, 34.4), ("N1", 34.9, 36.9), ("T", 37.4, 39.4),
+                  ("N3", 44.4, 46.4), ("N4Q", 46.9, 48.9), ("N4R", 51.9, 54.9),
+                  ("N2", 55.4, 57.4))  # fmt: skip
+# (SPEC §8 row, what it shows, segments in s, expected: T (present, fresh) and N4 outcome)
+BOUNDARY_CASES = (
+    (1, "onset exactly at the end of T", [[39.4, 40.9]], (True, False), "no_onset_in_gap"),
+    (2, "onset exactly 5 s after T", [[44.4, 45.4]], (True, True), "no_onset_in_gap"),
+    (3, "onset 5.001 s after T", [[44.401, 45.4]], (False, False), "no_onset_in_gap"),
+    (4, "speech ending exactly at the end of T", [[38.4, 39.4]], (False, False), "no_onset_in_gap"),
+    (5, "a 0.7 s pause across the end of T", [[38.9, 39.3], [40.0, 41.0]], (True, False),
+     "no_onset_in_gap"),
+    (5, "a 0.8 s pause across the end of T", [[38.9, 39.3], [40.1, 41.0]], (True, True),
+     "no_onset_in_gap"),
+    (6, "two 60 ms blips 140 ms apart", [[40.0, 40.06], [40.2, 40.26]], (True, True),
+     "no_onset_in_gap"),
+    (12, "speaking when the question starts", [[46.0, 47.0]], (False, False),
+     "active_at_question_start"),
+    (13, "onset exactly at the question's end", [[48.9, 52.5]], (False, False), "no_onset_in_gap"),
+    (14, "onset exactly at the resolution's start", [[51.9, 52.5]], (False, False), "yielded"),
+    (15, "answer over before the resolution", [[49.5, 51.8]], (False, False),
+     "silent_at_resolution_start"),
+    (16, "speech ending exactly at the deadline", [[49.5, 53.9]], (False, False), "yielded"),
+    (18, "speech resuming exactly at E", [[49.5, 52.5], [55.4, 56.0]], (False, False), "yielded"),
+    (18, "speech resuming just before E", [[49.5, 52.5], [55.3, 56.0]], (False, False), "resumed"),
+    (23, "speech during the preamble only", [[1.0, 20.0]], (False, False), "no_onset_in_gap"),
+)  # fmt: skip
+
+
+def boundary_runs() -> list[dict]:
+    """One run per boundary case: {"row", "case", "gt", "segments", "expected"}."""
+    out = []
+    for n, (row, case, segments, (present, fresh), n4) in enumerate(BOUNDARY_CASES):
+        gt = {"scenario_id": f"edge{n:02d}", "condition": "explicit",
+              "turns": [{"index": i, "label": label, "start": start, "end": end}
+                        for i, (label, start, end) in enumerate(BOUNDARY_TURNS)]}  # fmt: skip
+        out.append({"row": row, "case": case, "gt": gt, "segments": segments,
+                    "expected": {"present": present, "fresh": fresh, "n4": n4}})  # fmt: skip
+    return out

@@ -16,8 +16,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import math
-from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -222,7 +221,7 @@ def decoded_16k(source: Source, *, block_frames: int = 1 << 15) -> Iterator[np.n
 class _Run:
     """A run being read: its 16 kHz stream, samples not yet framed, and its segmenter."""
 
-    def __init__(self, index: int, source: Source, config: VadConfig, read_frames: int):
+    def __init__(self, index: Hashable, source: Source, config: VadConfig, read_frames: int):
         import soundfile
 
         self.index = index
@@ -256,34 +255,41 @@ class _Run:
         return self.ended and not len(self.pending)
 
 
-def detect(
-    sources: Sequence[Source],
+def detect_stream(
+    sources: Iterable[tuple[Hashable, Source]],
     *,
     config: VadConfig = DEFAULT_CONFIG,
     batch: int = 16,
     block_frames: int = 64,
     session=None,
-) -> list[VadResult]:
-    """One result per source, in order. Up to ``batch`` runs share each model call; each is read
-    ``block_frames`` model frames (32 ms each) at a time. A file that cannot be decoded gets a
-    result with ``error`` set; the others are unaffected."""
+) -> Iterator[tuple[Hashable, VadResult]]:
+    """(key, result) for each (key, source), as runs finish (not in input order). ``sources``
+    is consumed lazily, so memory stays bounded by ``batch`` however many runs there are. Up
+    to ``batch`` runs share each model call; each is read ``block_frames`` model frames (32 ms)
+    at a time. A file that cannot be decoded gets a result with ``error`` set."""
     session = session or load_session()
-    results = [VadResult() for _ in sources]
-    waiting = deque(enumerate(sources))
+    waiting = iter(sources)
     runs: list[_Run] = []
+    results: dict[int, VadResult] = {}
     state = np.zeros((2, 0, 128), dtype=np.float32)
     block = block_frames * FRAME
     sample_rate = np.array(SAMPLE_RATE, dtype=np.int64)
-    while waiting or runs:
-        while waiting and len(runs) < batch:  # a finished run's place goes to the next one
-            index, source = waiting.popleft()
+    exhausted = False
+    while not exhausted or runs:
+        while not exhausted and len(runs) < batch:  # a finished run's place goes to the next
+            item = next(waiting, None)
+            if item is None:
+                exhausted = True
+                break
+            key, source = item
             try:
-                run = _Run(index, source, config, read_frames=block)
-                results[index].duration_s = run.duration_s
-                runs.append(run)
-                state = np.concatenate([state, np.zeros((2, 1, 128), np.float32)], axis=1)
+                run = _Run(key, source, config, read_frames=block)
             except (RuntimeError, OSError, ValueError) as error:
-                results[index].error = f"cannot decode audio: {error}"
+                yield key, VadResult(error=f"cannot decode audio: {error}")
+                continue
+            results[id(run)] = VadResult(duration_s=run.duration_s)
+            runs.append(run)
+            state = np.concatenate([state, np.zeros((2, 1, 128), np.float32)], axis=1)
         if not runs:
             break
         inputs = np.zeros((block_frames, len(runs), CONTEXT + FRAME), dtype=np.float32)
@@ -293,7 +299,7 @@ def detect(
             try:
                 samples = run.take(block)
             except (RuntimeError, OSError, ValueError) as error:
-                results[run.index].error = f"cannot decode audio: {error}"
+                results[id(run)].error = f"cannot decode audio: {error}"
                 failed.append(row)
                 samples = np.zeros(0, np.float32)
             frames = np.zeros(block, dtype=np.float32)
@@ -314,13 +320,14 @@ def detect(
         for row, run in enumerate(runs):
             if row in failed:
                 run.audio.close()
+                yield run.index, results.pop(id(run))
                 continue
             run.segmenter.push(probabilities[: real_frames[row], row].tolist())
             if real_frames[row]:
                 run.context = inputs[real_frames[row] - 1, row, -CONTEXT:].copy()
             if run.done:
                 run.audio.close()
-                result = results[run.index]
+                result = results.pop(id(run))
                 result.timestamps = run.segmenter.finish(run.samples)
                 result.segments = seg.normalise(
                     [
@@ -328,11 +335,17 @@ def detect(
                         for s, e in result.timestamps
                     ]
                 )
+                yield run.index, result
             else:
                 keep.append(row)
         runs = [runs[row] for row in keep]
         state = np.ascontiguousarray(state[:, keep, :])
-    return results
+
+
+def detect(sources: Sequence[Source], **options) -> list[VadResult]:
+    """One result per source, in input order (see detect_stream for the options)."""
+    found = dict(detect_stream(enumerate(sources), **options))
+    return [found[index] for index in range(len(sources))]
 
 
 def detect_one(source: Source, *, config: VadConfig = DEFAULT_CONFIG) -> VadResult:

@@ -217,3 +217,14 @@ def test_row_23_preamble_speech_counts_only_where_it_reaches_a_window():
     assert timing([(1000, 20000)])["windows"][0]["speech"] is False
     t = timing([(30000, 32600)])  # runs into the first turn
     assert window(t, 0)["spans"] == [[32400, 32600]]
+
+
+def test_the_synthetic_boundary_runs_score_as_labelled():
+    from evaluation.benchmarks.duplexmpe import synthetic
+
+    for case in synthetic.boundary_runs():
+        t = m.run_timing(m.Run.from_gt(case["gt"], case["segments"]))
+        event = t["n4"][0]
+        outcome = event["ineligible_reason"] or event["failure"] or "yielded"
+        got = {"present": t["t"]["present"], "fresh": t["t"]["fresh"], "n4": outcome}
+        assert got == case["expected"], (case["row"], case["case"])
