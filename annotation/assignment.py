@@ -11,9 +11,8 @@ row, which also keeps one rater's overlapping requests from deadlocking each oth
 
 from __future__ import annotations
 
-import re
-
 import random
+import re
 import secrets
 import time
 from dataclasses import dataclass

@@ -10,7 +10,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
-from evaluation.models import Benchmark, Judge, Judgment, Submission, TaskResult
+from evaluation.models import Benchmark, Judge, Submission, TaskResult
 
 
 class Study(models.Model):
@@ -144,9 +144,6 @@ class Item(models.Model):
     clips = models.JSONField(default=list, blank=True)
     # Hidden from raters: the study judge's label for this unit at sampling time (null: none).
     judge_label = models.CharField(max_length=50, null=True, blank=True)  # noqa: DJ001
-    judgment = models.ForeignKey(
-        Judgment, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
     expected_label = models.CharField(max_length=50, blank=True, help_text="Gold and attention")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -68,12 +68,12 @@ from __future__ import annotations
 import zlib
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal
 
 import krippendorff
 import numpy as np
 
-from evaluation.stats import PairAgreement, confusion_agreement, last_sum
+from evaluation.stats import confusion_agreement, last_sum
 
 TieRule = Literal["drop", "disagree"]
 TIE_RULES: tuple[str, ...] = ("drop", "disagree")

@@ -27,7 +27,6 @@ from django.db.models import (
 )
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce, NullIf, Rank
-
 from django.urls import reverse
 
 from evaluation.benchmarks import get_plugin

@@ -39,13 +39,13 @@ from leaderboard.selectors import (
     agreement_cache_key,
     board_columns,
     board_split,
-    row_group_choices,
     chart_cache_key,
     chart_points,
     default_judge,
     judge_agreement,
     leaderboard_entries,
     leaderboard_judges,
+    row_group_choices,
     system_submissions,
 )
 

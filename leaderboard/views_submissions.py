@@ -176,7 +176,7 @@ def submission_retry(request, pk: int):
         return HttpResponseForbidden("only the submission's team and staff may retry it")
     if submission.status not in FINAL_STATUSES:
         return HttpResponse(
-            f"submission {submission.pk} is still {submission.get_status_display()}; "
+            f"submission {submission.pk} is still {submission.get_status_display().lower()}; "
             "retry once it has finished",
             status=409,
             content_type="text/plain",

@@ -54,13 +54,22 @@ def inline():
         _local.inline = previous
 
 
+def after_commit(callback: Callable[[], None]) -> None:
+    """Run after the surrounding transaction commits (at once outside one, and at once in an
+    inline() block, where everything runs in this process and this transaction)."""
+    if getattr(_local, "inline", False):
+        callback()
+    else:
+        transaction.on_commit(callback)
+
+
 def enqueue_on_commit(task_name: str, *args) -> None:
-    """Queue after the surrounding transaction commits (at once outside one)."""
+    """Queue a Celery task after the surrounding transaction commits (see after_commit)."""
     from evaluation import tasks  # tasks import this module
 
     task = getattr(tasks, task_name)
     if getattr(_local, "inline", False):
-        transaction.on_commit(lambda: task.apply(args=args, throw=True))
+        task.apply(args=args, throw=True)
     else:
         transaction.on_commit(lambda: task.delay(*args))
 
@@ -186,7 +195,7 @@ def submission_ingest(*, submission_id: int) -> bool:
         Submission.objects.filter(pk=submission_id).update(
             tasks_ingested=len(found), status=S.DETECTING, steps_done=0, facts={}
         )
-        transaction.on_commit(lambda: steps_start(submission_id=submission_id))
+        after_commit(lambda: steps_start(submission_id=submission_id))
     return True
 
 
@@ -467,7 +476,7 @@ def submission_resume(*, submission: Submission) -> str:
         enqueue_on_commit("ingest_submission", submission.pk)
         return "ingest"
     if status == S.DETECTING:
-        transaction.on_commit(lambda: steps_start(submission_id=submission.pk))
+        after_commit(lambda: steps_start(submission_id=submission.pk))
         return "processing"
     if status == S.AGGREGATING:
         enqueue_on_commit("finish_judging", submission.pk, submission.judge_id)

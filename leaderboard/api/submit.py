@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluation.bundles import BundleRejected
-from evaluation.models import Benchmark, System
+from evaluation.models import Benchmark
 from evaluation.selectors import submissions_visible_to
 from leaderboard.uploads import services
 from leaderboard.uploads.selectors import teams_of

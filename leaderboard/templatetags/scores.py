@@ -4,8 +4,6 @@ from django import template
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
-from evaluation.stats import wilson_pct
-
 register = template.Library()
 
 

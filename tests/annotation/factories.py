@@ -111,18 +111,18 @@ def make_board(
         Task.objects.create(
             benchmark=benchmark,
             task_id=f"scenario_discussion-{n:03d}",
-            family="discussion",
-            should_speak=True,
-            metatranscript=metatranscript(n),
+            spec={"family": "discussion", "should_speak": True, "metatranscript": metatranscript(n)},
         )
         for n in range(tasks)
     ] + [
         Task.objects.create(
             benchmark=benchmark,
             task_id=f"scenario_turnbased-{n:03d}",
-            family="turnbased",
-            should_speak=False,
-            metatranscript=metatranscript(100 + n),
+            spec={
+                "family": "turnbased",
+                "should_speak": False,
+                "metatranscript": metatranscript(100 + n),
+            },
         )
         for n in range(other_tasks)
     ]
@@ -139,7 +139,8 @@ def make_board(
         )
         board.submissions.append(submission)
         for t, task in enumerate(all_tasks):
-            empty = bool(empty_every) and t % empty_every == 0 and task.family == "discussion"
+            family = task.spec["family"]
+            empty = bool(empty_every) and t % empty_every == 0 and family == "discussion"
             files = {}
             if audio:
                 for name, seconds, base in (
@@ -157,11 +158,13 @@ def make_board(
                 task=task,
                 files=files,
                 detected=True,
-                spoke=not empty,
-                post_text="" if empty else f"Reply {t} from system {s} after the input.",
-                full_text=f"Early words. Reply {t} from system {s} after the input.",
+                detection={
+                    "spoke": not empty,
+                    "post_text": "" if empty else f"Reply {t} from system {s} after the input.",
+                    "full_text": f"Early words. Reply {t} from system {s} after the input.",
+                },
             )
-            if task.family != "discussion":
+            if family != "discussion":
                 continue
             judgment = None
             if not empty:
@@ -179,7 +182,11 @@ def make_board(
                     raw_output=json.dumps({"consistent": verdict(s, t)}),
                 )
             TaskJudgment.objects.create(
-                task_result=row, judge=judge, kind="discussion", judgment=judgment
+                task_result=row,
+                judge=judge,
+                kind="discussion",
+                judgment=judgment,
+                fixed=None if judgment else {"verdict": False},
             )
     return board
 

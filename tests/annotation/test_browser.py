@@ -119,11 +119,11 @@ def test_a_rater_labels_a_batch_of_30_by_keyboard_and_resumes_after_closing_the_
     # Play the conversation with space, seek with the arrows, let it play to the end.
     page.keyboard.press(" ")
     page.wait_for_function(
-        "() => window.floorboardRate.players.conversation.currentTime > 0.2", timeout=10_000
+        "() => window.floorboardRate.players['context-0'].currentTime > 0.2", timeout=10_000
     )
     page.keyboard.press("ArrowLeft")
     page.wait_for_function(
-        "() => window.floorboardRate.players.conversation.playedThrough", timeout=15_000
+        "() => window.floorboardRate.players['context-0'].playedThrough", timeout=15_000
     )
     # Submit is refused until the response has been heard to the end.
     page.keyboard.press("1")

@@ -14,7 +14,7 @@ from django.urls import reverse
 from annotation.demo import DEMO_STUDY, PER_STRATUM, seed_demo_study
 from annotation.models import Item, Rating, Study
 from annotation.services import snapshot_freeze
-from evaluation import demo
+from evaluation.benchmarks.mpbench import demo
 from evaluation.models import Submission
 from evaluation.services import benchmark_import, submission_create
 
@@ -37,7 +37,7 @@ def demo_board(tmp_path):
             benchmark=board,
             bundle_path=path,
             system_name=entry["name"],
-            system_type=entry["system_type"],
+            row_group=entry["system_type"],
             judge=offline,
             publish=True,
         )
@@ -53,15 +53,16 @@ def test_the_demo_study_has_clips_that_play_invites_and_figures(demo_board, clie
     strata = list(study.strata.all())
     assert strata
     for submission in strata:
-        said = submission.task_results.filter(task__family="discussion").exclude(post_text="")
+        said = submission.task_results.filter(task__spec__family="discussion").exclude(
+            detection__post_text=""
+        )
         assert said.count() > PER_STRATUM
     samples = study.items.filter(role=Item.Role.SAMPLE)
     assert samples.count() == PER_STRATUM * len(strata)
     assert study.items.filter(role=Item.Role.GOLD).exclude(expected_label="").count() == 2
     for item in study.items.all():
         for key, digest in (
-            (item.conversation_audio_key, item.conversation_audio_sha256),
-            (item.response_audio_key, item.response_audio_sha256),
+            *((clip["key"], clip["sha256"]) for clip in item.clips),
         ):
             with default_storage.open(key, "rb") as handle:
                 data = handle.read()

@@ -17,7 +17,7 @@ from django.core.files.storage import default_storage
 from django.urls import reverse
 
 from annotation import assignment as rating
-from annotation.models import Assignment, Rating, RatingEvent
+from annotation.models import Assignment, Rating, RatingEvent, item_clip
 from annotation.services import rater_update
 from tests.annotation.factories import (
     JUDGE_NAME,
@@ -197,7 +197,7 @@ def test_the_rater_page_resumes_where_the_rater_left_off(client):
                 "page": "p",
                 "events": [{"seq": 0, "kind": "choose", "value": "inconsistent"}],
                 "active_ms": 1200,
-                "positions": {"conversation": 0.4, "response": 0.25},
+                "positions": {"context-0": 0.4, "response": 0.25},
             }
         ),
         content_type="application/json",
@@ -205,7 +205,7 @@ def test_the_rater_page_resumes_where_the_rater_left_off(client):
     again = client.get(url).context["page_state"]  # the tab was closed and the link reopened
     assert again["code"] == second["code"] != first["code"]
     assert again["draftLabel"] == "inconsistent"
-    assert again["positions"] == {"conversation": 0.4, "response": 0.25}
+    assert again["positions"] == {"context-0": 0.4, "response": 0.25}
 
 
 def audio_url(client, rater):
@@ -222,7 +222,7 @@ def test_audio_is_served_with_byte_ranges(client):
     rater = invite(study)
     url = audio_url(client, rater)
     current = Assignment.objects.get(rater=rater, position=1)
-    with default_storage.open(current.item.conversation_audio_key, "rb") as handle:
+    with default_storage.open(item_clip(current.item, "context-0")["key"], "rb") as handle:
         data = handle.read()
     size = len(data)
     whole = client.get(url)
@@ -284,7 +284,7 @@ def test_waveform_peaks_for_the_player(client):
     peaks = client.get(peaks_url, {"buckets": 200}).json()
     current = Assignment.objects.get(rater=rater, position=1)
     with (
-        default_storage.open(current.item.response_audio_key, "rb") as handle,
+        default_storage.open(item_clip(current.item, "response")["key"], "rb") as handle,
         wave.open(handle) as clip,
     ):
         frames, rate = clip.getnframes(), clip.getframerate()

@@ -13,7 +13,7 @@ from django.core.files.storage import default_storage
 from django.utils import timezone
 
 from annotation import assignment as rating
-from annotation.models import Assignment, Item, Rating, RatingEvent, Study
+from annotation.models import Assignment, Item, Rating, RatingEvent, Study, item_clip
 from annotation.selectors import rater_by_token
 from annotation.services import (
     StudyError,
@@ -53,7 +53,7 @@ def test_the_papers_plan_14_strata_of_20_gives_280_stratified_items():
     empties = {f"scenario_discussion-{n:03d}" for n in (0, 6, 12, 18, 24)}
     assert not {i.task_id for i in items} & empties
     # Discussion is judged (and rated) on what was said after the input, not the full text.
-    assert all(i.response_text == i.task_result.post_text for i in items)
+    assert all(i.response_text == i.task_result.detection["post_text"] for i in items)
     assert len({i.shuffle_key for i in items}) == 280
 
     def drawn(s):
@@ -101,15 +101,15 @@ def test_items_snapshot_transcript_response_audio_hashes_and_the_hidden_verdict(
             {"speaker": SPEAKERS[k % 3], "text": f"Turn {k} of conversation {n}."} for k in range(4)
         ]
         assert item.response_text == f"Reply {n} from system 0 after the input."
-        assert item.judge_verdict is (n % 2 == 0)
+        assert item.judge_label == ("consistent" if n % 2 == 0 else "inconsistent")
         for key, digest in (
-            (item.conversation_audio_key, item.conversation_audio_sha256),
-            (item.response_audio_key, item.response_audio_sha256),
+            (item_clip(item, "context-0")["key"], item_clip(item, "context-0")["sha256"]),
+            (item_clip(item, "response")["key"], item_clip(item, "response")["sha256"]),
         ):
             with default_storage.open(key, "rb") as handle:
                 assert digest == hashlib.sha256(handle.read()).hexdigest()
-        assert item.conversation_audio_key.endswith("/all_stitched.wav")
-        assert item.response_audio_key.endswith("/response.wav")
+        assert item_clip(item, "context-0")["key"].endswith("/all_stitched.wav")
+        assert item_clip(item, "response")["key"].endswith("/response.wav")
 
 
 def test_verdicts_are_read_as_scoring_reads_them():
@@ -119,11 +119,11 @@ def test_verdicts_are_read_as_scoring_reads_them():
     # Task 1: no judgment link at all under this judge (never judged): no verdict.
     TaskJudgment.objects.filter(task_result__task__task_id="scenario_discussion-001").delete()
     study = make_study(board, per_stratum=4, skip_empty_responses=False)
-    verdicts = dict(study.items.values_list("task_id", "judge_verdict"))
-    assert verdicts["scenario_discussion-000"] is False  # empty reply: false without a call
-    assert verdicts["scenario_discussion-002"] is False
+    verdicts = dict(study.items.values_list("task_id", "judge_label"))
+    assert verdicts["scenario_discussion-000"] == "inconsistent"  # empty reply: false, no call
+    assert verdicts["scenario_discussion-002"] == "inconsistent"
     assert verdicts["scenario_discussion-001"] is None
-    assert verdicts["scenario_discussion-003"] is True
+    assert verdicts["scenario_discussion-003"] == "consistent"
 
 
 # --- Guidelines ---------------------------------------------------------------------------------
@@ -327,7 +327,7 @@ def test_events_time_on_task_and_changed_answers_are_recorded_once():
     rater = invite(study)
     current = rating.rater_current(rater=rater, start=True)
     events = [
-        {"seq": 0, "kind": "play", "player": "conversation", "t": 100, "position": 0},
+        {"seq": 0, "kind": "play", "player": "context-0", "t": 100, "position": 0},
         {"seq": 1, "kind": "choose", "t": 900, "value": "consistent"},
         {"seq": 2, "kind": "choose", "t": 1500, "value": "inconsistent"},
         {"seq": 3, "kind": "rate", "player": "response", "t": 1700, "value": "1.5"},
@@ -335,14 +335,14 @@ def test_events_time_on_task_and_changed_answers_are_recorded_once():
     ]
     kwargs = {"rater": rater, "code": current.code, "page": "p1"}
     rating.assignment_record(
-        events=events, active_ms=1000, positions={"conversation": 4.5}, **kwargs
+        events=events, active_ms=1000, positions={"context-0": 4.5}, **kwargs
     )
     rating.assignment_record(events=events, active_ms=2500, **kwargs)  # resent: kept once
     rating.assignment_record(events=[], active_ms=10**9, **kwargs)  # a sleeping laptop
     current.refresh_from_db()
     assert RatingEvent.objects.filter(assignment=current).count() == 5
     assert current.label_changes == 2 and current.first_label == "consistent"
-    assert current.draft == {"label": "consistent", "positions": {"conversation": 4.5}}
+    assert current.draft == {"label": "consistent", "positions": {"context-0": 4.5}}
     assert current.active_ms == 1000 + 2500 + 10 * 60 * 1000
     with pytest.raises(rating.RatingError, match="unknown kind 'dance'"):
         rating.assignment_record(events=[{"seq": 9, "kind": "dance"}], **kwargs)
@@ -367,7 +367,7 @@ def test_the_response_must_be_played_through_when_the_study_says_so():
         rating.assignment_submit(rater=rater, code=current.code, label="consistent")
     assert Rating.objects.count() == 0
     # The conversation played through does not count; the response does.
-    ended = [{"seq": 0, "kind": "played_through", "player": "conversation"}]
+    ended = [{"seq": 0, "kind": "played_through", "player": "context-0"}]
     rating.assignment_record(rater=rater, code=current.code, page="p", events=ended)
     with pytest.raises(rating.RatingError):
         rating.assignment_submit(rater=rater, code=current.code, label="consistent")

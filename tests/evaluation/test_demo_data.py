@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # runs without pytest-django (-p no:django), which adds it
     sys.path.insert(0, str(ROOT))
 
-demo = importlib.import_module("evaluation.demo")
+demo = importlib.import_module("evaluation.benchmarks.mpbench.demo")
 
 NAMES = {
     "Adam",

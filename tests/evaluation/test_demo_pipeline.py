@@ -6,7 +6,7 @@ import json
 import pytest
 
 from config.celery import app as celery_app
-from evaluation import demo
+from evaluation.benchmarks.mpbench import demo
 from evaluation.models import TaskResult
 from evaluation.services import benchmark_import, submission_create
 

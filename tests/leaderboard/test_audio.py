@@ -340,7 +340,7 @@ def test_s3_bundle_members_are_read_by_range(s3_storage, monkeypatch):  # noqa: 
 
 @pytest.mark.django_db(transaction=True)
 def test_s3_task_page_end_to_end(client, s3_storage, tmp_path):  # noqa: F811
-    from evaluation import demo
+    from evaluation.benchmarks.mpbench import demo
     from evaluation.services import benchmark_import, submission_create
 
     demo.write_demo_benchmark(tmp_path / "source")

@@ -17,7 +17,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from evaluation.models import Benchmark, Judge, Score, Submission, System
-from tests.leaderboard.test_board_stats import wilson_by_quadratic
+from tests.evaluation.test_stats import wilson_by_quadratic
 
 pytestmark = pytest.mark.django_db
 

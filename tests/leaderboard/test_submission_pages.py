@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 from django.contrib.auth.models import User
 
-from evaluation import demo
+from evaluation.benchmarks.mpbench import demo
 from evaluation.models import (
     Judge,
     Judgment,

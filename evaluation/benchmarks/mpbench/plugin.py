@@ -10,6 +10,7 @@ import json
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 from evaluation.benchmarks.base import (
     BenchmarkPlugin,

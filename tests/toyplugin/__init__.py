@@ -1,0 +1,11 @@
+"""A toy benchmark plug-in that lives only in the tests: the worked example of the recipe in
+README.md ("Adding a benchmark"). It exercises every hook of the interface with no change to
+the core: a JSONL release, a JSONL upload, one per-submission processing step, one judged kind
+with two slots per task, a mean-type metric with bootstrap intervals, splits, and rating units.
+
+Registered by adding "tests.toyplugin" to the FLOORBOARD_BENCHMARKS setting.
+"""
+
+from .plugin import plugin
+
+__all__ = ["plugin"]
