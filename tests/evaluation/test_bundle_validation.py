@@ -311,12 +311,12 @@ def test_every_problem_is_reported_at_once(mpbench, task_ids, tmp_path):
 def test_stored_file_removed_when_the_transaction_fails(
     mpbench, task_ids, tmp_path, settings, monkeypatch
 ):
-    from evaluation import services
+    from evaluation.services import submissions
 
     def explode(*args, **kwargs):
         raise RuntimeError("queue unavailable")
 
-    monkeypatch.setattr(services, "_enqueue_on_commit", explode)
+    monkeypatch.setattr(submissions, "enqueue_on_commit", explode)
     path = write_zip(tmp_path / "b.zip", full_bundle(task_ids))
     with pytest.raises(RuntimeError):
         submission_create(benchmark=mpbench, bundle_path=path, system_name="Boom")

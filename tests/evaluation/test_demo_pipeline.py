@@ -47,22 +47,28 @@ def run(board, tmp_path, profile):
 
 def test_half_duplex_run(demo_board, tmp_path):
     submission, folder = run(demo_board, tmp_path, "half-duplex")
-    assert submission.half_duplex is True
+    assert submission.facts["half_duplex"] is True
+    spoke = 0
     for row in TaskResult.objects.filter(submission=submission).select_related("task"):
+        found = row.detection
         response = words(folder / row.task.task_id / "response.json")
         if not response:
-            assert not row.spoke
+            assert not found["spoke"]
             continue
         # Half-duplex: spoke with the full text, latency is the first word's own start.
-        assert row.spoke and row.spoke_via == "half_duplex"
-        assert row.latency == round(response[0]["timestamp"][0], 3)
-        assert row.post_text == row.full_text
+        assert found["spoke"] and found["spoke_via"] == "half_duplex"
+        assert found["latency"] == round(response[0]["timestamp"][0], 3)
+        assert found["post_text"] == found["full_text"]
+        spoke += 1
+    assert spoke >= 10  # most of the 18 tasks have a response, so the rule was exercised
 
 
 def test_streaming_run(demo_board, tmp_path):
     submission, folder = run(demo_board, tmp_path, "streaming-chatty")
-    assert submission.half_duplex is False
+    assert submission.facts["half_duplex"] is False
+    after = 0
     for row in TaskResult.objects.filter(submission=submission).select_related("task"):
+        found = row.detection
         source = words(folder / row.task.task_id / "all_stitched.json")
         end = max(c["timestamp"][1] for c in source)
         post = [
@@ -70,10 +76,12 @@ def test_streaming_run(demo_board, tmp_path):
             for c in words(folder / row.task.task_id / "response.json")
             if c["timestamp"][0] >= end
         ]
-        assert row.spoke == bool(post)
+        assert found["spoke"] == bool(post)
         if post:
-            assert row.latency == round(post[0]["timestamp"][0] - end, 3)
-            assert row.post_text == " ".join(c["text"] for c in post).strip()
+            after += 1
+            assert found["latency"] == round(post[0]["timestamp"][0] - end, 3)
+            assert found["post_text"] == " ".join(c["text"] for c in post).strip()
+    assert after >= 5
     # Audio was kept for playback, one object per WAV.
     row = TaskResult.objects.filter(submission=submission).first()
     assert {"all_stitched.wav", "response.wav"} <= set(row.files)

@@ -20,11 +20,13 @@ SCHEMA = {"type": "object", "properties": {"correct": {"type": "boolean"}}, "req
 
 def test_openai_request_and_reply(judge_server):
     judge_server.responder = lambda body, call: (200, {}, completion('{"correct": true}', 321, 7))
-    client = OpenAICompatibleClient(
-        base_url=judge_server.url, api_key="sk-test", timeout=5, schema_name="mpbench_eval"
-    )
+    client = OpenAICompatibleClient(base_url=judge_server.url, api_key="sk-test", timeout=5)
     reply = client.complete(
-        model="gpt-5.4", prompt="Judge this", schema=SCHEMA, params={"temperature": 0.0}
+        model="gpt-5.4",
+        prompt="Judge this",
+        schema=SCHEMA,
+        schema_name="mpbench_eval",
+        params={"temperature": 0.0},
     )
     assert reply == JudgeReply('{"correct": true}', 321, 7)
     body = judge_server.requests[0]
@@ -41,9 +43,7 @@ def test_openai_request_and_reply(judge_server):
 
 
 def test_openai_without_sampling_params_sends_none(judge_server):
-    client = OpenAICompatibleClient(
-        base_url=judge_server.url, api_key="", timeout=5, schema_name="s"
-    )
+    client = OpenAICompatibleClient(base_url=judge_server.url, api_key="", timeout=5)
     client.complete(model="m", prompt="p", schema=SCHEMA, params={})
     body = judge_server.requests[0]
     assert not {"temperature", "top_p", "max_completion_tokens"} & body.keys()
@@ -86,9 +86,7 @@ def test_gemini_request_and_reply(judge_server):
 )
 def test_status_classification(judge_server, status, transient):
     judge_server.responder = lambda body, call: (status, {"Retry-After": "7"}, {"error": "x"})
-    client = OpenAICompatibleClient(
-        base_url=judge_server.url, api_key="", timeout=5, schema_name="s"
-    )
+    client = OpenAICompatibleClient(base_url=judge_server.url, api_key="", timeout=5)
     with pytest.raises(JudgeError) as caught:
         client.complete(model="m", prompt="p", schema=SCHEMA, params={})
     assert isinstance(caught.value, TransientJudgeError) is transient
@@ -98,7 +96,7 @@ def test_status_classification(judge_server, status, transient):
 
 def test_timeout_is_transient():
     client = OpenAICompatibleClient(
-        base_url="http://127.0.0.1:9", api_key="", timeout=0.5, schema_name="s"
+        base_url="http://127.0.0.1:9", api_key="", timeout=0.5
     )
     with pytest.raises(TransientJudgeError):
         client.complete(model="m", prompt="p", schema=SCHEMA, params={})
@@ -165,9 +163,7 @@ def test_permanent_errors_are_not_retried():
 def test_reply_json_is_returned_verbatim(judge_server):
     raw = '{"reasoning": "Step 1...", "consistent": true}'
     judge_server.responder = lambda body, call: (200, {}, completion(raw))
-    client = OpenAICompatibleClient(
-        base_url=judge_server.url, api_key="", timeout=5, schema_name="s"
-    )
+    client = OpenAICompatibleClient(base_url=judge_server.url, api_key="", timeout=5)
     assert (
         json.loads(client.complete(model="m", prompt="p", schema=SCHEMA, params={}).raw_output)[
             "consistent"

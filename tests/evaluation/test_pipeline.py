@@ -320,7 +320,7 @@ def test_offline_judge_needs_no_server(eager, mpbench, mpbench_dir, tmp_path):
     )
     submission.refresh_from_db()
     assert submission.status == "scored"
-    assert TaskResult.objects.filter(submission=submission, spoke=True).count() == 3
+    assert TaskResult.objects.filter(submission=submission, detection__spoke=True).count() == 3
     assert all(j.provider == Judge.Provider.OFFLINE for j in Judgment.objects.all())
 
 

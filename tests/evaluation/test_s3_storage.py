@@ -73,7 +73,8 @@ def test_pipeline_reads_and_writes_through_s3(s3_storage, mpbench, mpbench_dir, 
     row = TaskResult.objects.get(
         submission=submission, task__task_id="scenario_argument-diag_1001-tier_2-task_0"
     )
-    assert row.latency == 4.8 and row.post_text.startswith("Sure, the Lamborghini")
+    found = row.detection
+    assert found["latency"] == 4.8 and found["post_text"].startswith("Sure, the Lamborghini")
 
 
 def test_rejected_bundle_writes_nothing_to_s3(s3_storage, mpbench, tmp_path):

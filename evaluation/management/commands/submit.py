@@ -4,22 +4,34 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evaluation.benchmarks import get_plugin
 from evaluation.bundles import BundleRejected, zip_directory
-from evaluation.models import Benchmark, Submission, System, Team
+from evaluation.models import Benchmark, Submission, Team
 from evaluation.selectors import submission_summary
-from evaluation.services import submission_create
+from evaluation.services import SubmissionInvalid, submission_create
 
 FINAL = {Submission.Status.SCORED, Submission.Status.FAILED}
 
 
 class Command(BaseCommand):
-    help = "Validate a result bundle (zip or directory) and queue it for scoring."
+    help = "Validate an upload (a file, or a directory that is zipped) and queue it for scoring."
 
     def add_arguments(self, parser):
-        parser.add_argument("bundle", type=Path)
+        parser.add_argument("bundle", type=Path, help="the upload: a file, or a directory")
         parser.add_argument("--benchmark", required=True)
         parser.add_argument("--system", required=True, help="system name shown on the board")
-        parser.add_argument("--system-type", choices=System.SystemType.values, default="")
+        parser.add_argument(
+            "--system-type",
+            default="",
+            help="the board's row group (the benchmark's system types, e.g. realtime)",
+        )
+        parser.add_argument(
+            "--option",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="a choice the benchmark asks for with an upload, e.g. mode=full-duplex",
+        )
         parser.add_argument(
             "--judge", default="official", help="judge slug: official, offline, ..."
         )
@@ -43,6 +55,7 @@ class Command(BaseCommand):
         benchmark,
         system,
         system_type,
+        option,
         judge,
         allow_partial,
         team,
@@ -68,6 +81,15 @@ class Command(BaseCommand):
                 raise CommandError(f"unknown team {team!r}")
         if not bundle.exists():
             raise CommandError(f"{bundle}: no such file or directory")
+        options = {}
+        for item in option:
+            name, equals, value = item.partition("=")
+            if not equals:
+                raise CommandError(f"--option {item!r}: write it as NAME=VALUE")
+            options[name] = value
+        plugin = get_plugin(board.plugin)
+        if bundle.is_dir() and not plugin.upload.directories_are_zipped:
+            raise CommandError(f"{board.name} takes {plugin.upload.label}, not a directory")
 
         temporary = zip_directory(bundle) if bundle.is_dir() else None
         try:
@@ -75,17 +97,20 @@ class Command(BaseCommand):
                 benchmark=board,
                 bundle_path=temporary or bundle,
                 system_name=system,
-                system_type=system_type,
+                row_group=system_type,
                 judge=chosen,
                 allow_partial=allow_partial,
                 team=owner,
                 publish=publish,
+                options=options,
             )
         except BundleRejected as exc:
             if as_json:
                 self.stdout.write(
                     json.dumps({"submission": None, "status": "rejected", **exc.report.as_dict()})
                 )
+            raise CommandError(str(exc)) from None
+        except SubmissionInvalid as exc:
             raise CommandError(str(exc)) from None
         finally:
             if temporary:
@@ -101,11 +126,20 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(summary))
         else:
             self.stdout.write(f"submission {submission.pk}: {summary['status']}")
-            if summary["results"]:
-                self.stdout.write(json.dumps(summary["results"], indent=2))
+            for row in summary["metrics"]:
+                self.stdout.write(_metric_line(row))
         if wait and submission.status == Submission.Status.FAILED:
             raise CommandError(f"submission {submission.pk} failed: {submission.error}")
         if wait and submission.status not in FINAL:
             raise CommandError(
                 f"submission {submission.pk} still {submission.status} after {timeout:.0f} s"
             )
+
+
+def _metric_line(row: dict) -> str:
+    """One metric as `[split] label: value (count/total) [low, high]`."""
+    value = "–" if row["value"] is None else f"{row['value']:g}{row['unit'] or ''}"
+    counts = f" ({row['count']}/{row['total']})" if row["count"] is not None else ""
+    interval = f" [{row['interval'][0]:g}, {row['interval'][1]:g}]" if row["interval"] else ""
+    split = f"[{row['split']}] " if row["split"] else ""
+    return f"{split}{row['label']}: {value}{counts}{interval}"
