@@ -17,7 +17,7 @@ from leaderboard.selectors import board_columns
 
 S = Submission.Status
 # What still holds a place in the pipeline ahead of a newer submission.
-QUEUE_STATUSES = (S.QUEUED, S.INGESTING, S.DETECTING, S.JUDGING, S.AGGREGATING)
+QUEUE_STATUSES = (S.QUEUED, S.INGESTING, S.DETECTING, S.JUDGING)
 FINAL_STATUSES = (S.SCORED, S.FAILED)
 # A timeline never has more tick marks than this, whatever its times.
 MAX_TICKS = 12

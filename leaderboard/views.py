@@ -483,6 +483,8 @@ def system_page(request, pk: int):
                 benchmark=submission.benchmark
             )
         submission.shown_columns = columns_by_benchmark[submission.benchmark_id]
+        plugin = get_plugin(submission.benchmark.plugin)
+        submission.row_group_label = plugin.row_group_label(submission.row_group)
     return render(
         request,
         "leaderboard/system.html",

@@ -10,6 +10,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evaluation.benchmarks import registry
 from evaluation.models import Submission
 from evaluation.selectors import (
     submission_progress,
@@ -72,20 +73,31 @@ class SubmissionDetail(APIView):
         return Response(_detail(request, visible_submission(request, pk)))
 
 
-@extend_schema(
-    parameters=[
-        OpenApiParameter(
-            "verdict", str, enum=["correct", "wrong", "none"], description="Under its judge"
-        ),
-        OpenApiParameter(
-            "filter",
+def _task_filter_parameters() -> list[OpenApiParameter]:
+    """Every task filter a registered benchmark declares (each applies to its benchmark's
+    submissions; GET /api/benchmarks/<slug>/ lists them under declaration.task_filters)."""
+    found: dict[str, OpenApiParameter] = {
+        "verdict": OpenApiParameter(
+            "verdict",
             str,
-            description="Stands for any task filter the benchmark declares "
-            "(GET /api/benchmarks/<slug>/: declaration.task_filters), given by its name, e.g. "
-            "family=discussion or spoke=true",
-        ),
-    ]
-)
+            enum=["correct", "wrong", "none"],
+            description="Judged correct (every slot), wrong (some slot), or none yet/failed",
+        )
+    }
+    for plugin in registry().values():
+        for task_filter in plugin.task_filters:
+            found.setdefault(
+                task_filter.name,
+                OpenApiParameter(
+                    task_filter.name,
+                    bool if task_filter.type == "bool" else str,
+                    description=f"{plugin.name}: {task_filter.label}",
+                ),
+            )
+    return list(found.values())
+
+
+@extend_schema(parameters=_task_filter_parameters())
 class SubmissionTaskList(generics.ListAPIView):
     """Each task of the submission: the task's fields, this submission's part of the upload
     and what processing found, filtered by the benchmark's task filters."""

@@ -68,7 +68,7 @@ def board_cell(results, column, intervals=None) -> dict:
         return {
             "text": text,
             "interval": "",
-            "title": counts + "reported without counts: no interval",
+            "title": counts + "reported in the paper without counts: no interval",
         }
     span = f"{interval[0]:.{metric.decimals}f}–{interval[1]:.{metric.decimals}f}"
     method = "Wilson" if metric.interval == "wilson" else "bootstrap"

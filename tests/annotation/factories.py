@@ -111,7 +111,11 @@ def make_board(
         Task.objects.create(
             benchmark=benchmark,
             task_id=f"scenario_discussion-{n:03d}",
-            spec={"family": "discussion", "should_speak": True, "metatranscript": metatranscript(n)},
+            spec={
+                "family": "discussion",
+                "should_speak": True,
+                "metatranscript": metatranscript(n),
+            },
         )
         for n in range(tasks)
     ] + [

@@ -61,9 +61,7 @@ def test_the_demo_study_has_clips_that_play_invites_and_figures(demo_board, clie
     assert samples.count() == PER_STRATUM * len(strata)
     assert study.items.filter(role=Item.Role.GOLD).exclude(expected_label="").count() == 2
     for item in study.items.all():
-        for key, digest in (
-            *((clip["key"], clip["sha256"]) for clip in item.clips),
-        ):
+        for key, digest in (*((clip["key"], clip["sha256"]) for clip in item.clips),):
             with default_storage.open(key, "rb") as handle:
                 data = handle.read()
             assert data.startswith(b"RIFF") and hashlib.sha256(data).hexdigest() == digest

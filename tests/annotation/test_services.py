@@ -334,9 +334,7 @@ def test_events_time_on_task_and_changed_answers_are_recorded_once():
         {"seq": 4, "kind": "choose", "t": 2100, "value": "consistent"},
     ]
     kwargs = {"rater": rater, "code": current.code, "page": "p1"}
-    rating.assignment_record(
-        events=events, active_ms=1000, positions={"context-0": 4.5}, **kwargs
-    )
+    rating.assignment_record(events=events, active_ms=1000, positions={"context-0": 4.5}, **kwargs)
     rating.assignment_record(events=events, active_ms=2500, **kwargs)  # resent: kept once
     rating.assignment_record(events=[], active_ms=10**9, **kwargs)  # a sleeping laptop
     current.refresh_from_db()

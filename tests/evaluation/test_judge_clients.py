@@ -95,9 +95,7 @@ def test_status_classification(judge_server, status, transient):
 
 
 def test_timeout_is_transient():
-    client = OpenAICompatibleClient(
-        base_url="http://127.0.0.1:9", api_key="", timeout=0.5
-    )
+    client = OpenAICompatibleClient(base_url="http://127.0.0.1:9", api_key="", timeout=0.5)
     with pytest.raises(TransientJudgeError):
         client.complete(model="m", prompt="p", schema=SCHEMA, params={})
 

@@ -117,12 +117,12 @@ def test_browse_sort_filter_switch_judge_and_charts(browser, live_server, rows):
 
     # The charts come from the site's own plotly.js.
     page.wait_for_selector('#charts[data-ready="1"]', timeout=30000)
-    assert page.locator("#chart-latency .main-svg").count() > 0
-    assert page.locator("#chart-splits .main-svg").count() > 0
+    assert page.locator("#chart-0 .main-svg").count() > 0
+    assert page.locator("#chart-1 .main-svg").count() > 0
     # Discussion first: Epsilon has no discussion latency, so only Alpha is placed.
-    points = "document.querySelectorAll('#chart-latency .point').length"
+    points = "document.querySelectorAll('#chart-0 .point').length"
     assert page.evaluate(points) == 1
-    page.click("#chart-latency .updatemenu-button:has-text('Turn-based')")
+    page.click("#chart-0 .updatemenu-button:has-text('Turn-based')")
     page.wait_for_function(f"{points} === 2")
     page.screenshot(path=str(ARTIFACTS / "board-filtered-with-charts.png"), full_page=True)
 

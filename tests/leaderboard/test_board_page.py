@@ -67,14 +67,13 @@ def scored_row(
     **system_fields,
 ) -> Submission:
     """A system with one scored submission under `judge` (stored as the pipeline stores it)."""
-    system, _ = System.objects.get_or_create(
-        name=name, defaults={"system_type": system_type, **system_fields}
-    )
+    system, _ = System.objects.get_or_create(name=name, team=team, defaults=system_fields)
     submission = Submission.objects.create(
         benchmark=benchmark,
         system=system,
         judge=judge,
         team=team,
+        row_group=system_type,
         status=Submission.Status.SCORED,
         is_published=published,
     )
@@ -224,14 +223,23 @@ COLUMNS = [
 
 def test_default_board_groups_rows_by_type_and_ranks_by_table_3(client, board):
     data = api(client)
-    # Text LLMs, then non-realtime, then realtime; rank is the Table 3 order across all rows.
+    # Text LLMs, then non-realtime, then realtime; grouped, rank is the Table 3 order within
+    # each group.
     assert names(data) == ["Gamma", "Beta", "Alpha", "Epsilon", "Delta"]
     ranks = {e["system"]: e["rank"] for e in data["entries"]}
-    assert ranks == {name: i for i, name in enumerate(rank_order(), start=1)}
+    expected = {}
+    for group in ("text-llm", "non-realtime", "realtime"):
+        members = [name for name in rank_order() if ROWS[name][0] == group]
+        expected |= {name: i for i, name in enumerate(members, start=1)}
+    assert ranks == expected
     # Delta and Epsilon tie on overall accuracy (100/543); discussion App Acc breaks the tie.
     assert ranks["Epsilon"] < ranks["Delta"]
     flat = api(client, "group=none")
     assert names(flat) == rank_order()
+    # One list: the rank is the Table 3 order across all rows.
+    assert {e["system"]: e["rank"] for e in flat["entries"]} == {
+        name: i for i, name in enumerate(rank_order(), start=1)
+    }
     assert data["judges"] == ["official", "gpt"] and data["judge"]["slug"] == "gpt"
 
 
@@ -279,7 +287,7 @@ def test_sort_by_name_type_and_rank(client, board):
     ],
 )
 def test_filters(client, board, query, expected):
-    data = api(client, query)
+    data = api(client, f"group=none&{query}")
     assert set(names(data)) == expected
     # Rank is the Table 3 order among the rows shown.
     assert sorted(e["rank"] for e in data["entries"]) == list(range(1, len(expected) + 1))
@@ -458,7 +466,7 @@ def test_csv_without_filters_lists_the_same_rows_as_the_page_and_json(client, bo
     "query,problem",
     [
         ("sort=latency", "sort: unknown column 'latency'"),
-        ("type=robot", "type: unknown system type 'robot'"),
+        ("type=robot", "type: unknown type 'robot'"),
         ("arch=hybrid", "arch: unknown architecture 'hybrid'"),
         ("open=maybe", "open: unknown value 'maybe'"),
         ("duplex=1", "duplex: unknown value '1'"),
@@ -497,7 +505,6 @@ def _add_rows(benchmark, judge, start: int, count: int) -> None:
         [
             System(
                 name=f"Bulk {i:04d}",
-                system_type=types[i % 3],
                 architecture=["end-to-end", "cascaded"][i % 2],
                 open_weights=bool(i % 2),
                 full_duplex=not i % 3,
@@ -511,6 +518,7 @@ def _add_rows(benchmark, judge, start: int, count: int) -> None:
                 benchmark=benchmark,
                 system=system,
                 judge=judge,
+                row_group=types[int(system.name.split()[-1]) % 3],
                 status=Submission.Status.SCORED,
                 is_published=True,
             )
@@ -586,7 +594,7 @@ def test_chart_figures(client, board):
     cache.clear()
     figures = client.get("/benchmarks/mp-bench/charts.json?judge=gpt").json()
     assert figures["points"] == 5
-    latency = figures["latency"]
+    latency, splits = figures["figures"]
     # Only systems with a latency are placed; one point per system per split, Wilson error bars.
     traces = {t["name"]: t for t in latency["data"]}
     realtime_disc = traces["Realtime (Discussion)"]
@@ -605,7 +613,6 @@ def test_chart_figures(client, board):
     buttons = latency["layout"]["updatemenus"][0]["buttons"]
     assert [b["label"] for b in buttons] == ["Discussion", "Turn-based"]
 
-    splits = figures["splits"]
     # One subplot per split (x axes x, x2, x3), its accuracies as grouped bars.
     bars = {(t.get("xaxis", "x"), t["name"]): t for t in splits["data"]}
     assert set(bars) == {
@@ -654,7 +661,8 @@ def test_chart_cache_changes_when_scores_change(client, board, mpbench, gpt_judg
     score = Score.objects.get(submission__system__name="Zeta")
     score.results = mp_results(10, 1, 10, 10, 10, 10, lat=(9.0, 9.0, 9.0))
     score.save()
-    trace = next(t for t in client.get(url).json()["latency"]["data"] if "Zeta" in t["text"])
+    scatter = client.get(url).json()["figures"][0]
+    trace = next(t for t in scatter["data"] if "Zeta" in t["text"])
     assert trace["x"][trace["text"].index("Zeta")] == 9.0
     # Staff hiding an entry changes the public chart.
     Submission.objects.filter(system__name="Zeta").update(is_hidden=True)

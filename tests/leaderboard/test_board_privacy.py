@@ -110,7 +110,7 @@ def test_board_json_csv_and_page(client, people, runs, viewer):
 def test_charts(client, people, runs, viewer):
     login(client, people, viewer)
     figures = client.get("/benchmarks/mp-bench/charts.json?judge=offline").json()
-    labels = [name for trace in figures["splits"]["data"] for name in trace["x"]]
+    labels = [name for trace in figures["figures"][1]["data"] for name in trace["x"]]
     assert ("Secret Agent" in labels) == SEES_PRIVATE[viewer]
     assert figures["points"] == (2 if SEES_PRIVATE[viewer] else 1)
 

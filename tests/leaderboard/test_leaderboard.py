@@ -27,7 +27,7 @@ def scored_offline(eager, mpbench, mpbench_dir, tmp_path):
 def test_official_board_shows_paper_rows_ranked(client, mpbench):
     data = client.get("/api/benchmarks/mp-bench/leaderboard/?group=none").json()
     assert data["judge"]["slug"] == "official"
-    assert data["chance_pct"] == {"spk_name_acc": 33.3, "turnbased.tt_acc": 50.0}
+    assert data["chance_pct"] == {"understanding.spk_name_acc": 33.3, "turnbased.tt_acc": 50.0}
     names = [e["system"] for e in data["entries"]]
     # Ranked by overall understanding accuracy (Table 3): 87.48, 73.30, 34.44, 32.60, ...
     assert names[:4] == ["Gemini-3.1-Pro (SpkD-ASR)", "Gemini-3.1-Pro", "Qwen3-Omni", "Covo-Audio"]

@@ -323,7 +323,7 @@ def test_progress_counts(client, demo_board, people, tmp_path):
     called = links.filter(judgment__isnull=False).count()
     empty = links.filter(judgment__isnull=True).count()
     assert f"Judged: {called} / {called}" in text
-    assert f"{empty} empty responses judged false without a call" in text
+    assert f"{empty} outcomes decided by rule without a call" in text
     assert "Status: <strong>scored</strong>" in text and 'data-final="true"' in text
 
 
@@ -343,10 +343,10 @@ def expected_rows(run: Submission, **wanted) -> list[str]:
             judgment = Judgment.objects.get(pk=link.judgment_id)
             verdicts.append(judgment.verdict if judgment.status == "done" else "unsettled")
         checks = {
-            "family": lambda v, row=row: row.task.family == v,
-            "spoke": lambda v, row=row: row.spoke == (v == "yes"),
-            "should_speak": lambda v, row=row: row.task.should_speak == (v == "yes"),
-            "turn_taking": lambda v, row=row: row.turn_taking_correct == (v == "correct"),
+            "family": lambda v, row=row: row.task.spec["family"] == v,
+            "spoke": lambda v, row=row: row.detection["spoke"] == (v == "yes"),
+            "should_speak": lambda v, row=row: row.task.spec["should_speak"] == (v == "yes"),
+            "turn_taking": lambda v, row=row: row.detection["turn_taking_correct"] == (v == "yes"),
             "verdict": lambda v, verdicts=verdicts: {
                 "correct": bool(verdicts) and all(x is True for x in verdicts),
                 "wrong": False in verdicts,
@@ -364,8 +364,8 @@ QUERIES = [
     {"family": "turnbased", "should_speak": "no"},
     {"spoke": "yes"},
     {"spoke": "no", "family": "turnbased"},
-    {"turn_taking": "wrong"},
-    {"turn_taking": "correct", "family": "understanding"},
+    {"turn_taking": "no"},
+    {"turn_taking": "yes", "family": "understanding"},
     {"verdict": "correct"},
     {"verdict": "wrong", "family": "understanding"},
 ]
@@ -398,7 +398,7 @@ def test_pagination_keeps_filters_and_bad_values_are_named(
 
     bad = client.get(f"/submissions/{run.pk}/?family=poetry")
     assert bad.status_code == 400
-    assert "family: Select a valid choice. poetry is not one of the available choices." in (
+    assert "Family: Select a valid choice. poetry is not one of the available choices." in (
         html.unescape(bad.content.decode())
     )
 
@@ -432,20 +432,21 @@ def test_task_page_shows_conversation_timeline_responses_and_judgments(
     inputs = bundle_words(folder / task.task_dir, "all_stitched.json")
     outputs = bundle_words(folder / task.task_dir, "response.json")
     input_end = max(c["timestamp"][1] for c in inputs)
-    lane = re.search(r'<div class="lane output".*?</div>', page, re.S).group(0)
+    lane = re.search(r'<div class="lane lane-2".*?</div>', page, re.S).group(0)
     seeks = [float(x) for x in re.findall(r'data-seek="([^"]+)"', lane)]
     assert seeks == [c["timestamp"][0] for c in outputs]
     post = re.findall(r'class="w post"[^>]*>([^<]*)<', lane)
     assert post == [c["text"] for c in outputs if c["timestamp"][0] >= input_end]
     assert f"input ends {input_end:.2f} s" in page
-    input_lane = re.search(r'<div class="lane input".*?</div>', page, re.S).group(0)
+    input_lane = re.search(r'<div class="lane lane-1".*?</div>', page, re.S).group(0)
     assert len(re.findall(r'data-seek="', input_lane)) == len(inputs)
 
     # Both responses, and the players.
     row = TaskResult.objects.get(submission=run, task__task_id=task.task_dir)
     expected_post = " ".join(c["text"] for c in outputs if c["timestamp"][0] >= input_end)
-    assert row.post_text == expected_post.strip()
-    assert html.escape(row.post_text) in page and html.escape(row.full_text) in page
+    found = row.detection
+    assert found["post_text"] == expected_post.strip()
+    assert html.escape(found["post_text"]) in page and html.escape(found["full_text"]) in page
     players = audio_links(page)
     assert list(players) == ["all_stitched.wav", "response.wav"]
     assert f'data-markers="[{{&quot;time&quot;: {input_end}' in page
@@ -466,7 +467,7 @@ def test_an_empty_response_says_it_was_not_sent_to_the_judge(client, demo_board,
         .select_related("task_result__task")
         .first()
     )
-    assert link is not None and not link.task_result.full_text
+    assert link is not None and not link.task_result.detection["full_text"]
     page = client.get(f"/submissions/{run.pk}/tasks/{link.task_result.task.task_id}/")
     assert "judged false without calling the judge" in page.content.decode()
     # In the table such a task is judged wrong.

@@ -57,8 +57,9 @@ class ToyBench(BenchmarkPlugin):
         options=(UploadOption("mode", "Run mode", (("text", "Text"), ("voice", "Voice")), "text"),),
     )
     steps = (Step("measure", "submission", "Measure: answer lengths"),)
-    judge_kinds = (JudgeKind("grade", "Grade", "json_object", answer_attempts=2,
-                             unparseable="outcome"),)
+    judge_kinds = (
+        JudgeKind("grade", "Grade", "json_object", answer_attempts=2, unparseable="outcome"),
+    )
     official_judge = JudgeDefaults("official", "Toy official judge", "openai", {"grade": "toy-1"})
     metrics = (
         Metric("quality", "Quality", "Answers", "mean", True, None, "bootstrap", 2, "%"),
@@ -67,8 +68,10 @@ class ToyBench(BenchmarkPlugin):
     splits = (Split("en", "English"), Split("de", "German"))
     row_groups = (RowGroup("small", "Small models"), RowGroup("large", "Large models"))
     rank_keys = ("quality",)
-    charts = (Chart("scatter", "Answered against quality", ("answered", "quality")),
-              Chart("bars", "Quality", ("quality",)))
+    charts = (
+        Chart("scatter", "Answered against quality", ("answered", "quality")),
+        Chart("bars", "Quality", ("quality",)),
+    )
     task_filters = (TaskFilter("topic", "Topic", "spec", "topic"),)
     task_columns = (TaskColumn("Topic", "spec", "topic"), TaskColumn("Answer", "data", "answer"))
     study_kinds = (StudyKind("grade", "Grades", "grade", ("pass", "fail"), "Is it good?"),)
@@ -189,8 +192,12 @@ class ToyBench(BenchmarkPlugin):
         return [
             ReportedRow(
                 "Toy Paper Model",
-                {"en": {"quality": {"value": 0.5, "pct": 50.0}, "answered": {
-                    "count": None, "total": None, "pct": 100.0}}},
+                {
+                    "en": {
+                        "quality": {"value": 0.5, "pct": 50.0},
+                        "answered": {"count": None, "total": None, "pct": 100.0},
+                    }
+                },
                 "large",
                 {"organization": "Toy Lab", "open_weights": True},
             )
@@ -233,8 +240,13 @@ def mean_node(scores: np.ndarray) -> dict:
 
 
 TASKS = [
-    {"id": f"q{i}", "language": "en" if i < 4 else "de", "topic": "math" if i % 2 else "fact",
-     "question": f"What is {i} plus {i}?", "answer": str(2 * i)}
+    {
+        "id": f"q{i}",
+        "language": "en" if i < 4 else "de",
+        "topic": "math" if i % 2 else "fact",
+        "question": f"What is {i} plus {i}?",
+        "answer": str(2 * i),
+    }
     for i in range(1, 7)
 ]
 TEMPLATE = "Grade the {aspect} of this answer.\nQuestion: {question}\nAnswer: {answer}\n"

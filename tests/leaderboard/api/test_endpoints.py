@@ -18,13 +18,27 @@ EXAMPLE_T = "scenario_turnBasedGame-diag_112-tier_2-task_1"
 def test_benchmark_detail_counts_tasks_per_family(world, mpbench_tasks):
     body = world.client("anonymous").get("/api/benchmarks/mp-bench/").json()
     assert body["task_count"] == len(mpbench_tasks) == 927
-    families = Counter(t["family"] for t in mpbench_tasks.values())
-    speak = Counter(t["family"] for t in mpbench_tasks.values() if t["should_speak"])
-    names = Counter(t["family"] for t in mpbench_tasks.values() if t["is_speaker_name"])
-    assert body["families"] == [
-        {"family": f, "tasks": families[f], "should_speak": speak[f], "speaker_name": names[f]}
-        for f in sorted(families)
+    declared = body["declaration"]
+    # What a client needs to read the results: Table 3's columns, its groups and filters.
+    assert [m["key"] for m in declared["metrics"]] == [
+        "understanding.overall_acc",
+        "understanding.spk_name_acc",
+        "understanding.latency_s",
+        "discussion.tt_acc",
+        "discussion.app_acc",
+        "discussion.latency_s",
+        "turnbased.tt_acc",
+        "turnbased.app_acc",
+        "turnbased.latency_s",
     ]
+    assert [g["key"] for g in declared["row_groups"]] == ["text-llm", "non-realtime", "realtime"]
+    assert {f["name"] for f in declared["task_filters"]} == {
+        "family",
+        "should_speak",
+        "spoke",
+        "turn_taking",
+    }
+    assert declared["upload"]["suffixes"] == [".zip"]
     assert [j["slug"] for j in body["judges"]] == ["official", "offline"]
     assert body["leaderboard_url"].endswith("/api/benchmarks/mp-bench/leaderboard/")
     listing = world.client("anonymous").get("/api/benchmarks/").json()
@@ -97,30 +111,39 @@ def test_tasks_are_paginated_and_filtered(world, mpbench_tasks):
     assert set(rows) == set(mpbench_tasks)
 
     for name in ("discussion", "turnbased", "understanding"):
-        expected = sum(1 for t in mpbench_tasks.values() if t["family"] == name)
+        expected = Counter(t["family"] for t in mpbench_tasks.values())[name]
         assert client.get(base + f"?family={name}").json()["count"] == expected
     expected = sum(1 for t in mpbench_tasks.values() if t["should_speak"])
     assert client.get(base + "?should_speak=true").json()["count"] == expected
     assert client.get(base + "?should_speak=false").json()["count"] == 927 - expected
 
-    spoke = [t for t, row in rows.items() if row["spoke"]]
+    spoke = [t for t, row in rows.items() if row["detection"]["spoke"]]
     assert set(spoke) <= {EXAMPLE_U, EXAMPLE_D, EXAMPLE_T}  # only these have a response at all
     assert client.get(base + "?spoke=1").json()["count"] == len(spoke)
     # Turn-taking correct means spoke == should_speak (the benchmark's rule).
-    correct = [t for t, row in rows.items() if row["spoke"] == mpbench_tasks[t]["should_speak"]]
-    assert client.get(base + "?correct=true&page_size=1000").json()["count"] == len(correct)
-    both = client.get(base + "?correct=false&family=discussion&page_size=1000").json()
+    correct = [
+        t
+        for t, row in rows.items()
+        if row["detection"]["spoke"] == mpbench_tasks[t]["should_speak"]
+    ]
+    assert client.get(base + "?turn_taking=true&page_size=1000").json()["count"] == len(correct)
+    both = client.get(base + "?turn_taking=false&family=discussion&page_size=1000").json()
     assert {r["task_id"] for r in both["results"]} == {
         t
         for t in rows
         if mpbench_tasks[t]["family"] == "discussion"
-        and rows[t]["spoke"] != mpbench_tasks[t]["should_speak"]
+        and rows[t]["detection"]["spoke"] != mpbench_tasks[t]["should_speak"]
     }
 
 
 @pytest.mark.parametrize(
     ("query", "field"),
-    [("spoke=maybe", "spoke"), ("correct=2", "correct"), ("should_speak=", "should_speak")],
+    [
+        ("spoke=maybe", "spoke"),
+        ("turn_taking=2", "turn_taking"),
+        ("should_speak=", "should_speak"),
+        ("verdict=perhaps", "verdict"),
+    ],
 )
 def test_bad_task_filters_are_400(world, query, field):
     response = world.client("alice").get(f"/api/submissions/{world.published.pk}/tasks/?{query}")
@@ -144,7 +167,7 @@ def test_submission_filters(world):
 def test_judgments_of_a_task(world, mpbench_tasks):
     client = world.client("alice")
     body = client.get(f"/api/submissions/{world.private.pk}/tasks/{EXAMPLE_D}/judgments/").json()
-    assert body["task"]["task_id"] == EXAMPLE_D and body["task"]["family"] == "discussion"
+    assert body["task"]["task_id"] == EXAMPLE_D and body["task"]["spec"]["family"] == "discussion"
     [judgment] = body["judgments"]
     assert judgment["judge"] == "offline" and judgment["kind"] == "discussion"
     stored = Judgment.objects.get(

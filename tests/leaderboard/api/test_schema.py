@@ -50,7 +50,15 @@ def test_schema_documents_auth_filters_and_pagination(schema):
     }
     tasks = schema["paths"]["/api/submissions/{id}/tasks/"]["get"]
     names = {p["name"] for p in tasks["parameters"]}
-    assert {"family", "spoke", "should_speak", "correct", "page", "page_size"} <= names
+    assert {
+        "family",
+        "spoke",
+        "should_speak",
+        "turn_taking",
+        "verdict",
+        "page",
+        "page_size",
+    } <= names
     listing = schema["paths"]["/api/submissions/"]["get"]
     status = next(p for p in listing["parameters"] if p["name"] == "status")
     assert set(status["schema"]["enum"]) == {

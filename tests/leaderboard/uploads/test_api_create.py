@@ -63,7 +63,7 @@ def test_token_create_streams_the_bundle_and_scores_it(
     assert body["validation"]["ok"] is True
     submission.refresh_from_db()
     assert submission.status == "scored" and submission.submitted_by == people.alice
-    assert System.objects.get(name="API Agent").system_type == "text-llm"
+    assert Submission.objects.get(system__name="API Agent").row_group == "text-llm"
     record = Upload.objects.get(submission=submission)
     assert record.method == "api" and record.status == "accepted"
 

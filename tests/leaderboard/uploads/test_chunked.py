@@ -81,7 +81,7 @@ def test_chunks_with_a_retry_and_a_gap_then_finish_scores_it(
         assert stored.read() == data
     # The example's hand-checked latency (see the evaluation tests): the pipeline really ran.
     row = TaskResult.objects.get(submission=submission, task__task_id=EXAMPLE_TASK)
-    assert row.latency == 4.8 and "response.wav" in row.files
+    assert row.detection["latency"] == 4.8 and "response.wav" in row.files
     assert not partial.exists()
     upload.refresh_from_db()
     assert upload.status == "accepted" and upload.submission == submission
