@@ -6,7 +6,9 @@ per-language results out. It is the reference the site's pipeline is timed again
         [--templates DIR] [--run-mode turn-based|full-duplex]
 
 writes an invented release, a "weak" upload and the offline judge's answers under --workdir (once),
-then times the pass and prints wall time and peak traced memory as JSON.
+then times reading the release (an import, once per release) and scoring the upload (validation,
+validator, stored answers, aggregation; once per submission) and prints wall times and the
+scoring's peak traced memory as JSON.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from .judge import JudgeTemplates, judge_pairs, load_templates, parse_judge_outp
 from .metrics import raw_validator, submission_results
 from .offline import offline_output
 from .predictions import read_predictions
-from .release import read_release
+from .release import Release, read_release
 from .synthetic import FULL_SIZE, synthetic_predictions, write_predictions, write_release
 
 
@@ -46,10 +48,30 @@ def score_files(
     check_audio: bool = False,
     templates: JudgeTemplates | None = None,
 ) -> dict:
-    """The results dict ({language: row}) plus "calls_needed": judged pairs without a stored
-    answer (they count as failed judgments). With ``templates``, every judge request is also
-    rendered, as the site does when it lists judgment requests."""
+    """Read the release, then ``score_upload``."""
     release = read_release(release_dir, check_audio=check_audio)
+    return score_upload(
+        release=release,
+        prediction_files=prediction_files,
+        judge_outputs=judge_outputs,
+        run_mode=run_mode,
+        templates=templates,
+    )
+
+
+def score_upload(
+    *,
+    release: Release,
+    prediction_files: Sequence[Path],
+    judge_outputs: Path | None,
+    run_mode: str,
+    templates: JudgeTemplates | None = None,
+) -> dict:
+    """One submission against an imported release: upload validation, the validator, stored
+    judge answers parsed (or fixed outcomes), aggregation. Returns the results dict ({language:
+    row}) and "calls_needed": judged pairs without a stored answer (counted as failed
+    judgments). With ``templates``, every judge request is also rendered, as the site does when
+    it lists judgment requests."""
     specs = release.specs()
     upload = read_predictions(
         [(path.name, path.read_bytes()) for path in prediction_files],
@@ -142,20 +164,23 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         write_offline_answers(release_dir, upload, answers, run_mode=args.run_mode)
     templates = load_templates(args.templates) if args.templates else None
-    times = []
+    import_times, score_times = [], []
     for _ in range(args.repeat):
         start = time.perf_counter()
-        outcome = score_files(
-            release_dir=release_dir,
+        release = read_release(release_dir, check_audio=False)
+        import_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        outcome = score_upload(
+            release=release,
             prediction_files=[upload],
             judge_outputs=answers,
             run_mode=args.run_mode,
             templates=templates,
         )
-        times.append(time.perf_counter() - start)
+        score_times.append(time.perf_counter() - start)
     tracemalloc.start()
-    score_files(
-        release_dir=release_dir,
+    score_upload(
+        release=release,
         prediction_files=[upload],
         judge_outputs=answers,
         run_mode=args.run_mode,
@@ -166,10 +191,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(
         json.dumps(
             {
-                "cells": sum(row["n"] for row in outcome["results"].values()),
-                "wall_seconds_min": round(min(times), 3),
-                "wall_seconds_all": [round(t, 3) for t in times],
-                "peak_traced_mib": round(peak / 2**20, 1),
+                "cells": len(release.tasks),
+                "base_cases": sum(row["n"] for row in outcome["results"].values()),
+                "release_read_seconds_min": round(min(import_times), 3),
+                "score_seconds_min": round(min(score_times), 3),
+                "score_seconds_all": [round(t, 3) for t in score_times],
+                "score_peak_traced_mib": round(peak / 2**20, 1),
                 "rendered": templates is not None,
                 "calls_needed": outcome["calls_needed"],
                 "apr": {lang: row["apr"]["pct"] for lang, row in outcome["results"].items()},

@@ -227,6 +227,9 @@ def _check_case(
     else:
         _check_case_json(root, case_dir, case_id, err)
 
+    expected_dir = f"data/{row.get('language')}/{pattern}/{row.get('scene')}/{case_id}"
+    if case_dir and case_dir.rstrip("/") != expected_dir:
+        out.warn(CASES_FILE, f"path {case_dir} is not {expected_dir}", line=number, case_id=case_id)
     turns = _check_turns(root, case_dir, row.get("turns"), err, out, number, case_id, check_audio)
 
     ev = row.get("eval")

@@ -121,5 +121,5 @@ def test_stored_answers_parse(files):
 def test_bench_command_prints_figures(tmp_path, capsys):
     main(["--workdir", str(tmp_path), "--size", "small", "--repeat", "1"])
     figures = json.loads(capsys.readouterr().out)
-    assert figures["cells"] == 24 and figures["calls_needed"] == 0
-    assert figures["wall_seconds_min"] > 0 and figures["peak_traced_mib"] > 0
+    assert figures["base_cases"] == 24 and figures["calls_needed"] == 0
+    assert figures["score_seconds_min"] > 0 and figures["score_peak_traced_mib"] > 0

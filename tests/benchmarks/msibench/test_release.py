@@ -183,6 +183,20 @@ def test_warnings_for_what_the_harness_tolerates(release):
         in warnings
     )
     assert "rubric 'r-kitchen-002-absent' is not in entry en_selective_disclosure" in warnings
+    assert "is not data/" not in warnings  # the synthetic layout is the release's
+
+
+def test_a_case_directory_outside_the_layout_is_a_warning(release):
+    case = rows(release, CASES)[0]
+    moved = "data/elsewhere/" + case["case_id"]
+    (release / moved).parent.mkdir(parents=True)
+    (release / case["path"]).rename(release / moved)
+    edit(release, CASES, 0, lambda c: c.update(path=moved))
+    warnings = read_release(release, check_audio=False).warnings
+    assert (
+        f"index/cases.jsonl line 1 ({case['case_id']}): path {moved} is not {case['path']}"
+        in warnings
+    )
 
 
 # --- validation errors, each naming file, line and case ---------------------------------------------
