@@ -266,8 +266,8 @@ class JudgePair:
 
 
 def judge_pairs(spec: Mapping, prediction: Mapping | None) -> list[JudgePair]:
-    """The judgments of a base case. None without a prediction (the case is unjudged, §7.2) or
-    without a rubric its entry resolves. A format-error prediction fixes every atom to fail
+    """The judgments of a base case: none without a prediction (the case is unjudged, §7.2) or
+    without a rubric its entry resolves, and none for probe cells. A format-error prediction fixes every atom to fail
     (the harness skips the judge). An empty prediction (blank answer, no calls) is fixed too, a
     site choice: the harness calls the judge, but the guard then fails every atom except
     tool.call_args ones, which are never scored, so no answer can change a number; those atoms

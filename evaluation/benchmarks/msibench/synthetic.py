@@ -436,9 +436,9 @@ def satisfying_calls(tool_validation: dict | None) -> list[dict]:
 def _values(spec: dict) -> dict:
     people = [p["name"] for p in spec.get("participants", [])] or ["", "", ""]
     language = spec["language"]
-    slot = ITEMS[language]
+    items = ITEMS[language]
     text = " ".join(turn["text"] for turn in spec["turns"])
-    item = next((candidate for candidate in slot if candidate in text), slot[0])
+    item = next((candidate for candidate in items if candidate in text), items[0])
     secret = next((s for s in SECRETS[language] if s in text), SECRETS[language][0])
     return {"p0": people[0], "p1": people[1], "p2": people[2], "item": item, "secret": secret}
 

@@ -94,6 +94,7 @@ def test_silent_system(files):
 
 def test_strong_beats_weak_and_probes_behave(files):
     strong, weak = score(files, "strong")["results"], score(files, "weak")["results"]
+    assert json.loads(json.dumps(strong)) == strong  # results are stored as JSON
     for language in ("en", "zh"):
         assert strong[language]["apr"]["count"] > weak[language]["apr"]["count"]
         assert strong[language]["tool"]["pct"] == 100.0

@@ -449,3 +449,9 @@ def test_bom_and_missing_files(release):
     found = problems(release)
     assert "index/rubrics.jsonl: line 1: file starts with a UTF-8 byte-order mark (BOM)" in found
     assert "probes/hear_probe.jsonl: file is missing" in found
+
+
+def test_specs_are_plain_json(release):
+    read = read_release(release, check_audio=False)
+    for task in read.tasks:
+        assert json.loads(json.dumps(task.spec, ensure_ascii=False)) == task.spec
