@@ -187,6 +187,15 @@ def iter_user_audio(path: Path) -> Iterator[AudioBlob]:
             raise DatasetError(problems)
 
 
+def parse_record(record: dict, *, file: str = "record", where: str = "") -> Task:
+    """One record as a task, under the same field rules as read_dataset (no id uniqueness)."""
+    problems: list[Problem] = []
+    task = _task(record, file, where, problems)
+    if task is None:
+        raise DatasetError(problems)
+    return task
+
+
 def sniff_audio(data: bytes) -> str | None:
     """The container by its first bytes: wav, flac, mp3, ogg, m4a; None when unknown."""
     if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
