@@ -39,8 +39,6 @@ USER_TRANSCRIPT = re.compile(r"^user_turn_(\d+)_transcript$")
 USER_AUDIO = re.compile(r"^user_turn_(\d+)_audio$")
 ASSISTANT_TRANSCRIPT = re.compile(r"^assistant_turn_(\d+)_transcript$")
 
-# Small batches bound memory while streaming audio: a batch holds at most this many rows' clips.
-AUDIO_BATCH_ROWS = 8
 TASK_BATCH_ROWS = 1024
 
 # Container signatures -> (extension, content type). The bytes are stored as given, never decoded.
@@ -131,7 +129,7 @@ def read_dataset(path: Path) -> Dataset:
     first_seen: dict[str, str] = {}
     for file in files:
         name = _relative(file, root)
-        for where, record in _records(file, name, fmt, problems, with_audio=False):
+        for where, record in _records(file, name, fmt, problems):
             task_id = record.get("id")
             if isinstance(task_id, str) and task_id in first_seen:
                 problems.append(
@@ -158,33 +156,65 @@ def read_dataset(path: Path) -> Dataset:
 def iter_user_audio(path: Path) -> Iterator[AudioBlob]:
     """The user-turn clips of the export, one at a time, for turns 1..L of each task.
 
-    Call after read_dataset accepted the export. Rows without any audio field yield nothing
-    (a transcripts-only export yields nothing at all). An audio value that cannot be read raises
-    DatasetError naming file, row and field.
+    Call after read_dataset accepted the export. Parquet is read one row group and one audio
+    column at a time, so memory holds one turn's clips of one row group; clips come row group by
+    row group, turn by turn within it. JSONL is read line by line. Null audio and a
+    transcripts-only export yield nothing. An audio value that cannot be read raises
+    DatasetError naming file, row (or line) and field.
     """
     root, files, fmt = dataset_files(path)
     for file in files:
         name = _relative(file, root)
-        problems: list[Problem] = []
-        for where, record in _records(file, name, fmt, problems, with_audio=True):
-            task_id = record.get("id")
-            last = _last_user_turn(record)
-            for key in sorted(record, key=_turn_number):
-                match = USER_AUDIO.match(key)
-                if not match or record[key] is None:
-                    continue
-                turn = int(match.group(1))
-                if turn > last:
-                    continue  # the model never hears turns after L
-                blob = _audio_blob(record[key], file.parent, root)
-                if isinstance(blob, str):
-                    raise DatasetError([Problem(name, where, key, blob)])
-                data, source_path = blob
-                extension = sniff_audio(data) or _suffix(source_path) or "bin"
-                content_type = AUDIO_TYPES.get(extension, "application/octet-stream")
-                yield AudioBlob(str(task_id), turn, data, extension, content_type, source_path)
-        if problems:
-            raise DatasetError(problems)
+        values = _parquet_audio(file, name) if fmt == "parquet" else _jsonl_audio(file, name)
+        for where, task_id, turn, key, value in values:
+            blob = _audio_blob(value, file.parent, root)
+            if isinstance(blob, str):
+                raise DatasetError([Problem(name, where, key, blob)])
+            data, source_path = blob
+            extension = sniff_audio(data) or _suffix(source_path) or "bin"
+            content_type = AUDIO_TYPES.get(extension, "application/octet-stream")
+            yield AudioBlob(str(task_id), turn, data, extension, content_type, source_path)
+
+
+AudioValue = tuple[str, object, int, str, object]  # where, task id, turn, field, audio value
+
+
+def _parquet_audio(file: Path, name: str) -> Iterator[AudioValue]:
+    import pyarrow.parquet as pq
+
+    parquet = pq.ParquetFile(file)
+    names = parquet.schema_arrow.names
+    audio = sorted((int(m.group(1)), n) for n in names if (m := USER_AUDIO.match(n)))
+    if not audio:
+        return
+    text = [n for n in names if n == "id" or USER_TRANSCRIPT.match(n)]
+    first_row = 0
+    for group in range(parquet.num_row_groups):
+        rows = parquet.read_row_group(group, columns=text, use_threads=False).to_pylist()
+        lasts = [_last_user_turn(row) for row in rows]
+        for turn, column_name in audio:
+            if all(turn > last for last in lasts):
+                continue  # the model never hears turns after L: not even read
+            column = parquet.read_row_group(group, columns=[column_name], use_threads=False)
+            values = (value for chunk in column.column(0).chunks for value in chunk)
+            for offset, (row, last, value) in enumerate(zip(rows, lasts, values, strict=True)):
+                if turn <= last and value.is_valid:
+                    where = f"row {first_row + offset + 1}"
+                    yield where, row.get("id"), turn, column_name, value.as_py()
+            del column
+        first_row += len(rows)
+
+
+def _jsonl_audio(file: Path, name: str) -> Iterator[AudioValue]:
+    problems: list[Problem] = []
+    for where, record in _jsonl_records(file, name, problems, with_audio=True):
+        last = _last_user_turn(record)
+        for key in sorted(record, key=_turn_number):
+            match = USER_AUDIO.match(key)
+            if match and record[key] is not None and int(match.group(1)) <= last:
+                yield where, record.get("id"), int(match.group(1)), key, record[key]
+    if problems:
+        raise DatasetError(problems)
 
 
 def parse_record(record: dict, *, file: str = "record", where: str = "") -> Task:
@@ -224,17 +254,15 @@ def _relative(file: Path, root: Path) -> str:
 
 
 def _records(
-    file: Path, name: str, fmt: str, problems: list[Problem], *, with_audio: bool
+    file: Path, name: str, fmt: str, problems: list[Problem]
 ) -> Iterator[tuple[str, dict]]:
     if fmt == "parquet":
-        yield from _parquet_records(file, name, problems, with_audio=with_audio)
+        yield from _parquet_records(file, name, problems)
     else:
-        yield from _jsonl_records(file, name, problems, with_audio=with_audio)
+        yield from _jsonl_records(file, name, problems, with_audio=False)
 
 
-def _parquet_records(
-    file: Path, name: str, problems: list[Problem], *, with_audio: bool
-) -> Iterator[tuple[str, dict]]:
+def _parquet_records(file: Path, name: str, problems: list[Problem]) -> Iterator[tuple[str, dict]]:
     import pyarrow.parquet as pq  # the standard parquet reader; only parquet exports need it
 
     try:
@@ -242,16 +270,10 @@ def _parquet_records(
     except Exception as exc:  # pyarrow raises several types for a damaged file
         problems.append(Problem(name, "", "", f"not a readable parquet file ({exc})"))
         return
-    names = parquet.schema_arrow.names
-    if with_audio:
-        wanted = [n for n in names if n == "id" or USER_TRANSCRIPT.match(n) or USER_AUDIO.match(n)]
-        batch_rows = AUDIO_BATCH_ROWS
-    else:
-        # Audio columns are never read when only the tasks are wanted.
-        wanted = [n for n in names if not USER_AUDIO.match(n)]
-        batch_rows = TASK_BATCH_ROWS
+    # Audio columns are never read when only the tasks are wanted.
+    wanted = [n for n in parquet.schema_arrow.names if not USER_AUDIO.match(n)]
     row = 0
-    for batch in parquet.iter_batches(batch_size=batch_rows, columns=wanted):
+    for batch in parquet.iter_batches(batch_size=TASK_BATCH_ROWS, columns=wanted):
         for record in batch.to_pylist():
             row += 1
             yield f"row {row}", record
