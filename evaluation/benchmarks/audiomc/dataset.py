@@ -46,6 +46,7 @@ AUDIO_TYPES = {
     "wav": "audio/wav",
     "flac": "audio/flac",
     "mp3": "audio/mpeg",
+    "aac": "audio/aac",
     "ogg": "audio/ogg",
     "m4a": "audio/mp4",
     "opus": "audio/ogg",
@@ -227,13 +228,15 @@ def parse_record(record: dict, *, file: str = "record", where: str = "") -> Task
 
 
 def sniff_audio(data: bytes) -> str | None:
-    """The container by its first bytes: wav, flac, mp3, ogg, m4a; None when unknown."""
+    """The container by its first bytes: wav, flac, aac, mp3, ogg, m4a; None when unknown."""
     if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
         return "wav"
     if data[:4] == b"fLaC":
         return "flac"
+    if len(data) > 1 and data[0] == 0xFF and data[1] & 0xF6 == 0xF0:
+        return "aac"  # ADTS: a 12-bit sync word and layer bits 00
     if data[:3] == b"ID3" or (len(data) > 1 and data[0] == 0xFF and data[1] & 0xE0 == 0xE0):
-        return "mp3"
+        return "mp3"  # an ID3 tag, or an MPEG audio frame's 11-bit sync word
     if data[:4] == b"OggS":
         return "ogg"
     if data[4:8] == b"ftyp":

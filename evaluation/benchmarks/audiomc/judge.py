@@ -117,7 +117,7 @@ def fill_template(template: str, *, conversation_history: str, rubric_item: str)
     return _TOKENS.sub(lambda match: values[match.group(0)], template)
 
 
-def judge_message(template: str, spec: dict, response: str, rubric_index: int) -> str:
+def judge_message(template: str, *, spec: dict, response: str, rubric_index: int) -> str:
     history = build_grading_conversation_history(
         user_turns=spec["user_turns"], assistant_turns=spec["assistant_turns"], response=response
     )
@@ -126,10 +126,15 @@ def judge_message(template: str, spec: dict, response: str, rubric_index: int) -
     )
 
 
-def judgment_requests(template: str, spec: dict, response: str) -> list[JudgmentRequest]:
+def judgment_requests(template: str, *, spec: dict, response: str) -> list[JudgmentRequest]:
     """One request per rubric item, in rubric order; none is decided without a call."""
     return [
-        JudgmentRequest(JUDGE_KIND, index, None, judge_message(template, spec, response, index))
+        JudgmentRequest(
+            JUDGE_KIND,
+            index,
+            None,
+            judge_message(template, spec=spec, response=response, rubric_index=index),
+        )
         for index in range(len(spec["rubric"]))
     ]
 

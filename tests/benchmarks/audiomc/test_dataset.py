@@ -28,6 +28,7 @@ WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(range(40))
 FLAC = b"fLaC\x00\x00\x00\x22" + bytes(30)
 MP3 = b"ID3\x04\x00\x00\x00\x00\x00\x00" + bytes(30)
 MP3_FRAME = b"\xff\xfb\x90\x64" + bytes(30)
+ADTS = b"\xff\xf1\x50\x80" + bytes(30)
 
 
 def record(task_id="t1", *, last=3, axis="VOICE_EDITING", rubric=None, **overrides) -> dict:
@@ -298,6 +299,7 @@ def test_audio_structs_keep_their_bytes_and_container(tmp_path):
         (1, 1): {"bytes": MP3_FRAME, "path": "b1.mp3"},
         (1, 4): {"bytes": b"\x00\x01unknown", "path": "b4.opus"},
         (1, 2): {"bytes": b"\x00\x01unknown", "path": None},
+        (1, 3): {"bytes": ADTS, "path": "b3.mp3"},  # the bytes decide, not the name
     }
     path = write_parquet(tmp_path / "d.parquet", rows, audio=audio, group=1)
     blobs = list(iter_user_audio(path))
@@ -308,6 +310,7 @@ def test_audio_structs_keep_their_bytes_and_container(tmp_path):
         ("a", 3, "mp3", "audio/mpeg", MP3, None),
         ("b", 1, "mp3", "audio/mpeg", MP3_FRAME, "b1.mp3"),
         ("b", 2, "bin", "application/octet-stream", b"\x00\x01unknown", None),
+        ("b", 3, "aac", "audio/aac", ADTS, "b3.mp3"),
         ("b", 4, "opus", "audio/ogg", b"\x00\x01unknown", "b4.opus"),
     ]
     # The task pass never needs the audio columns and gives the same tasks as without them.

@@ -171,7 +171,7 @@ def test_exact_judge_messages_for_synthetic_tasks(prompt_file, tmp_path):
         for line in synthetic_responses(tasks, profile, seed=2):
             task = next(t for t in tasks if t.task_id == line["id"])
             reply = line["response"] or ""
-            requests = judgment_requests(template, task.spec, reply)
+            requests = judgment_requests(template, spec=task.spec, response=reply)
             assert [r.slot for r in requests] == list(range(len(task.spec["rubric"])))
             for request, item in zip(requests, task.spec["rubric"], strict=True):
                 expected = reference_fill(reference, reference_history(task.spec, reply), item)
@@ -192,7 +192,7 @@ def test_a_transcript_holding_a_placeholder_is_judged_as_written(prompt_file):
         "assistant_turns": ["«rubric_item»", "fine"],
         "rubric": ["Repeats «conversation_history» literally"],
     }
-    message = judge_message(template, spec, "«rubric_item»", 0)
+    message = judge_message(template, spec=spec, response="«rubric_item»", rubric_index=0)
     history = (
         "User: Say «rubric_item» please\n\nAssistant: «rubric_item»\n\nUser: ok\n\n"
         "Assistant: fine\n\nUser: Now «conversation_history»?\n\nAssistant: «rubric_item»"
@@ -210,7 +210,7 @@ def test_edge_02_an_empty_reply_is_judged_on_every_item(prompt_file):
         "assistant_turns": ["x", "y"],
         "rubric": ["Excludes the word cheap", "Answers the question"],
     }
-    requests = judgment_requests(template, spec, "")
+    requests = judgment_requests(template, spec=spec, response="")
     assert len(requests) == 2
     for request in requests:
         assert "User: c\n\nAssistant: \n\n# Rubric item" in request.user

@@ -147,7 +147,7 @@ def test_reply_audio_problems():
     )
     assert found == [
         "x/t1.flac: a second audio file for 't1' (first t1.wav)",
-        "t2.txt: not an audio file (flac, m4a, mp3, ogg, opus, wav, webm)",
+        "t2.txt: not an audio file (aac, flac, m4a, mp3, ogg, opus, wav, webm)",
         "zz.wav: 'zz' is not a task of the dataset",
         "t3.wav: no response line for 't3'",
     ]
