@@ -192,8 +192,12 @@ def submission_ingest(*, submission_id: int) -> bool:
             unique_fields=["submission", "task"],
             update_fields=["files", "data", "detection", "steps_done", "detected"],
         )
+        # The hooks' facts start as the submitter's declared options (a run mode, say).
         Submission.objects.filter(pk=submission_id).update(
-            tasks_ingested=len(found), status=S.DETECTING, steps_done=0, facts={}
+            tasks_ingested=len(found),
+            status=S.DETECTING,
+            steps_done=0,
+            facts=dict(submission.options or {}),
         )
         after_commit(lambda: steps_start(submission_id=submission_id))
     return True
