@@ -67,12 +67,21 @@ def templates_for(directory: Path, templates: str | Path | None) -> JudgeTemplat
     return found
 
 
-def read_source(directory: Path, *, templates: str | Path | None = None) -> Source:
+AUDIO_CHOICES = ("stored", "none")
+
+
+def read_source(
+    directory: Path, *, templates: str | Path | None = None, audio: str | None = None
+) -> Source:
     """Tasks, the judge prompt and the audio of a release. Raises SourceError naming the file,
-    line and case of every problem (release.py's rules)."""
+    line and case of every problem (release.py's rules). ``audio="none"`` reads a release
+    without its WAV files (scoring never reads them; the drill-down then has no clips)."""
     root = Path(directory)
+    audio = audio or AUDIO_CHOICES[0]
+    if audio not in AUDIO_CHOICES:
+        raise SourceError(f"audio must be one of {', '.join(AUDIO_CHOICES)} (got {audio!r})")
     try:
-        release = read_release(root)
+        release = read_release(root, check_audio=audio != "none")
     except ReleaseError as exc:
         raise SourceError(str(exc)) from None
     for warning in release.warnings:
@@ -90,7 +99,8 @@ def read_source(directory: Path, *, templates: str | Path | None = None) -> Sour
             }
         tasks.append(TaskSource(task.task_id, spec))
     prompt = PromptSource(RUBRIC, found.system, parts={USER_PART: found.user})
-    return Source(tasks=tasks, prompts=[prompt], assets=_assets(root, tasks))
+    assets = _assets(root, tasks) if audio != "none" else ()
+    return Source(tasks=tasks, prompts=[prompt], assets=assets)
 
 
 def _opener(path: Path):

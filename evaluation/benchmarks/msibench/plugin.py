@@ -115,6 +115,11 @@ class MSIBench(BenchmarkPlugin):
             "the harness checkout (or a folder) holding judge_system.j2 and judge_user.j2; "
             "read at import, never copied (default: the release directory)",
         ),
+        ImportOption(
+            "audio",
+            "stored (default): each line's WAV is stored with its case; none: import a release "
+            "without its WAV files (scoring never reads them; the drill-down has no clips)",
+        ),
     )
     steps = (
         Step(
@@ -294,7 +299,9 @@ class MSIBench(BenchmarkPlugin):
     # --- import ---
 
     def read_source(self, directory: Path, **options) -> Source:
-        return importer.read_source(directory, templates=options.get("templates"))
+        return importer.read_source(
+            directory, templates=options.get("templates"), audio=options.get("audio")
+        )
 
     # --- uploads ---
 

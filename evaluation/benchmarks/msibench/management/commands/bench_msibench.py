@@ -1,0 +1,325 @@
+"""Figures for MSI-Bench on the engine, on a synthetic 1,152-case release (no audio).
+
+1. Scoring an upload with an instant judge whose answers are already stored: validation, ingest,
+   the validator step, linking the stored judgments (every judge message rendered, zero calls)
+   and aggregation through the services, against bench.py's plain-Python pass over the same
+   files in the same run; wall time and peak traced Python memory of each, and their ratios
+   (target: 2x at most). The two must give the same numbers.
+2. Judge wall time against a local OpenAI-compatible server that waits --judge-delay seconds per
+   call, against the ideal calls x delay / concurrency (target: 1.10x at most).
+
+Everything the run creates (a benchmark "bench-msi-bench", its submissions, judgments and
+systems) is deleted at the end unless --keep is given.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import threading
+import time
+import tracemalloc
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluation import services
+from evaluation.benchmarks.msibench import demo
+from evaluation.benchmarks.msibench.bench import score_upload, write_offline_answers
+from evaluation.benchmarks.msibench.judge import load_templates
+from evaluation.benchmarks.msibench.offline import offline_output
+from evaluation.benchmarks.msibench.release import read_release
+from evaluation.benchmarks.msibench.synthetic import (
+    FULL_SIZE,
+    synthetic_predictions,
+    write_predictions,
+    write_release,
+)
+from evaluation.models import Benchmark, Judge, Judgment, Submission, System
+from evaluation.services import judging
+from evaluation.services.pipeline import inline
+
+SLUG = "bench-msi-bench"
+SYSTEM_PREFIX = "MSI-Bench bench run"
+
+
+def _views(user_message: str) -> tuple[dict, dict]:
+    """The prediction and rubric JSON of a judge's user message (whatever the template's
+    labels: the lines holding them are recognised by their keys)."""
+    prediction = rubric = None
+    for line in user_message.splitlines():
+        start = line.find("{")
+        if start < 0:
+            continue
+        value = json.loads(line[start:])
+        if "predicted_action" in value:
+            prediction = value
+        elif "atomic_criteria" in value:
+            rubric = value
+    return prediction, rubric
+
+
+def _server(delay: float) -> ThreadingHTTPServer:
+    """A judge that answers as the offline heuristic would (so the plain pass can read the same
+    answers from a file), after ``delay`` seconds."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            prediction, rubric = _views(body["messages"][-1]["content"])
+            if delay:
+                time.sleep(delay)
+            content = offline_output(rubric, prediction)
+            raw = json.dumps(
+                {
+                    "choices": [{"message": {"role": "assistant", "content": content}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+                }
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    server.requests = 0
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def _counting(server: ThreadingHTTPServer) -> None:
+    handler = server.RequestHandlerClass
+    original = handler.do_POST
+
+    def do_post(self):
+        with lock:
+            server.requests += 1
+        original(self)
+
+    lock = threading.Lock()
+    handler.do_POST = do_post
+
+
+def _measure(function):
+    """(result, wall seconds) of a plain run, then the peak traced memory of a second run."""
+    started = time.perf_counter()
+    result = function()
+    wall = time.perf_counter() - started
+    tracemalloc.start()
+    function()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return result, wall, peak
+
+
+@contextmanager
+def _timed(store: list):
+    """Adds the wall time of every judgments_work call made inside the block to ``store``."""
+    original = judging.judgments_work
+
+    def wrapped(**kwargs):
+        started = time.perf_counter()
+        try:
+            return original(**kwargs)
+        finally:
+            store.append(time.perf_counter() - started)
+
+    judging.judgments_work = wrapped
+    try:
+        yield
+    finally:
+        judging.judgments_work = original
+
+
+def _without_half_width(results: dict) -> dict:
+    return {
+        lang: {k: v for k, v in row.items() if k != "apr_half_width"}
+        for lang, row in results.items()
+    }
+
+
+class Command(BaseCommand):
+    help = __doc__.splitlines()[0]
+
+    def add_arguments(self, parser):
+        default = settings.BASE_DIR.parent / "shared" / "benchmarks" / "msibench" / "templates"
+        parser.add_argument(
+            "--templates",
+            type=Path,
+            default=default,
+            help="the harness's judge templates (default: ../shared beside the checkout; "
+            "without them, the demo's stand-ins)",
+        )
+        parser.add_argument("--size", choices=("full", "small"), default="full")
+        parser.add_argument("--judge-delay", type=float, default=0.2)
+        parser.add_argument("--concurrency", type=int, default=16)
+        parser.add_argument("--skip-judge", action="store_true")
+        parser.add_argument("--keep", action="store_true", help="keep what the run created")
+
+    def handle(self, *args, templates, size, judge_delay, concurrency, skip_judge, keep, **opts):
+        if Benchmark.objects.filter(slug=SLUG).exists():
+            raise CommandError(f"a benchmark {SLUG!r} exists: delete it or run without --keep")
+        work = Path(tempfile.mkdtemp(prefix="floorboard-msi-bench-"))
+        servers = []
+        try:
+            release_dir = work / "release"
+            write_release(release_dir, audio=False, **(FULL_SIZE if size == "full" else {}))
+            if not (templates / "judge_system.j2").is_file():
+                self.stdout.write(f"no judge templates in {templates}: using the demo's stand-ins")
+                templates = work / "templates"
+                templates.mkdir()
+                (templates / "judge_system.j2").write_text(demo.DEMO_SYSTEM_TEMPLATE, "utf-8")
+                (templates / "judge_user.j2").write_text(demo.DEMO_USER_TEMPLATE, "utf-8")
+            started = time.perf_counter()
+            benchmark = services.benchmark_import(
+                slug=SLUG,
+                directory=release_dir,
+                plugin="msi-bench",
+                name="MSI-Bench (benchmark run)",
+                is_demo=True,
+                options={"templates": str(templates), "audio": "none"},
+            ).benchmark
+            self.stdout.write(
+                f"release: {benchmark.tasks.count()} cells imported in "
+                f"{time.perf_counter() - started:.2f} s"
+            )
+            release = read_release(release_dir, check_audio=False)
+            specs = release.specs()
+            upload = work / "weak.jsonl"
+            write_predictions(upload, synthetic_predictions(specs, profile="weak"))
+            answers = work / "answers.jsonl"
+            stored = write_offline_answers(release_dir, upload, answers, run_mode="turn-based")
+            instant = _server(0.0)
+            servers.append(instant)
+            judge = Judge.objects.create(
+                benchmark=benchmark,
+                slug="bench-instant",
+                name="Instant local judge",
+                provider=Judge.Provider.OPENAI,
+                models_by_kind={"rubric": "bench-model"},
+                base_url=f"http://127.0.0.1:{instant.server_address[1]}/v1",
+                send_sampling_params=False,
+                concurrency=concurrency,
+            )
+            self._scoring(benchmark, judge, release, upload, answers, templates, stored)
+            if not skip_judge:
+                servers.append(self._judging(benchmark, upload, judge_delay, concurrency))
+        finally:
+            for server in servers:
+                server.shutdown()
+            if not keep:
+                self._clean()
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _submit(self, benchmark, upload, judge, name):
+        report, contents = services.bundle_validate(
+            benchmark=benchmark, path=upload, allow_partial=False, options={"mode": "turn-based"}
+        )
+        if not report.ok:
+            raise CommandError(f"the synthetic upload does not validate: {report.problems[:3]}")
+        with inline():
+            submission = services.submission_create(
+                benchmark=benchmark,
+                bundle_path=upload,
+                system_name=name,
+                judge=judge,
+                validated=contents,
+            )
+        submission.refresh_from_db()
+        if submission.status != Submission.Status.SCORED:
+            raise CommandError(f"{name}: {submission.status} {submission.error}")
+        return submission
+
+    def _scoring(self, benchmark, judge, release, upload, answers, templates, stored):
+        judge_templates = load_templates(templates)
+
+        def plain():
+            return score_upload(
+                release=release,
+                prediction_files=[upload],
+                judge_outputs=answers,
+                run_mode="turn-based",
+                templates=judge_templates,
+            )
+
+        baseline, plain_wall, plain_peak = _measure(plain)
+        # A first submission asks the instant judge once per pair; later ones find every answer
+        # stored, as a re-score or a second system with the same rows would.
+        self._submit(benchmark, upload, judge, f"{SYSTEM_PREFIX} (warm-up)")
+        runs = iter(range(1, 10))
+
+        def engine():
+            submission = self._submit(benchmark, upload, judge, f"{SYSTEM_PREFIX} {next(runs)}")
+            return submission.scores.get(judge=judge).results
+
+        results, engine_wall, engine_peak = _measure(engine)
+        if _without_half_width(results) != baseline["results"]:
+            raise CommandError("the engine and the plain pass disagree: a bug")
+        base_cells = sum(row["n"] for row in results.values())
+        self.stdout.write(
+            f"upload: {upload.stat().st_size / 1e6:.2f} MB, {base_cells} base cases, "
+            f"{stored} judged pairs (answers stored), templates from {templates}"
+        )
+        self.stdout.write(
+            f"engine (validate, ingest, validator step, link stored judgments, aggregate): "
+            f"{engine_wall:.2f} s, peak traced memory {engine_peak / 2**20:.1f} MiB"
+        )
+        self.stdout.write(
+            f"plain pass (validate, validator, parse stored answers, aggregate):          "
+            f"{plain_wall:.2f} s, peak traced memory {plain_peak / 2**20:.1f} MiB"
+        )
+        self.stdout.write(
+            f"ratio: wall {engine_wall / plain_wall:.2f}x, memory {engine_peak / plain_peak:.2f}x "
+            "(target 2x at most); same numbers: yes"
+        )
+
+    def _judging(self, benchmark, upload, delay, concurrency):
+        server = _server(delay)
+        _counting(server)
+        judge = Judge.objects.create(
+            benchmark=benchmark,
+            slug="bench-latency",
+            name=f"Local judge, {delay * 1000:.0f} ms per call",
+            provider=Judge.Provider.OPENAI,
+            models_by_kind={"rubric": "bench-model"},
+            base_url=f"http://127.0.0.1:{server.server_address[1]}/v1",
+            send_sampling_params=False,
+            concurrency=concurrency,
+        )
+        spent: list[float] = []
+        with _timed(spent):
+            self._submit(benchmark, upload, judge, f"{SYSTEM_PREFIX} (latency)")
+        calls = server.requests
+        ideal = calls * delay / concurrency
+        wall = sum(spent)
+        self.stdout.write(
+            f"judge: {calls} calls at {delay * 1000:.0f} ms, concurrency {concurrency}: "
+            f"{wall:.2f} s against the ideal {ideal:.2f} s = {wall / ideal:.3f}x "
+            "(target 1.10x at most)"
+        )
+        return server
+
+    def _clean(self):
+        benchmark = Benchmark.objects.filter(slug=SLUG).first()
+        if benchmark is None:
+            return
+        submissions = Submission.objects.filter(benchmark=benchmark)
+        bundles = [s.bundle.name for s in submissions if s.bundle]
+        systems = list(submissions.values_list("system_id", flat=True))
+        submissions.delete()
+        Judgment.objects.filter(prompt_version__benchmark=benchmark).delete()
+        benchmark.delete()
+        System.objects.filter(pk__in=systems, name__startswith=SYSTEM_PREFIX).delete()
+        from django.core.files.storage import default_storage
+
+        for name in bundles:
+            default_storage.delete(name)
