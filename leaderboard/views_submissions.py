@@ -5,6 +5,7 @@ submissions_visible_to: what a viewer may not see is a 404."""
 from __future__ import annotations
 
 import json
+import math
 import zipfile
 from dataclasses import dataclass
 from decimal import Decimal
@@ -278,18 +279,27 @@ def task_result_words(*, task_result: TaskResult) -> TaskWords:
     return TaskWords(input_words, output_words, input_end, pair)
 
 
+# The axis never shows more than this many steps, whatever the timestamps.
+MAX_TICKS = 12
+TICK_STEPS = (0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
+
+
 def _tick_step(duration: float) -> float:
-    for step in (0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300):
-        if duration / step <= 12:
+    """The first step of TICK_STEPS leaving at most MAX_TICKS steps over the duration; beyond
+    12 hours, 1, 2 or 5 x 10^k hours. The tick count never depends on how large the values are."""
+    for step in TICK_STEPS:
+        if duration / step <= MAX_TICKS:
             return step
-    return 600
+    hours = duration / 3600 / MAX_TICKS
+    power = 10.0 ** math.floor(math.log10(hours))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= hours) * 3600
 
 
 def timeline_layout(words: TaskWords) -> dict:
     """Percent positions for drawing both word lanes on one time axis."""
     ends = [w.end for w in words.input_words + words.output_words]
     duration = max(ends, default=0.0) + 0.5
-    if duration <= 0.5:
+    if duration <= 0.5 or not math.isfinite(duration):
         return {}
 
     def place(word: Word, post: bool) -> dict:
@@ -313,7 +323,7 @@ def timeline_layout(words: TaskWords) -> dict:
         "output": [place(w, end is not None and w.start >= end) for w in words.output_words],
         "input_end": end,
         "input_end_left": round(100 * end / duration, 3) if end is not None else None,
-        "ticks": [{"t": t, "left": round(100 * t / duration, 3)} for t in ticks],
+        "ticks": [{"t": t, "left": round(100 * (t / duration), 3)} for t in ticks],
     }
 
 

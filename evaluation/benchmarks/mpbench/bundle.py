@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from evaluation.bundles import Entry, ValidationReport, iter_task_entries
 
 from .detection import TRANSCRIPT_NAMES
+from .limits import MAX_CONVERSATION_SECONDS
 
 TASK_FOLDER_PREFIX = "scenario_"
 MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
@@ -70,6 +71,13 @@ def check_transcript(data, report: ValidationReport, *, task: str, file: str) ->
         elif start > end:
             report.add(
                 f"{where} has a reversed timestamp {stamp!r} (start after end)",
+                task=task,
+                file=file,
+            )
+        elif end > MAX_CONVERSATION_SECONDS:
+            report.add(
+                f"{where} has a timestamp {stamp!r} beyond {MAX_CONVERSATION_SECONDS:,} s "
+                f"({MAX_CONVERSATION_SECONDS // 3600} h); no MP-Bench conversation is that long",
                 task=task,
                 file=file,
             )
