@@ -176,6 +176,10 @@ CELERY_BEAT_SCHEDULE = {
 # Bundle limits (issue: zip bombs and runaway uploads are rejected before anything is stored).
 BUNDLE_MAX_UNCOMPRESSED_BYTES = env_int("FLOORBOARD_BUNDLE_MAX_UNCOMPRESSED_BYTES", 4 * 1024**3)
 BUNDLE_MAX_COMPRESSION_RATIO = env_float("FLOORBOARD_BUNDLE_MAX_COMPRESSION_RATIO", 100.0)
+# A validation report keeps this many problems (and warnings) per file and per bundle; the rest
+# are counted and shown as "and N more".
+REPORT_MAX_PER_FILE = env_int("FLOORBOARD_REPORT_MAX_PER_FILE", 20)
+REPORT_MAX_PROBLEMS = env_int("FLOORBOARD_REPORT_MAX_PROBLEMS", 500)
 
 # LLM judges. OPENAI_BASE_URL / OPENAI_API_KEY follow the OpenAI SDK's conventions.
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1")
@@ -201,6 +205,8 @@ MAX_CONCURRENT_EVALUATIONS = env_int("FLOORBOARD_MAX_CONCURRENT_EVALUATIONS", 2)
 SIGNED_URL_SECONDS = env_int("FLOORBOARD_SIGNED_URL_SECONDS", 300)
 # Browser uploads on the filesystem default arrive in chunks of this size.
 UPLOAD_CHUNK_BYTES = env_int("FLOORBOARD_UPLOAD_CHUNK_BYTES", 8 * 1024 * 1024)
+# A finish still validating after this long died with its process: it may be retried or cancelled.
+UPLOAD_VALIDATING_STALE_SECONDS = env_int("FLOORBOARD_UPLOAD_VALIDATING_STALE_SECONDS", 15 * 60)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

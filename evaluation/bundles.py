@@ -12,7 +12,7 @@ import stat
 import tempfile
 import zipfile
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
 # Entries that archivers add on their own; never part of a result bundle.
@@ -23,6 +23,20 @@ RATIO_CHECK_MIN_BYTES = 1024 * 1024
 # Digital silence compresses past 1000:1: an agent that never spoke leaves such WAVs. Audio is
 # exempt from the ratio test and bounded by the uncompressed-size cap alone.
 RATIO_EXEMPT_SUFFIXES = (".wav",)
+
+
+# A report keeps this many problems (and warnings) per file and per bundle; the rest are
+# counted and summed up as "and N more", so a bundle of bad chunks cannot make it huge.
+REPORT_MAX_PER_FILE = 20
+REPORT_MAX_TOTAL = 500
+# Messages, task and file names are cut to this many characters in a report.
+REPORT_MAX_TEXT = 300
+
+
+def _cut(text: str | None) -> str | None:
+    if text is None or len(text) <= REPORT_MAX_TEXT:
+        return text
+    return text[: REPORT_MAX_TEXT - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -36,37 +50,101 @@ class Problem:
         return f"{where}: {self.message}" if where else self.message
 
 
-@dataclass
+class _Capped:
+    """Every item counted, the first `per_file` of each (task, file) and `total` overall kept."""
+
+    def __init__(self, per_file: int, total: int):
+        self.per_file, self.total = per_file, total
+        self.kept: list[Problem] = []
+        self.count = 0
+        self._seen: dict[tuple, int] = {}
+        self._kept_in: dict[tuple, int] = {}
+
+    def add(self, problem: Problem) -> None:
+        self.count += 1
+        where = (problem.task, problem.file)
+        self._seen[where] = self._seen.get(where, 0) + 1
+        if self._seen[where] <= self.per_file and len(self.kept) < self.total:
+            self.kept.append(problem)
+            self._kept_in[where] = self._kept_in.get(where, 0) + 1
+
+    @property
+    def omitted(self) -> int:
+        return self.count - len(self.kept)
+
+    def listed(self, noun: str) -> list[Problem]:
+        """The kept items, then one "and N more" line per file that has some left out, then one
+        for the files none of whose items were kept."""
+        lines = list(self.kept)
+        rest = self.omitted
+        for (task, file), kept in self._kept_in.items():
+            more = self._seen[(task, file)] - kept
+            if more:
+                lines.append(Problem(f"and {more:,} more {noun}(s) in this file", task, file))
+                rest -= more
+        if rest:
+            lines.append(Problem(f"and {rest:,} more {noun}(s) elsewhere, not listed"))
+        return lines
+
+
 class ValidationReport:
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[Problem] = field(default_factory=list)
+    """Problems (the bundle is refused) and warnings (it is not), each counted in full but kept
+    only up to `max_per_file` per file and `max_total` per bundle."""
+
+    def __init__(
+        self, *, max_per_file: int = REPORT_MAX_PER_FILE, max_total: int = REPORT_MAX_TOTAL
+    ):
+        self._problems = _Capped(max_per_file, max_total)
+        self._warnings = _Capped(max_per_file, max_total)
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return self._problems.count == 0
+
+    @property
+    def problems(self) -> list[Problem]:
+        """The kept problems (problem_count says how many there are in all)."""
+        return self._problems.kept
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return self._warnings.kept
+
+    @property
+    def problem_count(self) -> int:
+        return self._problems.count
+
+    @property
+    def warning_count(self) -> int:
+        return self._warnings.count
 
     def add(self, message: str, *, task: str | None = None, file: str | None = None) -> None:
-        self.problems.append(Problem(message, task, file))
+        self._problems.add(Problem(_cut(message), _cut(task), _cut(file)))
 
     def warn(self, message: str, *, task: str | None = None, file: str | None = None) -> None:
-        self.warnings.append(Problem(message, task, file))
+        self._warnings.add(Problem(_cut(message), _cut(task), _cut(file)))
+
+    def lines(self) -> list[str]:
+        return [str(p) for p in self._problems.listed("problem")]
 
     def as_dict(self) -> dict:
         return {
             "ok": self.ok,
-            "problems": [asdict(p) for p in self.problems],
-            "warnings": [asdict(p) for p in self.warnings],
+            "problem_count": self._problems.count,
+            "problems_omitted": self._problems.omitted,
+            "problems": [asdict(p) for p in self._problems.listed("problem")],
+            "warning_count": self._warnings.count,
+            "warnings_omitted": self._warnings.omitted,
+            "warnings": [asdict(p) for p in self._warnings.listed("warning")],
         }
 
 
 class BundleRejected(Exception):
     def __init__(self, report: ValidationReport):
         self.report = report
-        lines = [str(p) for p in report.problems]
-        shown = lines[:50] + ([f"... and {len(lines) - 50} more"] if len(lines) > 50 else [])
         super().__init__(
-            f"bundle rejected: {len(lines)} problem(s)\n"
-            + "\n".join(f"  - {line}" for line in shown)
+            f"bundle rejected: {report.problem_count:,} problem(s)\n"
+            + "\n".join(f"  - {line}" for line in report.lines())
         )
 
 

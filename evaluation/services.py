@@ -176,7 +176,12 @@ def _ensure_default_judges(benchmark: Benchmark) -> None:
 def bundle_validate(*, benchmark: Benchmark, path: Path, allow_partial: bool):
     """(report, contents). Reads every transcript once; stores nothing."""
     plugin = get_plugin(benchmark.plugin)
-    report = ValidationReport()
+    task_ids = set(benchmark.tasks.values_list("task_id", flat=True))
+    # Room for one line per task (an incomplete bundle lists every missing task) besides the cap.
+    report = ValidationReport(
+        max_per_file=settings.REPORT_MAX_PER_FILE,
+        max_total=settings.REPORT_MAX_PROBLEMS + len(task_ids),
+    )
     archive, entries = scan_zip(
         path,
         report,
@@ -187,7 +192,6 @@ def bundle_validate(*, benchmark: Benchmark, path: Path, allow_partial: bool):
     if archive is None:
         return report, None
     with archive:
-        task_ids = set(benchmark.tasks.values_list("task_id", flat=True))
         contents = plugin.validate_contents(
             archive, entries, report, task_ids=task_ids, allow_partial=allow_partial
         )

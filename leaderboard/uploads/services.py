@@ -21,6 +21,7 @@ from typing import BinaryIO
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from evaluation.bundles import BundleRejected
@@ -459,23 +460,67 @@ def _local_bundle(upload: Upload) -> Iterator[Path]:
         yield Path(local.name)
 
 
+# What the user reads when finishing failed for a reason of the server's own (the details go to
+# the log, never to the user).
+FINISH_FAILED = (
+    "The server could not finish checking this bundle. Its bytes are kept: finish again, "
+    "or cancel the upload."
+)
+
+
+class FinishFailed(UploadError):
+    status = 500
+
+
+def _validation_stale_before():
+    """A finish that has been validating since before this died with its process (a killed
+    worker never reopens its upload): the upload may be finished again or cancelled."""
+    return timezone.now() - timedelta(seconds=settings.UPLOAD_VALIDATING_STALE_SECONDS)
+
+
+def _claimable(upload: Upload):
+    return Upload.objects.filter(pk=upload.pk).filter(
+        Q(status=Upload.Status.UPLOADING)
+        | Q(status=Upload.Status.VALIDATING, updated_at__lt=_validation_stale_before())
+    )
+
+
+def _reopen(upload: Upload, *, error: str, report: dict | None) -> None:
+    """Back to uploading, so the user can finish again or cancel. Keeps the report when it can
+    be stored, and the upload reopened even when it cannot."""
+    for kept in (report, None) if report is not None else (None,):
+        try:
+            Upload.objects.filter(pk=upload.pk, status=Upload.Status.VALIDATING).update(
+                status=Upload.Status.UPLOADING,
+                error=error,
+                report=kept,
+                updated_at=timezone.now(),
+            )
+            break
+        except Exception:
+            logger.exception("could not record the failed finish of upload %s", upload.pk)
+    upload.refresh_from_db()
+
+
 def upload_finish(*, upload: Upload) -> Upload:
     """Validate the whole bundle; rejected: keep the report, delete the bytes, create nothing.
-    Accepted: create the submission within the team's limits (raising LimitReached leaves the
-    upload open, so it can be finished later)."""
-    claimed = Upload.objects.filter(pk=upload.pk, status=Upload.Status.UPLOADING).update(
-        status=Upload.Status.VALIDATING, error=""
-    )
-    if not claimed:
+    Accepted: create the submission within the team's limits. Whatever goes wrong leaves the
+    upload open, to be finished again or cancelled: LimitReached and UploadError say why,
+    anything else is logged and raised as FinishFailed with a message of our own."""
+    if not _claimable(upload).update(
+        status=Upload.Status.VALIDATING, error="", updated_at=timezone.now()
+    ):
         upload.refresh_from_db()
         raise UploadClosed(f"the upload is {upload.status}; it cannot be finished again")
     upload.refresh_from_db()
+    report_json = None
     try:
         with _local_bundle(upload) as path:
             report, contents = bundle_validate(
                 benchmark=upload.benchmark, path=path, allow_partial=upload.allow_partial
             )
-            upload.report = report.as_dict()
+            report_json = report.as_dict()
+            submission = None
             if report.ok:
                 submission, _ = submission_create_within_limits(
                     team=upload.team,
@@ -490,19 +535,25 @@ def upload_finish(*, upload: Upload) -> Upload:
                     idempotency_key=f"upload-{upload.pk}",
                     validated=contents,
                 )
-    except BaseException as exc:
-        Upload.objects.filter(pk=upload.pk).update(
-            status=Upload.Status.UPLOADING, error=str(exc), report=upload.report
+        Upload.objects.filter(pk=upload.pk, status=Upload.Status.VALIDATING).update(
+            status=Upload.Status.ACCEPTED if report.ok else Upload.Status.REJECTED,
+            submission=submission,
+            report=report_json,
+            finished_at=timezone.now(),
+            error="",
+            updated_at=timezone.now(),
         )
-        upload.refresh_from_db()
+    except (UploadError, LimitReached) as exc:
+        _reopen(upload, error=str(exc), report=report_json)
         raise
-    upload.finished_at = timezone.now()
-    if report.ok:
-        upload.status = Upload.Status.ACCEPTED
-        upload.submission = submission
-    else:
-        upload.status = Upload.Status.REJECTED
-    upload.save(update_fields=["status", "submission", "report", "finished_at", "error"])
+    except Exception as exc:
+        logger.exception("finishing upload %s failed", upload.pk)
+        _reopen(upload, error=FINISH_FAILED, report=None)
+        raise FinishFailed(FINISH_FAILED) from exc
+    except BaseException:
+        _reopen(upload, error=FINISH_FAILED, report=None)
+        raise
+    upload.refresh_from_db()
     # Accepted: the submission holds its own copy. Rejected: nothing of it is kept.
     try:
         _discard(upload)
@@ -512,8 +563,8 @@ def upload_finish(*, upload: Upload) -> Upload:
 
 
 def upload_cancel(*, upload: Upload) -> Upload:
-    if not Upload.objects.filter(pk=upload.pk, status=Upload.Status.UPLOADING).update(
-        status=Upload.Status.CANCELLED, finished_at=timezone.now()
+    if not _claimable(upload).update(
+        status=Upload.Status.CANCELLED, finished_at=timezone.now(), updated_at=timezone.now()
     ):
         upload.refresh_from_db()
         raise UploadClosed(f"the upload is {upload.status}; there is nothing to cancel")

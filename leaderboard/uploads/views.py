@@ -205,7 +205,8 @@ def upload_finish(request, pk):
     except services.UploadError as exc:
         if not _wants_json(request):
             return HttpResponseRedirect(reverse("upload-detail", args=[upload.pk]))
-        return JsonResponse({"error": str(exc), **_state(upload)}, status=exc.status)
+        # The reason this request failed, not the error stored by an earlier finish.
+        return JsonResponse({**_state(upload), "error": str(exc)}, status=exc.status)
     target = (
         reverse("submission", args=[upload.submission_id])
         if upload.status == Upload.Status.ACCEPTED

@@ -174,7 +174,7 @@ def validate_contents(
         contents.tasks[task] = accepted
 
     contents.missing = sorted(task_ids - contents.tasks.keys())
-    if not contents.tasks and not report.problems:
+    if not contents.tasks and report.ok:
         report.add("no scenario_* task folders found in the bundle")
     elif contents.missing and not allow_partial:
         for task in contents.missing:
