@@ -6,15 +6,33 @@ benchmark plug-in decides what a task folder must contain (see benchmarks/<name>
 
 from __future__ import annotations
 
+import lzma
 import os
 import shutil
 import stat
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
+# What reading a damaged or unusual entry can raise (bad CRC, truncated deflate data, a
+# compression method Python lacks); reported in our words, never passed on.
+ZIP_READ_ERRORS = (
+    zipfile.BadZipFile,
+    OSError,
+    EOFError,
+    NotImplementedError,
+    RuntimeError,
+    ValueError,
+    zlib.error,
+    lzma.LZMAError,
+)
+# Files are stored under their names: no file system takes a name component over 255 bytes,
+# and S3 keys (submissions/<id>/<task>/<path>) end at 1,024.
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 768
 # Entries that archivers add on their own; never part of a result bundle.
 IGNORED_PREFIXES = ("__MACOSX/",)
 IGNORED_NAMES = {".DS_Store", "Thumbs.db"}
@@ -34,9 +52,12 @@ REPORT_MAX_TEXT = 300
 
 
 def _cut(text: str | None) -> str | None:
-    if text is None or len(text) <= REPORT_MAX_TEXT:
-        return text
-    return text[: REPORT_MAX_TEXT - 1] + "…"
+    """Short, and storable (a NUL or an unpaired surrogate in a file name is shown escaped)."""
+    if text is None:
+        return None
+    if len(text) > REPORT_MAX_TEXT:
+        text = text[: REPORT_MAX_TEXT - 1] + "…"
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -171,6 +192,14 @@ def _unsafe_path_reason(name: str) -> str | None:
         return "has an absolute path"
     if ".." in PurePosixPath(name).parts:
         return "has '..' in its path"
+    if len(name.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
+        return f"has a path over {MAX_PATH_BYTES} bytes"
+    longest = max(
+        (len(part.encode("utf-8", "surrogateescape")) for part in PurePosixPath(name).parts),
+        default=0,
+    )
+    if longest > MAX_NAME_BYTES:
+        return f"has a name of {longest} bytes in its path; at most {MAX_NAME_BYTES} per name"
     return None
 
 
@@ -186,8 +215,8 @@ def scan_zip(
     unsafe entry."""
     try:
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        report.add(f"not a readable zip archive ({exc})")
+    except ZIP_READ_ERRORS:
+        report.add("not a readable zip archive (no zip directory found, or it is damaged)")
         return None, []
     entries: list[Entry] = []
     seen: set[str] = set()
@@ -237,6 +266,7 @@ def scan_zip(
                     "/".join(parts[index + 1 :]),
                 )
             )
+    _report_file_folder_clashes(entries, report)
     if total_uncompressed > max_uncompressed:
         report.add(
             f"uncompressed size {total_uncompressed:,} bytes exceeds the limit of "
@@ -250,6 +280,61 @@ def scan_zip(
             f"exceeds the limit of {max_ratio:.0f}:1"
         )
     return archive, entries
+
+
+def _report_file_folder_clashes(entries: list[Entry], report: ValidationReport) -> None:
+    """x.wav beside x.wav/y.wav cannot both be stored: one name would be a file and a folder."""
+    files = {entry.path for entry in entries}
+    folders = {
+        "/".join(parts[:i])
+        for entry in entries
+        for parts in [PurePosixPath(entry.path).parts]
+        for i in range(1, len(parts))
+    }
+    for clash in sorted(files & folders):
+        report.add("is a file, and a folder of the same name holds other files", file=clash)
+
+
+def manifest_check(
+    manifest: dict,
+    report: ValidationReport,
+    *,
+    choices: dict[str, list[str]],
+    max_lengths: dict[str, int],
+) -> None:
+    """The root manifest's fields that become columns: each of `choices` must be one of its
+    values, each of `max_lengths` a string that fits; and nothing a database refuses anywhere
+    (NaN or Infinity, NUL characters)."""
+    from evaluation.jsonbounds import non_finite_path, unstorable_path
+
+    where = non_finite_path(manifest)
+    if where:
+        report.add(
+            f"field '{where}' is NaN or Infinity, which JSON has no place for; "
+            "use a number or null",
+            file="manifest.json",
+        )
+    found = unstorable_path(manifest)
+    if found:
+        report.add(
+            f"field '{found[0]}' holds {found[1]}, which cannot be stored", file="manifest.json"
+        )
+    for name, allowed in choices.items():
+        value = manifest.get(name)
+        if value not in (None, "") and value not in allowed:
+            report.add(
+                f"field '{name}' is {str(value)[:50]!r}; it must be one of {', '.join(allowed)}",
+                file="manifest.json",
+            )
+    for name, limit in max_lengths.items():
+        value = manifest.get(name)
+        if value is not None and not isinstance(value, str):
+            report.add(f"field '{name}' must be a string", file="manifest.json")
+        elif value is not None and len(value) > limit:
+            report.add(
+                f"field '{name}' has {len(value):,} characters; at most {limit}",
+                file="manifest.json",
+            )
 
 
 def zip_directory(directory: Path) -> Path:

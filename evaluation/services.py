@@ -21,7 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
-from evaluation.bundles import BundleRejected, ValidationReport, scan_zip
+from evaluation.bundles import BundleRejected, ValidationReport, manifest_check, scan_zip
 from evaluation.judges import (
     GeminiClient,
     JudgeError,
@@ -195,6 +195,16 @@ def bundle_validate(*, benchmark: Benchmark, path: Path, allow_partial: bool):
         contents = plugin.validate_contents(
             archive, entries, report, task_ids=task_ids, allow_partial=allow_partial
         )
+    # The manifest fields that become System columns: checked here, where the columns are known.
+    manifest_check(
+        contents.manifest,
+        report,
+        choices={"system_type": list(System.SystemType.values)},
+        max_lengths={
+            name: System._meta.get_field(name).max_length
+            for name in ("system_type", "organization")
+        },
+    )
     return report, contents
 
 

@@ -9,3 +9,12 @@ from __future__ import annotations
 
 # No MP-Bench conversation comes near this; a timestamp or a WAV beyond it is not a real run.
 MAX_CONVERSATION_SECONDS = 4 * 3600
+
+# A transcript of a 4-hour conversation is a few megabytes; each word chunk is about five JSON
+# values. Parsing is refused above these, so a file of empty chunks cannot take the memory.
+MAX_TRANSCRIPT_BYTES = 16 * 1024 * 1024
+MAX_TRANSCRIPT_VALUES = 500_000
+MAX_MANIFEST_BYTES = 1024 * 1024
+MAX_MANIFEST_VALUES = 100_000
+# A transcript nests four levels (object, chunks, chunk, timestamp); a manifest a few more.
+MAX_JSON_DEPTH = 32

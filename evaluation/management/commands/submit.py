@@ -1,4 +1,5 @@
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from evaluation.models import Benchmark, Submission, System, Team
 from evaluation.selectors import submission_summary
 from evaluation.services import submission_create
 
+logger = logging.getLogger(__name__)
 FINAL = {Submission.Status.SCORED, Submission.Status.FAILED}
 
 
@@ -87,6 +89,13 @@ class Command(BaseCommand):
                     json.dumps({"submission": None, "status": "rejected", **exc.report.as_dict()})
                 )
             raise CommandError(str(exc)) from None
+        except Exception:
+            # The traceback is for whoever runs with FLOORBOARD_LOG_LEVEL=DEBUG, not the output.
+            logger.debug("submit failed", exc_info=True)
+            raise CommandError(
+                "could not create the submission: an unexpected error, nothing was stored "
+                "(run with FLOORBOARD_LOG_LEVEL=DEBUG for the details)"
+            ) from None
         finally:
             if temporary:
                 temporary.unlink(missing_ok=True)
