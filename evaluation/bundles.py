@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
+from evaluation.audio import WAV_HEAD_BYTES, AudioLimits, NotAWav, wav_format, wav_problem
+
 # What reading a damaged or unusual entry can raise (bad CRC, truncated deflate data, a
 # compression method Python lacks); reported in our words, never passed on.
 ZIP_READ_ERRORS = (
@@ -38,9 +40,11 @@ IGNORED_PREFIXES = ("__MACOSX/",)
 IGNORED_NAMES = {".DS_Store", "Thumbs.db"}
 # Below this size a high compression ratio is normal (padding, whitespace).
 RATIO_CHECK_MIN_BYTES = 1024 * 1024
-# Digital silence compresses past 1000:1: an agent that never spoke leaves such WAVs. Audio is
-# exempt from the ratio test and bounded by the uncompressed-size cap alone.
+# Digital silence compresses past 1000:1: an agent that never spoke leaves such WAVs. A WAV is
+# exempt from the ratio test when its header is PCM audio the benchmark takes (see AudioLimits)
+# and the file holds no more than the header declares, plus this much for trailing chunks.
 RATIO_EXEMPT_SUFFIXES = (".wav",)
+WAV_TRAILER_BYTES = 1024 * 1024
 
 
 # A report keeps this many problems (and warnings) per file and per bundle; the rest are
@@ -203,6 +207,27 @@ def _unsafe_path_reason(name: str) -> str | None:
     return None
 
 
+def _wav_exemption_refused(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: AudioLimits
+) -> str | None:
+    """Why this WAV does not get the compression-ratio exemption, or None when it does."""
+    try:
+        with archive.open(info) as handle:
+            head = handle.read(WAV_HEAD_BYTES)
+    except ZIP_READ_ERRORS:
+        return "it cannot be read"
+    try:
+        fmt = wav_format(head)
+    except NotAWav as exc:
+        return str(exc)
+    problem = wav_problem(fmt, limits)
+    if problem:
+        return f"the WAV {problem}"
+    if info.file_size > fmt.data_offset + fmt.data_bytes + WAV_TRAILER_BYTES:
+        return "the file is larger than the audio its header declares"
+    return None
+
+
 def scan_zip(
     path,
     report: ValidationReport,
@@ -210,9 +235,12 @@ def scan_zip(
     is_task_folder,
     max_uncompressed: int,
     max_ratio: float,
+    audio_limits: AudioLimits | None = None,
 ) -> tuple[zipfile.ZipFile | None, list[Entry]]:
     """Open the zip (a path or a seekable file) and list its safe regular files, reporting every
-    unsafe entry."""
+    unsafe entry. With `audio_limits` (validation), a WAV escapes the compression-ratio test only
+    when its header declares audio within them; without (re-reading a bundle that was validated
+    so), every WAV does."""
     try:
         archive = zipfile.ZipFile(path)
     except ZIP_READ_ERRORS:
@@ -240,11 +268,17 @@ def scan_zip(
             report.add("zip entry is encrypted", file=name)
             continue
         total_uncompressed += info.file_size
-        if not name.lower().endswith(RATIO_EXEMPT_SUFFIXES):
-            ratio = info.file_size / max(info.compress_size, 1)
+        ratio = info.file_size / max(info.compress_size, 1)
+        is_audio = name.lower().endswith(RATIO_EXEMPT_SUFFIXES)
+        suspicious = info.file_size >= RATIO_CHECK_MIN_BYTES and ratio > max_ratio
+        refused = None
+        if is_audio and audio_limits is not None and suspicious:
+            refused = _wav_exemption_refused(archive, info, audio_limits)
+        if not is_audio or refused:
             if info.file_size >= RATIO_CHECK_MIN_BYTES and ratio > max_ratio:
                 report.add(
-                    f"compression ratio {ratio:.0f}:1 exceeds the limit of {max_ratio:.0f}:1",
+                    f"compression ratio {ratio:.0f}:1 exceeds the limit of {max_ratio:.0f}:1"
+                    + (f"; a WAV is exempt only as valid audio, and {refused}" if refused else ""),
                     file=name,
                 )
                 continue

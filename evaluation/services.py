@@ -173,6 +173,15 @@ def _ensure_default_judges(benchmark: Benchmark) -> None:
 # --- Bundles and submissions ---------------------------------------------------------------
 
 
+def bundle_max_bytes(*, benchmark: Benchmark) -> int:
+    """The largest uncompressed bundle accepted: the benchmark's own limit, or the site-wide
+    one when that is smaller."""
+    return min(
+        get_plugin(benchmark.plugin).MAX_BUNDLE_UNCOMPRESSED_BYTES,
+        settings.BUNDLE_MAX_UNCOMPRESSED_BYTES,
+    )
+
+
 def bundle_validate(*, benchmark: Benchmark, path: Path, allow_partial: bool):
     """(report, contents). Reads every transcript once; stores nothing."""
     plugin = get_plugin(benchmark.plugin)
@@ -186,8 +195,9 @@ def bundle_validate(*, benchmark: Benchmark, path: Path, allow_partial: bool):
         path,
         report,
         is_task_folder=plugin.is_task_folder,
-        max_uncompressed=settings.BUNDLE_MAX_UNCOMPRESSED_BYTES,
+        max_uncompressed=bundle_max_bytes(benchmark=benchmark),
         max_ratio=settings.BUNDLE_MAX_COMPRESSION_RATIO,
+        audio_limits=plugin.AUDIO_LIMITS,
     )
     if archive is None:
         return report, None

@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from evaluation.bundles import BundleRejected
 from evaluation.models import Benchmark, Judge, Membership, Submission, Team
-from evaluation.services import bundle_validate, submission_create
+from evaluation.services import bundle_max_bytes, bundle_validate, submission_create
 from leaderboard.uploads import storage
 from leaderboard.uploads.models import Upload
 from leaderboard.uploads.selectors import LimitRefusal, team_limit_refusal
@@ -78,8 +78,8 @@ class IdempotencyConflict(Exception):
     pass
 
 
-def max_upload_bytes() -> int:
-    return settings.BUNDLE_MAX_UNCOMPRESSED_BYTES + ZIP_OVERHEAD_BYTES
+def max_upload_bytes(*, benchmark: Benchmark) -> int:
+    return bundle_max_bytes(benchmark=benchmark) + ZIP_OVERHEAD_BYTES
 
 
 # --- Limits ---------------------------------------------------------------------------------
@@ -280,8 +280,9 @@ def upload_start(
     _check_judge(benchmark, judge)
     if size <= 0:
         raise UploadError("the bundle is empty")
-    if size > max_upload_bytes():
-        raise UploadError(f"the bundle is {size:,} bytes; the limit is {max_upload_bytes():,}")
+    limit = max_upload_bytes(benchmark=benchmark)
+    if size > limit:
+        raise UploadError(f"the bundle is {size:,} bytes; the limit is {limit:,}")
     refusal = team_limit_refusal(team=team)
     if refusal is not None:
         raise LimitReached(refusal)

@@ -3,6 +3,7 @@
 from .bundle import BundleContents, accepts_file, is_audio, is_task_folder, validate_contents
 from .detection import Detection, Evidence, collect_evidence, detect, probe_half_duplex
 from .importer import Source, SourceError, read_source
+from .limits import AUDIO_LIMITS, MAX_BUNDLE_UNCOMPRESSED_BYTES
 from .offline import offline_verdict
 from .paper import SOURCE as REPORTED_SOURCE
 from .paper import reported_rows
@@ -23,6 +24,8 @@ from .scoring import (
 SCHEMA_NAME = "mpbench_eval"
 
 __all__ = [
+    "AUDIO_LIMITS",
+    "MAX_BUNDLE_UNCOMPRESSED_BYTES",
     "BundleContents",
     "accepts_file",
     "is_audio",

@@ -7,11 +7,13 @@ import math
 import zipfile
 from dataclasses import dataclass, field
 
+from evaluation.audio import WAV_HEAD_BYTES, NotAWav, wav_format, wav_problem
 from evaluation.bundles import ZIP_READ_ERRORS, Entry, ValidationReport, iter_task_entries
 from evaluation.jsonbounds import JsonRefused, loads_bounded, unstorable_text
 
 from .detection import TRANSCRIPT_NAMES
 from .limits import (
+    AUDIO_LIMITS,
     MAX_CONVERSATION_SECONDS,
     MAX_JSON_DEPTH,
     MAX_MANIFEST_BYTES,
@@ -142,12 +144,16 @@ def _check_audio(
 ) -> None:
     try:
         with archive.open(entry.info) as handle:
-            header = handle.read(12)
+            head = handle.read(WAV_HEAD_BYTES)
     except ZIP_READ_ERRORS:
         report.add("cannot be read from the zip (damaged data)", task=task, file=entry.relative)
         return
-    if len(header) < 12 or header[:4] not in (b"RIFF", b"RF64") or header[8:12] != b"WAVE":
-        report.add("not a WAV file (no RIFF/WAVE header)", task=task, file=entry.relative)
+    try:
+        problem = wav_problem(wav_format(head), AUDIO_LIMITS)
+    except NotAWav as exc:
+        problem = str(exc)
+    if problem:
+        report.add(problem, task=task, file=entry.relative)
 
 
 def validate_contents(
