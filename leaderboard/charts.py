@@ -4,6 +4,7 @@ points (see leaderboard.selectors.chart_points); no database access."""
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Sequence
 
@@ -23,6 +24,12 @@ LAYOUT = {
     "margin": {"l": 60, "r": 20, "t": 60, "b": 60},
     "hoverlabel": {"align": "left"},
 }
+
+
+def plain(text) -> str:
+    """Text as plotly shows it, never as markup: plotly renders a subset of HTML (links
+    included) in labels, hover text and tick labels, and decodes entities for display."""
+    return html.escape(str(text), quote=True)
 
 
 def _interval_text(interval) -> str:
@@ -79,7 +86,7 @@ def latency_figure(columns: Sequence, points: Sequence) -> go.Figure:
                     mode="markers+text" if len(points) <= MAX_LABELLED_POINTS else "markers",
                     textposition="top center",
                     textfont={"size": 10},
-                    name=f"{TYPE_LABELS.get(system_type, system_type)} ({group})",
+                    name=plain(f"{TYPE_LABELS.get(system_type, system_type)} ({group})"),
                     marker={
                         "color": colour,
                         "size": 10,
@@ -88,14 +95,14 @@ def latency_figure(columns: Sequence, points: Sequence) -> go.Figure:
                         ],
                     },
                     error_y={**_error_bars(ys, intervals), "color": colour, "thickness": 1},
-                    text=[p.system for p in chosen],
+                    text=[plain(p.system) for p in chosen],
                     customdata=[
                         [_interval_text(i), "reported in the paper" if p.reported_in_paper else ""]
                         for p, i in zip(chosen, intervals, strict=True)
                     ],
                     hovertemplate=(
                         "<b>%{text}</b><br>"
-                        + f"{group} {app.label} %{{y:.2f}}% (%{{customdata[0]}})<br>"
+                        + f"{plain(group)} {plain(app.label)} %{{y:.2f}}% (%{{customdata[0]}})<br>"
                         + "Latency %{x:.1f} s<br>%{customdata[1]}<extra></extra>"
                     ),
                     visible=index == 0,
@@ -138,7 +145,7 @@ def split_bars_figure(columns: Sequence, points: Sequence) -> go.Figure:
     groups = list(dict.fromkeys(c.group for c in columns if c.kind == "rate"))
     shown = list(points)[:MAX_BAR_SYSTEMS]
     figure = make_subplots(rows=max(1, len(groups)), cols=1, subplot_titles=groups)
-    names = [p.system for p in shown]
+    names = [plain(p.system) for p in shown]
     # One colour and one legend entry per measure (T Acc means the same in every split).
     labels = list(dict.fromkeys(c.label for c in columns if c.kind == "rate"))
     palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
@@ -160,7 +167,7 @@ def split_bars_figure(columns: Sequence, points: Sequence) -> go.Figure:
                     error_y={**_error_bars(values, intervals), "thickness": 1},
                     customdata=[[_interval_text(i)] for i in intervals],
                     hovertemplate=(
-                        f"<b>%{{x}}</b><br>{group} {column.label} %{{y:.2f}}%"
+                        f"<b>%{{x}}</b><br>{plain(group)} {plain(column.label)} %{{y:.2f}}%"
                         + "<br>%{customdata[0]}<extra></extra>"
                     ),
                 ),
