@@ -21,6 +21,35 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
+# --- HTTPS and browser protections ---------------------------------------------------------
+# Production defaults (FLOORBOARD_PRODUCTION=1) pass `manage.py check --deploy`; each can be
+# turned off from the environment, e.g. for a local Compose stack served over plain HTTP.
+PRODUCTION = env_bool("FLOORBOARD_PRODUCTION", False)
+SECURE_HSTS_SECONDS = env_int("FLOORBOARD_HSTS_SECONDS", 365 * 24 * 3600 if PRODUCTION else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("FLOORBOARD_HSTS_INCLUDE_SUBDOMAINS", PRODUCTION)
+SECURE_HSTS_PRELOAD = env_bool("FLOORBOARD_HSTS_PRELOAD", PRODUCTION)
+SECURE_SSL_REDIRECT = env_bool("FLOORBOARD_SSL_REDIRECT", PRODUCTION)
+SESSION_COOKIE_SECURE = env_bool("FLOORBOARD_SECURE_COOKIES", PRODUCTION)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# Trust the proxy's X-Forwarded-Proto (docker/nginx.conf sets it; never enable it without a
+# proxy that overwrites the header, or clients could claim HTTPS).
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https")
+    if env_bool("FLOORBOARD_TRUST_X_FORWARDED_PROTO", PRODUCTION)
+    else None
+)
+# Scripts only from this site (plotly.js included); inline styles for the timeline and plotly;
+# media and uploads may go to the S3 bucket's presigned URLs. Empty: no header.
+CONTENT_SECURITY_POLICY = env_str(
+    "FLOORBOARD_CONTENT_SECURITY_POLICY",
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; media-src 'self' blob: https:; connect-src 'self' https:; "
+    "font-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; "
+    "frame-ancestors 'none'"
+    if PRODUCTION
+    else "",
+)
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -46,6 +75,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"

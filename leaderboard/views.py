@@ -23,6 +23,8 @@ from django.http import (
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
@@ -315,6 +317,9 @@ def _entry_json(entry) -> dict:
     }
 
 
+@extend_schema(
+    responses=OpenApiResponse(OpenApiTypes.OBJECT, description="The board's rows and columns")
+)
 @api_view(["GET"])
 def leaderboard_api(request, slug: str):
     """The board's rows as JSON, with the same parameters and rows as the page. flags.verified
