@@ -200,6 +200,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "leaderboard.uploads.tasks.expire_abandoned_uploads",
         "schedule": 24 * 3600,
     },
+    "sweep-upload-temp-files": {
+        "task": "leaderboard.uploads.tasks.sweep_upload_temp_files",
+        "schedule": 3600,
+    },
 }
 
 # --- Floorboard -----------------------------------------------------------------------------
@@ -232,6 +236,33 @@ JUDGE_LEASE_SECONDS = env_int(
 # Per-team limits (a team's own values override these). Failed submissions count against neither.
 MAX_SUBMISSIONS_PER_DAY = env_int("FLOORBOARD_MAX_SUBMISSIONS_PER_DAY", 10)
 MAX_CONCURRENT_EVALUATIONS = env_int("FLOORBOARD_MAX_CONCURRENT_EVALUATIONS", 2)
+# The same limits per account, over all of its teams (a new team does not make more room).
+MAX_SUBMISSIONS_PER_DAY_PER_ACCOUNT = env_int(
+    "FLOORBOARD_MAX_SUBMISSIONS_PER_DAY_PER_ACCOUNT", MAX_SUBMISSIONS_PER_DAY
+)
+MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT = env_int(
+    "FLOORBOARD_MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT", MAX_CONCURRENT_EVALUATIONS
+)
+# Unfinished browser uploads per user, and the bytes they may announce together.
+UPLOAD_MAX_OPEN_PER_USER = env_int("FLOORBOARD_UPLOAD_MAX_OPEN_PER_USER", 3)
+UPLOAD_MAX_OPEN_BYTES_PER_USER = env_int("FLOORBOARD_UPLOAD_MAX_OPEN_BYTES_PER_USER", 8 * 1024**3)
+# Uploaded files wait here while a request reads them; the beat sweeps what a killed request
+# left behind once it is this old.
+FILE_UPLOAD_TEMP_DIR = env_str("FLOORBOARD_UPLOAD_TEMP_DIR", str(VAR_DIR / "tmp"))
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
+UPLOAD_TEMP_MAX_AGE_SECONDS = env_int("FLOORBOARD_UPLOAD_TEMP_MAX_AGE_SECONDS", 6 * 3600)
+# Sign-ups per client address and team creations per account and per address.
+SIGNUPS_PER_ADDRESS_PER_HOUR = env_int("FLOORBOARD_SIGNUPS_PER_ADDRESS_PER_HOUR", 5)
+TEAMS_PER_ACCOUNT_PER_DAY = env_int("FLOORBOARD_TEAMS_PER_ACCOUNT_PER_DAY", 3)
+TEAMS_PER_ADDRESS_PER_DAY = env_int("FLOORBOARD_TEAMS_PER_ADDRESS_PER_DAY", 10)
+# Logins: after this many failures for one account (or from one address) within the window,
+# no password is checked for it until the window ends, not even the right one.
+LOGIN_MAX_FAILURES_PER_ACCOUNT = env_int("FLOORBOARD_LOGIN_MAX_FAILURES_PER_ACCOUNT", 10)
+LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("FLOORBOARD_LOGIN_MAX_FAILURES_PER_ADDRESS", 50)
+LOGIN_FAILURE_WINDOW_SECONDS = env_int("FLOORBOARD_LOGIN_FAILURE_WINDOW_SECONDS", 15 * 60)
+# The client's address comes from the proxy's X-Real-IP (docker/nginx.conf sets it) when
+# trusted, else from the connection.
+TRUST_X_REAL_IP = env_bool("FLOORBOARD_TRUST_X_REAL_IP", PRODUCTION)
 # Private audio and files are reached only through signed URLs that expire this soon.
 SIGNED_URL_SECONDS = env_int("FLOORBOARD_SIGNED_URL_SECONDS", 300)
 # Browser uploads on the filesystem default arrive in chunks of this size.

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -29,7 +30,12 @@ from evaluation.models import Benchmark, Judge, Membership, Submission, Team
 from evaluation.services import bundle_max_bytes, bundle_validate, submission_create
 from leaderboard.uploads import storage
 from leaderboard.uploads.models import Upload
-from leaderboard.uploads.selectors import LimitRefusal, team_limit_refusal
+from leaderboard.uploads.selectors import (
+    LimitRefusal,
+    account_limit_refusal,
+    open_uploads_refusal,
+    team_limit_refusal,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -103,12 +109,14 @@ def submission_create_within_limits(
     returned as it is; otherwise the team's limits are checked and the submission created, both
     under the team row lock. Raises LimitReached or BundleRejected."""
     with transaction.atomic():
-        Team.objects.select_for_update().filter(pk=team.pk).values_list("pk").get()
+        _lock(user=submitted_by, team=team)
         if idempotency_key:
             existing = Submission.objects.filter(team=team, idempotency_key=idempotency_key).first()
             if existing is not None:
                 return existing, False
-        refusal = team_limit_refusal(team=team)
+        refusal = team_limit_refusal(team=team) or (
+            account_limit_refusal(user=submitted_by) if submitted_by else None
+        )
         if refusal is not None:
             raise LimitReached(refusal)
         # Validated beforehand, outside the lock: only the counting and the insert hold it.
@@ -126,6 +134,15 @@ def submission_create_within_limits(
             idempotency_key=idempotency_key,
         )
         return submission, True
+
+
+def _lock(*, user, team: Team | None) -> None:
+    """Row locks on the submitting account, then its team (always in this order, so two
+    creates never wait on each other crosswise), held until the transaction ends."""
+    if user is not None:
+        get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk").get()
+    if team is not None:
+        Team.objects.select_for_update().filter(pk=team.pk).values_list("pk").get()
 
 
 def _check_member(user, team: Team) -> None:
@@ -216,7 +233,7 @@ def submission_create_via_api(
     if not report.ok:
         raise BundleRejected(report)
     with transaction.atomic():
-        Team.objects.select_for_update().filter(pk=team.pk).values_list("pk").get()
+        _lock(user=user, team=team)
         if idempotency_key:
             # Two identical requests at once: the second waited for the lock and finds the first.
             prior = _replay(team=team, key=idempotency_key, fingerprint=fingerprint)
@@ -283,23 +300,29 @@ def upload_start(
     limit = max_upload_bytes(benchmark=benchmark)
     if size > limit:
         raise UploadError(f"the bundle is {size:,} bytes; the limit is {limit:,}")
-    refusal = team_limit_refusal(team=team)
+    refusal = team_limit_refusal(team=team) or account_limit_refusal(user=user)
     if refusal is not None:
         raise LimitReached(refusal)
     on_s3 = storage.uses_s3()
-    upload = Upload.objects.create(
-        benchmark=benchmark,
-        team=team,
-        user=user,
-        method=Upload.Method.S3 if on_s3 else Upload.Method.CHUNKED,
-        filename=filename[:255],
-        size=size,
-        system_name=system_name,
-        system_type=system_type,
-        judge=judge,
-        allow_partial=allow_partial,
-        publish=publish,
-    )
+    with transaction.atomic():
+        # Counted and created under the user's row lock: parallel starts cannot pass the cap.
+        _lock(user=user, team=None)
+        refusal = open_uploads_refusal(user=user, adding=size)
+        if refusal is not None:
+            raise LimitReached(refusal)
+        upload = Upload.objects.create(
+            benchmark=benchmark,
+            team=team,
+            user=user,
+            method=Upload.Method.S3 if on_s3 else Upload.Method.CHUNKED,
+            filename=filename[:255],
+            size=size,
+            system_name=system_name,
+            system_type=system_type,
+            judge=judge,
+            allow_partial=allow_partial,
+            publish=publish,
+        )
     try:
         if on_s3:
             upload.s3_key = storage.s3_key(f"uploads/{upload.pk}.zip")
@@ -572,6 +595,22 @@ def upload_cancel(*, upload: Upload) -> Upload:
     upload.refresh_from_db()
     _discard(upload)
     return upload
+
+
+def upload_temp_files_sweep(*, older_than: timedelta) -> int:
+    """Delete files in FILE_UPLOAD_TEMP_DIR untouched for this long: what a request killed
+    mid-upload (a worker timeout) left behind. Returns how many."""
+    folder = Path(settings.FILE_UPLOAD_TEMP_DIR)
+    cutoff = (timezone.now() - older_than).timestamp()
+    removed = 0
+    for path in folder.iterdir() if folder.is_dir() else ():
+        try:
+            if path.is_file() and not path.is_symlink() and path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed += 1
+        except FileNotFoundError:
+            continue
+    return removed
 
 
 def uploads_expire(*, older_than: timedelta) -> int:
