@@ -218,8 +218,8 @@ CELERY_BEAT_SCHEDULE = {
 
 # --- Floorboard -----------------------------------------------------------------------------
 # Bundle limits (issue: zip bombs and runaway uploads are rejected before anything is stored).
-# Site-wide ceiling; each benchmark declares its own limit (an MP-Bench bundle is a few GB, a
-# Duplex-MPE one ~17 GB) and the smaller applies.
+# Site-wide ceiling; each benchmark declares its own limit (a few GB for transcripts with audio,
+# tens of GB for hours of output audio) and the smaller applies.
 BUNDLE_MAX_UNCOMPRESSED_BYTES = env_int("FLOORBOARD_BUNDLE_MAX_UNCOMPRESSED_BYTES", 32 * 1024**3)
 BUNDLE_MAX_COMPRESSION_RATIO = env_float("FLOORBOARD_BUNDLE_MAX_COMPRESSION_RATIO", 100.0)
 # A validation report keeps this many problems (and warnings) per file and per bundle; the rest

@@ -36,16 +36,15 @@ logger = logging.getLogger(__name__)
 
 class SubmissionCreateSerializer(serializers.Serializer):
     bundle = serializers.FileField(help_text="The result bundle (.zip)")
-    benchmark = serializers.SlugField(help_text="Benchmark slug, e.g. mp-bench")
+    benchmark = serializers.SlugField(help_text="Benchmark slug (GET /api/benchmarks/)")
     system = serializers.CharField(max_length=200, help_text="System name")
     system_type = serializers.CharField(
         required=False,
         allow_blank=True,
         default="",
         max_length=50,
-        help_text="The board's row group for this benchmark (for MP-Bench: realtime, "
-        "non-realtime or text-llm); GET /api/benchmarks/<slug>/ lists them "
-        "(declaration.row_groups)",
+        help_text="The board's row group for this benchmark (its system types); "
+        "GET /api/benchmarks/<slug>/ lists them (declaration.row_groups)",
     )
     team = serializers.SlugField(
         required=False, help_text="Team slug; may be left out by members of exactly one team"

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from evaluation.bundles import BundleRejected
 from evaluation.models import Benchmark, Judge, Membership, Submission, Team
-from evaluation.services import bundle_max_bytes, bundle_validate, submission_create
+from evaluation.services import bundle_validate, submission_create, upload_limits
 from leaderboard.uploads import storage
 from leaderboard.uploads.models import Upload
 from leaderboard.uploads.selectors import (
@@ -85,7 +85,7 @@ class IdempotencyConflict(Exception):
 
 
 def max_upload_bytes(*, benchmark: Benchmark) -> int:
-    return bundle_max_bytes(benchmark=benchmark) + ZIP_OVERHEAD_BYTES
+    return upload_limits(benchmark).max_bytes + ZIP_OVERHEAD_BYTES
 
 
 # --- Limits ---------------------------------------------------------------------------------

@@ -91,11 +91,11 @@ def test_nan_in_the_manifest_names_the_field(mpbench, tmp_path):
 
 
 def test_manifest_system_type_must_be_an_allowed_value(mpbench, tmp_path):
-    found = rejected(mpbench, bundle(tmp_path, {}, json.dumps({"system_type": "x" * 30}).encode()))
+    found = rejected(mpbench, bundle(tmp_path, {}, json.dumps({"system_type": "x" * 60}).encode()))
     assert found == [
-        f"manifest.json: field 'system_type' is {'x' * 30!r}; it must be one of realtime, "
-        "non-realtime, text-llm",
-        "manifest.json: field 'system_type' has 30 characters; at most 20",
+        f"manifest.json: field 'system_type' is {'x' * 50!r}; it must be one of text-llm, "
+        "non-realtime, realtime",
+        "manifest.json: field 'system_type' has 60 characters; at most 50",
     ]
 
 

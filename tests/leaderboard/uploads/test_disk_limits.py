@@ -132,13 +132,13 @@ def test_a_silent_wav_bigger_than_its_header_declares_is_no_longer_exempt(mpbenc
 
 def test_bundle_size_limits_are_the_benchmarks_own(mpbench, tmp_path, monkeypatch, settings):
     from evaluation.benchmarks import mpbench as plugin
-    from evaluation.services import bundle_max_bytes, bundle_validate
+    from evaluation.services import bundle_validate, upload_limits
 
     assert plugin.MAX_BUNDLE_UNCOMPRESSED_BYTES == 4 * 1024**3
-    assert bundle_max_bytes(benchmark=mpbench) == 4 * 1024**3
+    assert upload_limits(mpbench).max_bytes == 4 * 1024**3
     monkeypatch.setattr(plugin, "MAX_BUNDLE_UNCOMPRESSED_BYTES", 1000)
     path = _zip(tmp_path / "b.zip", {f"{TASK}/response.json": b'{"text": "' + b"a" * 2000 + b'"}'})
     report, _ = bundle_validate(benchmark=mpbench, path=path, allow_partial=True)
     assert "exceeds the limit of 1,000 bytes" in str(report.problems[0])
     settings.BUNDLE_MAX_UNCOMPRESSED_BYTES = 500  # the site-wide ceiling, when smaller, wins
-    assert bundle_max_bytes(benchmark=mpbench) == 500
+    assert upload_limits(mpbench).max_bytes == 500
