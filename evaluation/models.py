@@ -44,7 +44,7 @@ class Membership(models.Model):
 class Benchmark(models.Model):
     slug = models.SlugField(unique=True)
     name = models.CharField(max_length=200)
-    plugin = models.CharField(max_length=50, help_text="Evaluation plug-in, e.g. mp-bench")
+    plugin = models.CharField(max_length=50, help_text="The slug of a registered benchmark plug-in")
     description = models.TextField(blank=True)
     is_demo = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)

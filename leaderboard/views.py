@@ -7,7 +7,9 @@ duplex), so every URL is a permalink and the exports show exactly the rows of th
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass
+from functools import wraps
 from urllib.parse import urlencode
 
 import plotly
@@ -23,8 +25,11 @@ from django.http import (
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
+from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
 from evaluation.benchmarks import get_plugin
 from evaluation.models import Benchmark, Judge, System
@@ -337,6 +342,9 @@ def _entry_json(entry) -> dict:
     }
 
 
+@extend_schema(
+    responses=OpenApiResponse(OpenApiTypes.OBJECT, description="The board's rows and columns")
+)
 @api_view(["GET"])
 def leaderboard_api(request, slug: str):
     """The board's rows as JSON, with the same parameters and rows as the page. flags.verified
@@ -380,11 +388,33 @@ def leaderboard_api(request, slug: str):
     )
 
 
+def throttled_like_the_api(view):
+    """The API's per-client rates (anonymous by address, signed-in by account) for HTML
+    exports, which cost as much to build as the API's answers: 429 with Retry-After beyond."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        for throttle in (AnonRateThrottle(), UserRateThrottle()):
+            if not throttle.allow_request(request, None):
+                wait = max(1, math.ceil(throttle.wait() or 1))
+                response = HttpResponse(
+                    f"Too many requests; try again in {wait} s.",
+                    status=429,
+                    content_type="text/plain; charset=utf-8",
+                )
+                response["Retry-After"] = str(wait)
+                return response
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
 def _yes_no_cell(value) -> str:
     return "" if value is None else ("yes" if value else "no")
 
 
 @require_GET
+@throttled_like_the_api
 def leaderboard_csv(request, slug: str):
     """Exactly the rows of the page, in its order, one line each."""
     try:
@@ -434,6 +464,7 @@ def leaderboard_csv(request, slug: str):
 
 
 @require_GET
+@throttled_like_the_api
 def leaderboard_charts(request, slug: str):
     """Plotly figure JSON for the board as filtered, cached until its scores or visibility
     change. The key carries the viewer's class, so no team's private points reach others."""

@@ -96,6 +96,28 @@ def write_task(folder: Path, files: dict[str, dict | str | bytes]) -> None:
             path.write_text(json.dumps(content))
 
 
+def wav_header(data_bytes: int, *, channels: int = 1, rate: int = 16_000, bits: int = 16) -> bytes:
+    """A PCM WAV header (RIFF, fmt, data) for `data_bytes` bytes of samples, written by hand."""
+    import struct
+
+    block = channels * bits // 8
+    # Header fields wrap as a hand-made header's would, for formats past their range.
+    fmt = struct.pack("<HHIIHH", 1, channels, rate, rate * block % 2**32, block % 2**16, bits)
+    return (
+        b"RIFF"
+        + struct.pack("<I", 36 + data_bytes)
+        + b"WAVEfmt "
+        + struct.pack("<I", 16)
+        + fmt
+        + b"data"
+        + struct.pack("<I", data_bytes)
+    )
+
+
+def wav_file(samples: bytes, **format) -> bytes:
+    return wav_header(len(samples), **format) + samples
+
+
 def zip_tree(source: Path, target: Path) -> Path:
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in sorted(source.rglob("*")):
@@ -186,6 +208,33 @@ def judge_server():
     yield state
     server.shutdown()
     server.server_close()
+
+
+# --- Memory ---------------------------------------------------------------------------------
+
+
+def _status_mib(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise LookupError(field)
+
+
+@contextlib.contextmanager
+def peak_rss_growth():
+    """{"mib": growth} of this process's peak resident memory inside the block: the kernel's
+    high-water mark is reset on entry (Linux's clear_refs), so earlier peaks do not hide it."""
+    status = Path("/proc/self/status")
+    if not status.exists():
+        pytest.skip("peak memory is read from /proc/self/status (Linux)")
+    import gc
+
+    gc.collect()
+    Path("/proc/self/clear_refs").write_text("5")
+    before = _status_mib("VmRSS")
+    measured: dict[str, float] = {}
+    yield measured
+    measured["mib"] = _status_mib("VmHWM") - before
 
 
 def port_open(host: str, port: int) -> bool:

@@ -256,7 +256,7 @@ def test_peaks_match_numpy(width, channels, frames, buckets, monkeypatch):
     ints = np.clip(np.round((signal + noise) * full), -full, full - 1).astype(np.int64)
     data = write_wav(ints, width)
     # Small blocks, so buckets straddle block boundaries.
-    monkeypatch.setattr(evaluation_audio, "PEAK_BLOCK_FRAMES", 777)
+    monkeypatch.setattr(evaluation_audio, "PEAK_BLOCK_BYTES", 777 * width * channels)
     peaks = wav_peaks(io.BytesIO(data), buckets=buckets)
     lows, highs, duration = expected_peaks(data, buckets)
     assert peaks["buckets"] == len(lows) == min(buckets, frames)

@@ -43,6 +43,7 @@ from evaluation.benchmarks.base import (
 from evaluation.bundles import ValidationReport, scan_zip
 
 from . import bundle, demo, detection, importer, offline, paper, scoring
+from . import limits as bundle_limits
 from .conversation import conversation_turns
 
 # MP-Bench's official judge (the benchmark's README: gpt-5.4, and gpt-5.2 for speaker names).
@@ -223,6 +224,7 @@ class MPBench(BenchmarkPlugin):
     )
     reported_source = paper.SOURCE
     default_row_group = "realtime"
+    max_upload_bytes = bundle_limits.MAX_BUNDLE_UNCOMPRESSED_BYTES
 
     # --- import ---
 
@@ -238,6 +240,7 @@ class MPBench(BenchmarkPlugin):
             is_task_folder=bundle.is_task_folder,
             max_uncompressed=limits.max_bytes,
             max_ratio=limits.max_ratio,
+            audio_limits=bundle_limits.AUDIO_LIMITS,
         )
         if archive is None:
             return UploadContents()
