@@ -124,6 +124,12 @@ def heartbeat(submission_id: int, renew: Callable[[], None] | None = None):
         thread.join()
 
 
+def hook_facts(submission: Submission) -> dict:
+    """The facts a plug-in's hooks receive: the options the submitter declared (a run mode,
+    say), then what submission-scope steps found."""
+    return {**(submission.options or {}), **(submission.facts or {})}
+
+
 def submission_fail(*, submission_id: int, error: str) -> None:
     """Record why a submission failed. The error is shown to its owner: callers pass a message
     meant for people, never raw exception text."""
@@ -192,12 +198,8 @@ def submission_ingest(*, submission_id: int) -> bool:
             unique_fields=["submission", "task"],
             update_fields=["files", "data", "detection", "steps_done", "detected"],
         )
-        # The hooks' facts start as the submitter's declared options (a run mode, say).
         Submission.objects.filter(pk=submission_id).update(
-            tasks_ingested=len(found),
-            status=S.DETECTING,
-            steps_done=0,
-            facts=dict(submission.options or {}),
+            tasks_ingested=len(found), status=S.DETECTING, steps_done=0, facts={}
         )
         after_commit(lambda: steps_start(submission_id=submission_id))
     return True
@@ -260,7 +262,7 @@ def _submission_step(submission: Submission, plugin, step, index: int) -> None:
     with heartbeat(submission.pk), open_upload(submission) as archive:
         rows = list(submission.task_results.select_related("task").order_by("task__task_id"))
         inputs = [task_input(row, archive) for row in rows]
-        facts, found = plugin.run_submission_step(step, inputs, facts=submission.facts)
+        facts, found = plugin.run_submission_step(step, inputs, facts=hook_facts(submission))
     for row in rows:
         row.detection = {**row.detection, **found.get(row.task.task_id, {})}
         row.steps_done = index + 1
@@ -294,7 +296,7 @@ def _task_step(submission: Submission, plugin, step, index: int) -> bool:
                 break
             for row in rows:
                 output = plugin.run_task_step(
-                    step, task_input(row, archive), facts=submission.facts
+                    step, task_input(row, archive), facts=hook_facts(submission)
                 )
                 row.detection = {**row.detection, **output}
                 row.steps_done = index + 1
@@ -446,7 +448,7 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
         submission=submission,
         judge=judge,
         defaults={
-            "results": plugin.aggregate(outcomes, facts=submission.facts),
+            "results": plugin.aggregate(outcomes, facts=hook_facts(submission)),
             "judgments_total": total,
             "judgments_failed": failed,
         },

@@ -15,6 +15,7 @@ from typing import IO
 
 from evaluation.benchmarks.base import IngestedTask, UploadContents, UploadLimits
 from evaluation.bundles import ValidationReport, scan_zip
+from evaluation.jsonbounds import unstorable_path
 
 from .predictions import FIELDS, TURN_BASED, PredictionsError, PredictionSet, read_predictions
 
@@ -126,6 +127,17 @@ def validate(
             where = f"line {problem.line}" if problem.line is not None else "file"
             what = f", field {problem.field}" if problem.field else ""
             report.add(f"{where}{what}: {problem.message}", file=problem.file or None)
+        return UploadContents(manifest=upload.manifest), None
+    for prediction in found.predictions.values():
+        # Site tightening, as for NaN: no database column stores a NUL character.
+        unstorable = unstorable_path(prediction.to_json())
+        if unstorable:
+            where, what = unstorable
+            report.add(
+                f"line {prediction.line}, field {where}: holds {what}, which cannot be stored",
+                file=prediction.file,
+            )
+    if not report.ok:
         return UploadContents(manifest=upload.manifest), None
     if not found.predictions:
         report.add(

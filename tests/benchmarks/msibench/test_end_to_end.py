@@ -182,7 +182,9 @@ def test_import_submit_judge_board_page_api_study_retry_rescore(
     summary = submit(upload, "Weak Duplex", "--option", "mode=full-duplex", "--allow-partial")
     submission = Submission.objects.get(pk=summary["submission"])
     assert summary["status"] == "scored" and summary["incomplete"] is True
-    assert submission.facts["mode"] == "full-duplex"
+    assert submission.options == {"mode": "full-duplex"}
+    page = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert "Run mode (declared" in page and "full-duplex" in page
 
     # What reached the judge: the paper's request body, messages as the harness renders them.
     templates_dir = harness_checkout / CHECKOUT_DIR

@@ -240,6 +240,19 @@ def test_whole_file_rules_reject_with_line_and_field(tmp_path, specs):
     assert len(found) == 4 and not contents.present
 
 
+def test_text_no_database_stores_is_refused(tmp_path, specs):
+    rows = strong_rows(specs, languages=("en",))
+    rows[2]["answer_text"] = "nul\x00here"
+    path = tmp_path / "nul.jsonl"
+    write_predictions(path, rows)
+    report, contents = validate(path, specs)
+    (problem,) = report.problems
+    assert problem.message == (
+        "line 3, field answer_text: holds a NUL character (\\u0000), which cannot be stored"
+    )
+    assert not contents.present
+
+
 def test_a_file_without_the_jsonl_suffix_is_read_as_jsonl(tmp_path, specs):
     # Uploads through the site arrive under a temporary name.
     path = tmp_path / "floorboard-upload-x.zip"
