@@ -6,10 +6,11 @@ call can change a number, and the parsing of an answer into the stored result. P
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 
 from evaluation.benchmarks.base import JudgmentRequest, ParsedOutput
 
-from .judge import JudgeTemplates, judge_pairs, parse_judge_output, render_messages
+from .judge import JudgeTemplates, judge_pairs, parse_judge_output, render_system, render_user
 from .outcomes import RUBRIC
 from .upload import prediction_row
 
@@ -19,6 +20,13 @@ FIXED_LABELS = {
     "empty_answer": "empty answer and no tool call: every scored atom fails without a call",
     "no_atoms": "the rubric has no atom: nothing to judge",
 }
+
+
+@lru_cache(maxsize=8)
+def system_message(template: str) -> str:
+    """The system message: the system template rendered with no variables (the same for every
+    request, so rendered, and held, once)."""
+    return render_system(JudgeTemplates(system=template, user="", system_sha256="", user_sha256=""))
 
 
 def templates_of(prompt) -> JudgeTemplates:
@@ -64,7 +72,8 @@ def judgment_requests(spec: Mapping, data: Mapping | None, *, prompt) -> list[Ju
             )
             continue
         templates = templates or templates_of(prompt)
-        system, user = render_messages(
+        system = system_message(templates.system)
+        user = render_user(
             templates, spec=spec, prediction=prediction, rubric=spec["rubrics"][pair.rubric_id]
         )
         requests.append(
