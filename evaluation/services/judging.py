@@ -13,11 +13,13 @@ import json
 import logging
 import time
 import uuid
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -366,20 +368,36 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
             ThreadPoolExecutor(max_workers=limit, thread_name_prefix="judge") as pool,
         ):
             in_flight: dict[Future, Judgment] = {}
+            # Claimed judgments wait here (under this worker's lease) so that a call that ends
+            # frees its slot to the next one at once; claiming (a few queries) happens only
+            # when fewer than half a slot-full are waiting. Past the deadline nothing more is
+            # claimed, and what waits is still called.
+            ready: deque[Judgment] = deque()
+
+            def refill():
+                while ready and len(in_flight) < limit:
+                    judgment = ready.popleft()
+                    future = pool.submit(_call, client, slots, judgment, params, plugin)
+                    in_flight[future] = judgment
+
             while True:
-                if time.monotonic() < deadline and len(in_flight) <= limit // 2:
-                    for judgment in judgments_claim(
-                        submission_id=submission_id,
-                        judge_id=judge_id,
-                        owner=owner,
-                        limit=limit - len(in_flight),
-                    ):
-                        future = pool.submit(_call, client, slots, judgment, params, plugin)
-                        in_flight[future] = judgment
+                if time.monotonic() < deadline and len(ready) <= limit // 2:
+                    ready.extend(
+                        judgments_claim(
+                            submission_id=submission_id,
+                            judge_id=judge_id,
+                            owner=owner,
+                            limit=limit,
+                        )
+                    )
+                refill()
                 if in_flight:
                     finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-                    for future in finished:
-                        _record(in_flight.pop(future), future.result(), plugin)
+                    answered = [(in_flight.pop(future), future.result()) for future in finished]
+                    refill()  # freed slots first: recording must not keep them idle
+                    with transaction.atomic():  # one commit for the answers that came together
+                        for judgment, outcome in answered:
+                            _record(judgment, outcome, plugin)
                     continue
                 open_ones = open_judgments(submission_id=submission_id, judge_id=judge_id)
                 if not open_ones.exists():

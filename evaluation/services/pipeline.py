@@ -301,8 +301,14 @@ def _task_step(submission: Submission, plugin, step, index: int) -> bool:
                 row.detection = {**row.detection, **output}
                 row.steps_done = index + 1
                 row.lease_owner, row.lease_until = "", None
-            TaskResult.objects.bulk_update(
-                rows, ["detection", "steps_done", "lease_owner", "lease_until"]
+            # An upsert on the natural key, as for a submission step: one statement per batch
+            # (bulk_update builds a CASE per row and field, slow past a few hundred rows).
+            TaskResult.objects.bulk_create(
+                rows,
+                batch_size=SQL_IN_BATCH,
+                update_conflicts=True,
+                unique_fields=["submission", "task"],
+                update_fields=["detection", "steps_done", "lease_owner", "lease_until"],
             )
     return not TaskResult.objects.filter(
         submission_id=submission.pk, steps_done__lte=index
