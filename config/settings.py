@@ -248,6 +248,10 @@ PIPELINE_WORK_SECONDS = env_float("FLOORBOARD_WORK_SECONDS", 240.0)
 PIPELINE_PARALLEL_TASKS = env_int("FLOORBOARD_PARALLEL_TASKS", 4)
 PIPELINE_STALL_SECONDS = env_float("FLOORBOARD_STALL_SECONDS", 60.0)
 PIPELINE_QUEUED_STALL_SECONDS = env_float("FLOORBOARD_QUEUED_STALL_SECONDS", 300.0)
+# A score with failed judgments (a judge outage that outlasted the call's own retries) is
+# re-judged after this pause, up to this many times, before its numbers count as final.
+FAILED_RETRY_PAUSE_SECONDS = env_float("FLOORBOARD_FAILED_RETRY_PAUSE_SECONDS", 300.0)
+FAILED_RETRY_ATTEMPTS = env_int("FLOORBOARD_FAILED_RETRY_ATTEMPTS", 3)
 
 # Per-team limits (a team's own values override these). Failed submissions count against neither.
 MAX_SUBMISSIONS_PER_DAY = env_int("FLOORBOARD_MAX_SUBMISSIONS_PER_DAY", 10)

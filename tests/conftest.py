@@ -39,7 +39,9 @@ def mpbench_tasks(mpbench_dir) -> dict[str, dict]:
 def mpbench(db, mpbench_dir):
     from evaluation.services import benchmark_import
 
-    return benchmark_import(slug="mp-bench", directory=mpbench_dir, name="MP-Bench").benchmark
+    return benchmark_import(
+        slug="mp-bench", directory=mpbench_dir, plugin="mp-bench", name="MP-Bench"
+    ).benchmark
 
 
 @pytest.fixture
@@ -143,7 +145,7 @@ class JudgeServer:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def prompts(self) -> list[str]:
-        return [r["messages"][0]["content"] for r in self.requests]
+        return [r["messages"][-1]["content"] for r in self.requests]
 
 
 def _default_answer(body: dict) -> dict:
@@ -181,7 +183,7 @@ def judge_server():
             body = json.loads(self.rfile.read(length))
             body["_path"] = self.path
             body["_auth"] = self.headers.get("Authorization")
-            prompt = body.get("messages", [{}])[0].get("content", "")
+            prompt = body.get("messages", [{}])[-1].get("content", "")
             with state.lock:
                 state.requests.append(body)
                 counts[prompt] = counts.get(prompt, 0) + 1

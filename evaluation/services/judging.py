@@ -13,6 +13,7 @@ import json
 import logging
 import time
 import uuid
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -361,31 +362,44 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
             heartbeat(submission_id, renew=lambda: leases_renew(owner=owner)),
             ThreadPoolExecutor(max_workers=limit, thread_name_prefix="judge") as pool,
         ):
+            # Claimed ahead (leased, renewed by the heartbeat): a call starts the moment a slot
+            # frees, and the database is asked for more only once per `limit` answers.
+            ready: deque[Judgment] = deque()
             in_flight: dict[Future, Judgment] = {}
+            exhausted = False
             while True:
-                if time.monotonic() < deadline and len(in_flight) <= limit // 2:
-                    for judgment in judgments_claim(
+                if not exhausted and len(ready) < limit and time.monotonic() < deadline:
+                    claimed = judgments_claim(
                         submission_id=submission_id,
                         judge_id=judge_id,
                         owner=owner,
-                        limit=limit - len(in_flight),
-                    ):
-                        future = pool.submit(_call, client, slots, judgment, params, plugin)
-                        in_flight[future] = judgment
+                        limit=2 * limit - len(ready),
+                    )
+                    ready.extend(claimed)
+                    exhausted = not claimed
+                while ready and len(in_flight) < limit:
+                    judgment = ready.popleft()
+                    in_flight[pool.submit(_call, client, slots, judgment, params, plugin)] = (
+                        judgment
+                    )
                 if in_flight:
                     finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
                     for future in finished:
                         _record(in_flight.pop(future), future.result(), plugin)
                     continue
-                open_ones = open_judgments(submission_id=submission_id, judge_id=judge_id)
-                if not open_ones.exists():
+                if not open_judgments(submission_id=submission_id, judge_id=judge_id).exists():
                     return True
                 if time.monotonic() >= deadline:
                     return False
                 # Held by another worker (a submission sharing the request): wait for it to
                 # answer or for its lease to lapse.
                 time.sleep(1.0)
+                exhausted = False
     finally:
+        # Claimed but never started (the deadline came first): free at once for other workers.
+        Judgment.objects.filter(lease_owner=owner, status=Judgment.Status.RUNNING).update(
+            status=Judgment.Status.PENDING, lease_owner="", lease_until=None
+        )
         client.close()
 
 

@@ -24,7 +24,7 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import close_old_connections, connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
@@ -379,8 +379,11 @@ def judging_finish(*, submission_id: int, judge_id: int) -> Score | None:
     with heartbeat(submission_id):
         score = submission_aggregate(submission=submission, judge=judge)
     if primary:
+        retry = None
+        if score.judgments_failed and submission.failed_retries < settings.FAILED_RETRY_ATTEMPTS:
+            retry = timezone.now() + timedelta(seconds=settings.FAILED_RETRY_PAUSE_SECONDS)
         Submission.objects.filter(pk=submission_id, status=S.AGGREGATING).update(
-            status=S.SCORED, error="", finished_at=timezone.now()
+            status=S.SCORED, error="", finished_at=timezone.now(), retry_failed_at=retry
         )
     return score
 
@@ -501,10 +504,30 @@ def submission_rescore(*, submission: Submission, judge: Judge | None = None) ->
     enqueue_on_commit("judge_submission", submission.pk, (judge or submission.judge).pk)
 
 
+def failed_judgments_retry_due() -> list[int]:
+    """Scored submissions whose failed judgments are due another try (a judge outage): put
+    back to pending and judged again; the numbers stay on the board, marked, meanwhile."""
+    due = Submission.objects.filter(
+        status=S.SCORED, retry_failed_at__isnull=False, retry_failed_at__lte=timezone.now()
+    ).select_related("judge")
+    retried = []
+    for submission in due:
+        with transaction.atomic():
+            taken = Submission.objects.filter(
+                pk=submission.pk, retry_failed_at=submission.retry_failed_at
+            ).update(retry_failed_at=None, failed_retries=F("failed_retries") + 1)
+            if taken:
+                judgments_retry(submission=submission)
+                retried.append(submission.pk)
+    return retried
+
+
 def submissions_sweep() -> list[int]:
     """Re-queue what dead workers left: active submissions whose heartbeat went quiet (queued
     ones after longer: their message may simply be waiting its turn), and any whose running
-    work's lease lapsed. Each is re-queued at most once per stall period."""
+    work's lease lapsed. Each is re-queued at most once per stall period. Also retries failed
+    judgments that are due."""
+    failed_judgments_retry_due()
     now = timezone.now()
     stale = _stale()
     quiet = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale)

@@ -344,7 +344,9 @@ def test_s3_task_page_end_to_end(client, s3_storage, tmp_path):  # noqa: F811
     from evaluation.services import benchmark_import, submission_create
 
     demo.write_demo_benchmark(tmp_path / "source")
-    board = benchmark_import(slug="demo", directory=tmp_path / "source", is_demo=True).benchmark
+    board = benchmark_import(
+        slug="demo", directory=tmp_path / "source", plugin="mp-bench", is_demo=True
+    ).benchmark
     demo.write_demo_bundle_zip(tmp_path / "b.zip", profile="strong", seed=5)
     run = submission_create(
         benchmark=board,

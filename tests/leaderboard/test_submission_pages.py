@@ -42,7 +42,11 @@ KINDS = ("understanding", "speaker_name", "discussion", "turnbased")
 def demo_board(eager, tmp_path):
     demo.write_demo_benchmark(tmp_path / "source")
     return benchmark_import(
-        slug="demo", directory=tmp_path / "source", name="Demo bench", is_demo=True
+        slug="demo",
+        directory=tmp_path / "source",
+        plugin="mp-bench",
+        name="Demo bench",
+        is_demo=True,
     ).benchmark
 
 
