@@ -39,6 +39,18 @@ from evaluation.throttle import EndpointSlots
 logger = logging.getLogger(__name__)
 
 OFFLINE_MODEL = "offline-heuristic-v1"
+# What the offline judge writes on a judgment.
+OFFLINE_FIELDS = (
+    "raw_output",
+    "output",
+    "verdict",
+    "reasoning",
+    "error",
+    "status",
+    "attempts",
+    "latency_ms",
+    "completed_at",
+)
 SQL_IN_BATCH = 500
 
 
@@ -153,9 +165,21 @@ def judgments_prepare(*, submission: Submission, judge: Judge) -> int:
             judge_identity__in={k[0] for k in batch}, prompt_sha256__in={k[1] for k in batch}
         ).values_list("pk", "judge_identity", "prompt_sha256", "status")
         for pk, identity, sha, status in found:
-            if (identity, sha) in wanted:
-                ids[(identity, sha)] = pk
-                open_count += status in (Judgment.Status.PENDING, Judgment.Status.RUNNING)
+            if (identity, sha) not in wanted:
+                continue
+            ids[(identity, sha)] = pk
+            unsettled = status in (Judgment.Status.PENDING, Judgment.Status.RUNNING)
+            if judge.is_offline and (unsettled or status == Judgment.Status.FAILED):
+                # Stored earlier and put back to pending (a retry): the offline judge answers
+                # it here, as it answered the new ones.
+                answered = wanted[(identity, sha)]
+                Judgment.objects.filter(pk=pk).update(
+                    **{field: getattr(answered, field) for field in OFFLINE_FIELDS},
+                    lease_owner="",
+                    lease_until=None,
+                )
+                continue
+            open_count += unsettled
     now = timezone.now()
     TaskJudgment.objects.bulk_create(
         [

@@ -22,6 +22,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.files import File
+from kombu.exceptions import OperationalError as KombuOperationalError
 from django.core.files.storage import default_storage
 from django.db import close_old_connections, connection, transaction
 from django.db.models import F, Q
@@ -70,8 +71,17 @@ def enqueue_on_commit(task_name: str, *args) -> None:
     task = getattr(tasks, task_name)
     if getattr(_local, "inline", False):
         task.apply(args=args, throw=True)
-    else:
-        transaction.on_commit(lambda: task.delay(*args))
+        return
+
+    def send():
+        try:
+            task.delay(*args)
+        except KombuOperationalError:
+            # The broker is away: what is stored stays, and the sweeper queues it once it is
+            # back (a submission no worker has touched).
+            logger.warning("could not queue %s%r: broker unreachable", task_name, args)
+
+    transaction.on_commit(send)
 
 
 def _stale() -> timezone.datetime:
@@ -127,7 +137,8 @@ def heartbeat(submission_id: int, renew: Callable[[], None] | None = None):
 def submission_fail(*, submission_id: int, error: str) -> None:
     """Record why a submission failed. The error is shown to its owner: callers pass a message
     meant for people, never raw exception text."""
-    Submission.objects.filter(pk=submission_id).exclude(status=S.SCORED).update(
+    # The first failure is the one to tell (a stage run inline fails its callers too).
+    Submission.objects.filter(pk=submission_id).exclude(status__in=(S.SCORED, S.FAILED)).update(
         status=S.FAILED, error=error[:5000], finished_at=timezone.now()
     )
 
