@@ -22,11 +22,11 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.files import File
-from kombu.exceptions import OperationalError as KombuOperationalError
 from django.core.files.storage import default_storage
 from django.db import close_old_connections, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import JudgedSlot, TaskOutcome
