@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -39,6 +40,8 @@ from evaluation.throttle import EndpointSlots
 logger = logging.getLogger(__name__)
 
 OFFLINE_MODEL = "offline-heuristic-v1"
+# Answers wait at most this long before they are stored.
+FLUSH_SECONDS = 0.25
 # What the offline judge writes on a judgment.
 OFFLINE_FIELDS = (
     "raw_output",
@@ -366,10 +369,20 @@ def _record(judgment: Judgment, outcome: _CallOutcome, plugin) -> None:
     ).update(**values)
 
 
+def _record_all(answered: list, plugin) -> float:
+    """Store the answers gathered so far in one transaction; returns when."""
+    if answered:
+        with transaction.atomic():
+            for judgment, outcome in answered:
+                _record(judgment, outcome, plugin)
+        answered.clear()
+    return time.monotonic()
+
+
 def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> bool:
     """Call the judge for this submission's open judgments, at most the judge's concurrency at
-    a time, until none is left to take or the deadline passes. Each answer is committed as it
-    arrives. Returns True when every judgment of the submission is settled."""
+    a time, until none is left to take or the deadline passes. Answers are committed within a
+    quarter of a second. Returns True when every judgment of the submission is settled."""
     judge = Judge.objects.select_related("benchmark").get(pk=judge_id)
     if judge.is_offline:
         return not open_judgments(submission_id=submission_id, judge_id=judge_id).exists()
@@ -381,6 +394,9 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
     slots = judge_slots(judge, client, limit)
     from evaluation.services.pipeline import heartbeat  # the pipeline imports this module
 
+    # Answers are stored a few at a time, each batch in one transaction: at most a fraction of
+    # a second of answers is asked again if this worker dies.
+    answered: list = []
     try:
         with (
             heartbeat(submission_id, renew=lambda: leases_renew(owner=owner)),
@@ -391,6 +407,7 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
             ready: deque[Judgment] = deque()
             in_flight: dict[Future, Judgment] = {}
             exhausted = False
+            flush_at, flushed = max(1, limit // 4), time.monotonic()
             while True:
                 if not exhausted and len(ready) < limit and time.monotonic() < deadline:
                     claimed = judgments_claim(
@@ -407,10 +424,14 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
                         judgment
                     )
                 if in_flight:
-                    finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-                    for future in finished:
-                        _record(in_flight.pop(future), future.result(), plugin)
+                    finished, _ = wait(
+                        in_flight, timeout=FLUSH_SECONDS, return_when=FIRST_COMPLETED
+                    )
+                    answered.extend((in_flight.pop(f), f.result()) for f in finished)
+                    if len(answered) >= flush_at or time.monotonic() - flushed >= FLUSH_SECONDS:
+                        flushed = _record_all(answered, plugin)
                     continue
+                flushed = _record_all(answered, plugin)
                 if not open_judgments(submission_id=submission_id, judge_id=judge_id).exists():
                     return True
                 if time.monotonic() >= deadline:
@@ -420,6 +441,7 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
                 time.sleep(1.0)
                 exhausted = False
     finally:
+        _record_all(answered, plugin)
         # Claimed but never started (the deadline came first): free at once for other workers.
         Judgment.objects.filter(lease_owner=owner, status=Judgment.Status.RUNNING).update(
             status=Judgment.Status.PENDING, lease_owner="", lease_until=None

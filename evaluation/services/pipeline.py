@@ -32,6 +32,7 @@ from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import JudgedSlot, TaskOutcome
 from evaluation.models import Judge, Judgment, Score, Submission, TaskJudgment, TaskResult
 from evaluation.services.files import open_upload, task_input
+from evaluation.stored import open_stored_seekable
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +166,7 @@ def submission_ingest(*, submission_id: int) -> bool:
         for pk, task_id, spec in submission.benchmark.tasks.values_list("pk", "task_id", "spec")
     }
     found: dict[str, tuple[dict, dict]] = {}
-    with heartbeat(submission_id), submission.bundle.open("rb") as handle:
+    with heartbeat(submission_id), open_stored_seekable(submission.bundle.name) as handle:
         specs = {task_id: spec for task_id, (_, spec) in tasks.items()}
         for count, ingested in enumerate(
             plugin.ingest(handle, tasks=specs, limits=upload_limits(submission.benchmark)), 1
