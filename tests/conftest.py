@@ -20,6 +20,20 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SHARED_MPBENCH = REPO.parent / "shared" / "benchmarks" / "mpbench"
 REQUIRE_SERVICES = os.environ.get("FLOORBOARD_REQUIRE_SERVICES") == "1"
+# The services tier (PostgreSQL, Redis, worker processes, SIGKILL runs, headless Chromium) runs
+# in CI, or with FLOORBOARD_RUN_SERVICES=1; plain `make test` is the quick tier.
+RUN_SERVICES = REQUIRE_SERVICES or os.environ.get("FLOORBOARD_RUN_SERVICES") == "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    if RUN_SERVICES:
+        return
+    skip = pytest.mark.skip(
+        reason="services tier: set FLOORBOARD_RUN_SERVICES=1 (CI runs it, through .ci/run)"
+    )
+    for item in items:
+        if "services" in item.keywords or "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

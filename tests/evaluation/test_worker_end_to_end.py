@@ -265,6 +265,7 @@ def _scored_pg() -> bool:
 # --- The filesystem broker and SQLite (the embedded default) -----------------------------------
 
 
+@pytest.mark.services
 def test_killed_worker_on_the_embedded_default(tmp_path, judge_server, mpbench_tasks):
     """Everything out of this process: a SQLite file, the filesystem broker under a var folder,
     the CLI to import and submit, sqlite3 to watch."""
