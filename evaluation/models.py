@@ -388,6 +388,10 @@ class Score(models.Model):
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="scores")
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="scores")
     results = models.JSONField()
+    # What each task adds to each metric ({"tasks": [...], "metrics": {key: [[num, den], ...]}}):
+    # slices of the board and paired comparisons are recomputed from it (plug-ins that declare
+    # metric_contributions).
+    contributions = models.JSONField(null=True, blank=True)
     judgments_total = models.PositiveIntegerField(default=0)
     judgments_failed = models.PositiveIntegerField(default=0)
     computed_at = models.DateTimeField(auto_now=True)

@@ -458,11 +458,25 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
         judge=judge,
         defaults={
             "results": plugin.aggregate(outcomes, facts=submission.facts),
+            "contributions": task_contributions(plugin, outcomes, submission.facts),
             "judgments_total": total,
             "judgments_failed": failed,
         },
     )
     return score
+
+
+def task_contributions(plugin, outcomes, facts) -> dict | None:
+    """Each task's (numerator, denominator) per metric, in task order (see
+    BenchmarkPlugin.metric_contributions); None when the plug-in declares none."""
+    per_task = [plugin.metric_contributions(outcome, facts=facts) for outcome in outcomes]
+    if not any(per_task):
+        return None
+    keys = sorted({key for found in per_task for key in found})
+    return {
+        "tasks": [outcome.task_id for outcome in outcomes],
+        "metrics": {key: [list(found.get(key, (0, 0))) for found in per_task] for key in keys},
+    }
 
 
 # --- Retries, re-scoring and the sweeper ----------------------------------------------------
