@@ -4,15 +4,20 @@ judge's messages written here from the SPEC, not from the code under test."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
+import threading
 from pathlib import Path
 
 import jinja2
 import pytest
 
+from evaluation.benchmarks.msibench.bench import score_upload
+from evaluation.benchmarks.msibench.release import read_release
 from evaluation.benchmarks.msibench.synthetic import write_release
+from tests.conftest import completion
 
 REPO = Path(__file__).resolve().parents[3]
 SHARED_TEMPLATES = REPO.parent / "shared" / "benchmarks" / "msibench" / "templates"
@@ -120,3 +125,93 @@ def expected_messages(
         manifest_json=dumps(manifest), prediction_json=dumps(shown), rubric_json=dumps(rubric)
     )
     return system, user
+
+
+# --- a judge that misbehaves now and then, and what the numbers must then be ----------------
+
+
+class ScriptedJudge:
+    """Answers every rubric with a decision per atom drawn from the user message's hash; the
+    first distinct requests meet trouble: a 429, a 500, a malformed answer once, a malformed
+    answer every time, and a 500 every time until ``healed``."""
+
+    TROUBLE = ("429", "500", "malformed-once", "malformed-always", "down")
+
+    def __init__(self, trouble: tuple[str, ...] = TROUBLE):
+        self.trouble_order = trouble
+        self.lock = threading.Lock()
+        self.order: list[str] = []  # distinct user messages in arrival order
+        self.calls: dict[str, int] = {}
+        self.final: dict[str, str] = {}  # the last answer each user message got
+        self.healed = False
+
+    def trouble(self, user: str) -> str:
+        index = self.order.index(user)
+        return self.trouble_order[index] if index < len(self.trouble_order) else ""
+
+    @staticmethod
+    def answer(user: str) -> str:
+        rubric = json.loads(user.split("\nrubric=", 1)[1])
+        digest = hashlib.sha256(user.encode()).digest()
+        results = [
+            {"passed": digest[i] % 4 != 0, "rationale": f"atom {i} read"}
+            for i in range(len(rubric["atomic_criteria"]))
+        ]
+        return json.dumps({"rationale": "scripted", "atomic_results": results})
+
+    def __call__(self, body: dict, _call: int):
+        user = body["messages"][1]["content"]
+        with self.lock:
+            if user not in self.calls:
+                self.order.append(user)
+            self.calls[user] = call = self.calls.get(user, 0) + 1
+            trouble = self.trouble(user)
+        if trouble == "429" and call == 1:
+            return 429, {}, {"error": {"message": "rate limited"}}
+        if trouble == "500" and call == 1:
+            return 500, {}, "upstream exploded"
+        if trouble == "down" and not self.healed:
+            return 500, {}, "still down"
+        content = self.answer(user)
+        if trouble == "malformed-once" and call == 1 or trouble == "malformed-always":
+            content = "Here you go: {rationale: fine, atomic_results: []}"
+        with self.lock:
+            self.final[user] = content
+        return 200, {}, completion(content)
+
+
+def pairs_by_message(release_dir, templates_dir, rows) -> dict[str, tuple[str, str]]:
+    """user message -> (cell, rubric), from the raw release rows and the upload's rows."""
+    cases = {row["case_id"]: row for row in jsonl(release_dir / "index/cases.jsonl")}
+    found = {}
+    for rubric in jsonl(release_dir / "index/rubrics.jsonl"):
+        row = next((r for r in rows if r["cell_id"] == rubric["case_id"]), None)
+        if row is None:
+            continue
+        _, user = expected_messages(templates_dir, cases[rubric["case_id"]], rubric, row)
+        found[user] = (rubric["case_id"], rubric["rubric_id"])
+    return found
+
+
+def expected_results(tmp_path, release_dir, upload, answers: dict, mode: str) -> dict:
+    path = tmp_path / "answers.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"cell_id": c, "rubric_id": r, "raw": raw}) + "\n"
+            for (c, r), raw in answers.items()
+        ),
+        "utf-8",
+    )
+    return score_upload(
+        release=read_release(release_dir),
+        prediction_files=[upload],
+        judge_outputs=path,
+        run_mode=mode,
+    )["results"]
+
+
+def without_half_width(results: dict) -> dict:
+    return {
+        lang: {k: v for k, v in row.items() if k != "apr_half_width"}
+        for lang, row in results.items()
+    }
