@@ -181,6 +181,15 @@ def test_import_submit_judge_board_page_api_study_retry_rescore(
     assert len([e for e in boards["en"].values() if e["flags"]["reported_in_paper"]]) == 15
     ranked = list(boards["en"].values())
     assert [e["rank"] for e in ranked] == sorted(e["rank"] for e in ranked)
+    charts = client.get("/benchmarks/msi-bench/charts.json?split=en").json()
+    scatter, bars = charts["figures"]
+    assert "APR against PRR" in json.dumps(scatter["layout"]["title"])
+    assert len([t for t in bars["data"] if t["type"] == "bar"]) == 6
+    csv = client.get("/benchmarks/msi-bench/leaderboard.csv?split=en").content.decode()
+    header = csv.splitlines()[0].split(",")
+    assert {"en.apr", "en.apr.count", "en.apr_half_width", "en.prr.total", "en.prr.probes"} <= set(
+        header
+    )
     page = client.get("/benchmarks/msi-bench/?split=zh").content.decode()
     assert "Mandarin (Table 4)" in page and "BIR: barge-in (harness v2)" in page
     assert "Gemini 3.1 Pro†" in page and "incomplete" in page

@@ -112,8 +112,9 @@ def test_a_worker_scores_through_429_500_and_malformed_answers(
         assert status == "done" and output is None and len(earlier) == 2
 
         # A re-score through the worker: the stored answers decide, nothing is asked again.
-        calls, computed = len(judge_server.requests), query(
-            "SELECT computed_at FROM evaluation_score"
+        calls, computed = (
+            len(judge_server.requests),
+            query("SELECT computed_at FROM evaluation_score"),
         )
         manage("rescore", "--submission", str(summary["submission"]))
         deadline = time.monotonic() + 120
