@@ -97,6 +97,12 @@ def read_source(
                     rid: rubric_version(row) for rid, row in spec["rubrics"].items()
                 },
             }
+        elif spec["kind"] == SPEAK:
+            # The case's lines stay on its base cell: a speak probe's rules never read them, and
+            # every stage of a submission reads every cell's spec.
+            lines = len(spec["turns"])
+            spec = {key: value for key, value in spec.items() if key != "turns"}
+            spec["n_lines"] = lines
         tasks.append(TaskSource(task.task_id, spec))
     prompt = PromptSource(RUBRIC, found.system, parts={USER_PART: found.user})
     assets = _assets(root, tasks) if audio != "none" else ()

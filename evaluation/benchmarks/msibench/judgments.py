@@ -39,7 +39,7 @@ def templates_of(prompt) -> JudgeTemplates:
 
 def slot_label(spec: Mapping, rubric_id: str, fixed: str | None = None) -> str:
     version = (spec.get("rubric_versions") or {}).get(rubric_id, "")
-    label = f"rubric {rubric_id}" + (f" (version {version})" if version else "")
+    label = rubric_id + (f" (version {version})" if version else "")
     if fixed:
         label += ": " + FIXED_LABELS.get(fixed, fixed)
     return label[:200]

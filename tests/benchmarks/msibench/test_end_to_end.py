@@ -224,7 +224,7 @@ def test_import_submit_judge_board_page_api_study_retry_rescore(
     for item in body["judgments"]:
         if not item["skipped"]:
             assert item["system_prompt"] == system and item["prompt"] in by_message
-            assert item["raw_output"] and item["label"].startswith(f"rubric {item['slot']}")
+            assert item["raw_output"] and item["label"].startswith(f"{item['slot']} (version ")
 
     # A rating study of rubric atoms, the judge's label per atom.
     study = study_create(
@@ -292,7 +292,7 @@ def test_a_changed_rubric_or_template_is_a_new_version(
     link = submission.task_results.get(task__task_id="msi-en-scope-kitchen-001").task_judgments.get(
         slot=target["rubric_id"]
     )
-    assert link.label.startswith(f"rubric {target['rubric_id']} (version ")
+    assert link.label.startswith(f"{target['rubric_id']} (version ")
     assert link.judgment.prompt == new[0]["messages"][1]["content"]
 
     # A changed template: a new prompt version, a new judge identity, every pair judged again.

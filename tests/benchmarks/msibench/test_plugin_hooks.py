@@ -155,7 +155,12 @@ def test_import_yields_every_cell_with_rubric_versions(source, release_dir):
     rubrics = {
         (r["case_id"], r["rubric_id"]): r for r in jsonl(release_dir / "index/rubrics.jsonl")
     }
+    specs = {task.task_id: task.spec for task in source.tasks}
     for task in source.tasks:
+        if task.spec["kind"] == "speak":
+            # The case's lines stay on its base cell.
+            assert "turns" not in task.spec
+            assert task.spec["n_lines"] == len(specs[task.spec["case_id"]]["turns"])
         if task.spec["kind"] != "base":
             assert "rubric_versions" not in task.spec
             continue
