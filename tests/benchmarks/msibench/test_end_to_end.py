@@ -273,6 +273,19 @@ def test_a_changed_rubric_or_template_is_a_new_version(
     submission = Submission.objects.get(pk=submit(upload, "Strong")["submission"])
     calls = len(judge_server.requests)
 
+    # The same release again changes nothing.
+    out = io.StringIO()
+    call_command(
+        "import_benchmark",
+        "msi-bench",
+        str(release_dir),
+        "--templates",
+        str(harness_checkout),
+        stdout=out,
+    )
+    assert "(0 new, 0 changed); new prompt versions: none" in out.getvalue()
+    assert "files stored" not in out.getvalue()
+
     # A changed rubric: its case is updated, and only its pair is judged again.
     copy = tmp_path / "release"
     shutil.copytree(release_dir, copy)
