@@ -95,7 +95,7 @@ def judged_results(spec: Mapping, judged: Mapping) -> dict[str, dict]:
     return results
 
 
-def aggregate(outcomes: Sequence[TaskOutcome], *, run_mode: str) -> dict:
+def results_of(outcomes: Sequence[TaskOutcome], *, run_mode: str) -> dict:
     """{language: row} for every language the upload predicts a cell of (never pooled). Each
     row carries the APR half-width as its own node too, for the board's ± column."""
     specs, predictions, validators, judged = {}, {}, {}, {}

@@ -37,13 +37,13 @@ from evaluation.benchmarks.base import (
     UploadOption,
 )
 
-from . import demo, drilldown, importer, judgments, offline, outcomes, paper, upload
+from . import demo, drilldown, importer, judgments, offline, paper, upload
 from .judge import PAPER_JUDGE_BASE_URL, PAPER_JUDGE_MODEL
+from .outcomes import RUBRIC, results_of, run_mode_of, step_output
 from .predictions import FULL_DUPLEX, TURN_BASED
 from .release import PATTERN_CODES, PATTERN_LABELS
 from .validator import POLICY_VERSION as VALIDATOR_POLICY
 
-RUBRIC = outcomes.RUBRIC
 OVERALL, PATTERNS = "Overall", "APR by pattern"
 # The paper's tables list proprietary systems, then open-weights ones, each by APR.
 OPEN_WEIGHTS = {
@@ -333,7 +333,7 @@ class MSIBench(BenchmarkPlugin):
     # --- processing ---
 
     def run_task_step(self, step, task: TaskInput, *, facts) -> dict:
-        return outcomes.step_output(task.spec, task.data, run_mode=outcomes.run_mode_of(facts))
+        return step_output(task.spec, task.data, run_mode=run_mode_of(facts))
 
     # --- judging ---
 
@@ -350,8 +350,8 @@ class MSIBench(BenchmarkPlugin):
 
     # --- scoring ---
 
-    def aggregate(self, outcomes_: list[TaskOutcome], *, facts) -> dict:
-        return outcomes.aggregate(outcomes_, run_mode=outcomes.run_mode_of(facts))
+    def aggregate(self, outcomes: list[TaskOutcome], *, facts) -> dict:
+        return results_of(outcomes, run_mode=run_mode_of(facts))
 
     # --- pages ---
 
