@@ -10,7 +10,7 @@
    call, against the ideal calls x delay / concurrency (target: 1.10x at most).
 
 Everything the run creates (a benchmark "bench-msi-bench", its submissions, judgments and
-systems) is deleted at the end unless --keep is given.
+systems) is deleted at the end unless --keep is given, and at the start of the next run.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ from evaluation.benchmarks.msibench.synthetic import (
 )
 from evaluation.models import Benchmark, Judge, Judgment, Submission, System
 from evaluation.services import judging, pipeline, submissions
-from evaluation.services.pipeline import inline
 
 SLUG = "bench-msi-bench"
 SYSTEM_PREFIX = "MSI-Bench bench run"
@@ -205,12 +204,19 @@ def _staged(benchmark, upload: Path, judge: Judge, name: str) -> dict:
         lap("validator step")
         Submission.objects.filter(pk=submission.pk).update(status=Submission.Status.JUDGING)
         submission.refresh_from_db()
-        if judging.judgments_prepare(submission=submission, judge=judge):
-            raise CommandError("a stored answer is missing: the warm-up did not judge every pair")
-        lap("link stored judgments")
-        score = pipeline.judging_finish(submission_id=submission.pk, judge_id=judge.pk)
-        lap("aggregate")
-    return {"results": score.results, "seconds": seconds}
+        calls = judging.judgments_prepare(submission=submission, judge=judge)
+        lap("link judgments")
+        if calls:
+            # As a worker would: calls until every judgment is settled, then aggregation.
+            pipeline.judge_run(submission_id=submission.pk, judge_id=judge.pk)
+            lap("judge and aggregate")
+        else:
+            pipeline.judging_finish(submission_id=submission.pk, judge_id=judge.pk)
+            lap("aggregate")
+    submission.refresh_from_db()
+    if submission.status != Submission.Status.SCORED:
+        raise CommandError(f"{name}: {submission.status} {submission.error}")
+    return {"results": submission.scores.get(judge=judge).results, "seconds": seconds}
 
 
 def _without_half_width(results: dict) -> dict:
@@ -244,8 +250,7 @@ class Command(BaseCommand):
     def handle(
         self, *args, templates, size, judge_delay, concurrency, skip_judge, repeat, keep, **opts
     ):
-        if Benchmark.objects.filter(slug=SLUG).exists():
-            raise CommandError(f"a benchmark {SLUG!r} exists: delete it or run without --keep")
+        self._clean()  # what an interrupted or --keep run left
         work = Path(tempfile.mkdtemp(prefix="floorboard-msi-bench-"))
         servers = []
         try:
@@ -298,25 +303,6 @@ class Command(BaseCommand):
                 self._clean()
             shutil.rmtree(work, ignore_errors=True)
 
-    def _submit(self, benchmark, upload, judge, name):
-        report, contents = services.bundle_validate(
-            benchmark=benchmark, path=upload, allow_partial=False, options={"mode": "turn-based"}
-        )
-        if not report.ok:
-            raise CommandError(f"the synthetic upload does not validate: {report.problems[:3]}")
-        with inline():
-            submission = services.submission_create(
-                benchmark=benchmark,
-                bundle_path=upload,
-                system_name=name,
-                judge=judge,
-                validated=contents,
-            )
-        submission.refresh_from_db()
-        if submission.status != Submission.Status.SCORED:
-            raise CommandError(f"{name}: {submission.status} {submission.error}")
-        return submission
-
     def _scoring(self, benchmark, judge, release, upload, answers, templates, stored, repeat):
         judge_templates = load_templates(templates)
         release_dir = release.root
@@ -334,12 +320,14 @@ class Command(BaseCommand):
         baseline, plain_wall, plain_peak = _measure(plain, repeat)
         # A first submission asks the instant judge once per pair; later ones find every answer
         # stored, as a re-score or a second system with the same rows would.
-        self._submit(benchmark, upload, judge, f"{SYSTEM_PREFIX} (warm-up)")
+        _staged(benchmark, upload, judge, f"{SYSTEM_PREFIX} (warm-up)")
         runs = iter(range(1, repeat + 2))
         stages: list[dict] = []
 
         def engine():
             found = _staged(benchmark, upload, judge, f"{SYSTEM_PREFIX} {next(runs)}")
+            if "aggregate" not in found["seconds"]:
+                raise CommandError("a judgment was called again: the warm-up left one unsettled")
             stages.append(found["seconds"])
             return found["results"]
 
@@ -357,7 +345,7 @@ class Command(BaseCommand):
             + ", ".join(f"{name} {value:.2f} s" for name, value in seconds.items())
         )
         self.stdout.write(
-            f"engine (validate, store, ingest, validator step, link stored judgments, "
+            f"engine (validate, store, ingest, validator step, link judgments, "
             f"aggregate): {engine_wall:.2f} s, peak traced memory {engine_peak / 2**20:.1f} MiB"
         )
         self.stdout.write(
@@ -385,7 +373,7 @@ class Command(BaseCommand):
         )
         spent: list[float] = []
         with _timed(spent):
-            self._submit(benchmark, upload, judge, f"{SYSTEM_PREFIX} (latency)")
+            _staged(benchmark, upload, judge, f"{SYSTEM_PREFIX} (latency)")
         calls = server.calls
         ideal = calls * delay / concurrency
         wall = sum(spent)
