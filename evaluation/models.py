@@ -392,6 +392,9 @@ class Score(models.Model):
     # slices of the board and paired comparisons are recomputed from it (plug-ins that declare
     # metric_contributions).
     contributions = models.JSONField(null=True, blank=True)
+    # Every slice's results ({"version", "values": {"attribute=value": {"tasks", "results"}}}):
+    # the board reads one slice's results in SQL as it reads the whole results.
+    slices = models.JSONField(null=True, blank=True)
     judgments_total = models.PositiveIntegerField(default=0)
     judgments_failed = models.PositiveIntegerField(default=0)
     computed_at = models.DateTimeField(auto_now=True)

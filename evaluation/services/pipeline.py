@@ -33,6 +33,7 @@ from evaluation.benchmarks.base import JudgedSlot, TaskOutcome
 from evaluation.models import Judge, Judgment, Score, Submission, TaskJudgment, TaskResult
 from evaluation.services.files import open_upload, task_input
 from evaluation.stored import open_stored_seekable
+from evaluation.slices import Contributions, contributions_json, slice_results
 
 logger = logging.getLogger(__name__)
 
@@ -450,15 +451,19 @@ def task_outcomes(*, submission: Submission, judge: Judge) -> tuple[list[TaskOut
 
 
 def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
-    """Recompute the results from stored detections and judgments; never calls a judge."""
+    """Recompute the results from stored detections and judgments; never calls a judge. The
+    score also keeps what each task adds to each metric and every slice's results (see
+    evaluation/slices.py)."""
     plugin = get_plugin(submission.benchmark.plugin)
     outcomes, total, failed = task_outcomes(submission=submission, judge=judge)
+    contributions, slices = score_slices(plugin, outcomes, submission.facts)
     score, _ = Score.objects.update_or_create(
         submission=submission,
         judge=judge,
         defaults={
             "results": plugin.aggregate(outcomes, facts=submission.facts),
-            "contributions": task_contributions(plugin, outcomes, submission.facts),
+            "contributions": contributions,
+            "slices": slices,
             "judgments_total": total,
             "judgments_failed": failed,
         },
@@ -466,17 +471,21 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
     return score
 
 
-def task_contributions(plugin, outcomes, facts) -> dict | None:
-    """Each task's (numerator, denominator) per metric, in task order (see
-    BenchmarkPlugin.metric_contributions); None when the plug-in declares none."""
-    per_task = [plugin.metric_contributions(outcome, facts=facts) for outcome in outcomes]
-    if not any(per_task):
-        return None
-    keys = sorted({key for found in per_task for key in found})
-    return {
-        "tasks": [outcome.task_id for outcome in outcomes],
-        "metrics": {key: [list(found.get(key, (0, 0))) for found in per_task] for key in keys},
+def score_slices(plugin, outcomes, facts) -> tuple[dict | None, dict | None]:
+    """(contributions, slice results) of one score; (None, None) when the plug-in declares no
+    contributions."""
+    stored = contributions_json(
+        (outcome.task_id, plugin.metric_contributions(outcome, facts=facts), outcome.present)
+        for outcome in outcomes
+    )
+    if stored is None:
+        return None, None
+    attributes = {
+        outcome.task_id: plugin.task_attributes(outcome.task_id, outcome.spec)
+        for outcome in outcomes
     }
+    found = slice_results(plugin, Contributions.from_json(stored), attributes)
+    return stored, found
 
 
 # --- Retries, re-scoring and the sweeper ----------------------------------------------------
