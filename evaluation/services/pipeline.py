@@ -32,8 +32,8 @@ from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import JudgedSlot, TaskOutcome
 from evaluation.models import Judge, Judgment, Score, Submission, TaskJudgment, TaskResult
 from evaluation.services.files import open_upload, task_input
-from evaluation.stored import open_stored_seekable
 from evaluation.slices import Contributions, contributions_json, slice_results
+from evaluation.stored import open_stored_seekable
 
 logger = logging.getLogger(__name__)
 

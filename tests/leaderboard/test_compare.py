@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.urls import reverse
 
-from evaluation.models import Membership, Score, Submission, Team, TaskJudgment
+from evaluation.models import Membership, Score, Submission, TaskJudgment, Team
 from evaluation.services import submission_create
 from tests.conftest import copy_examples, zip_tree
 
