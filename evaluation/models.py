@@ -395,6 +395,9 @@ class Score(models.Model):
     # Every slice's results ({"version", "values": {"attribute=value": {"tasks", "results"}}}):
     # the board reads one slice's results in SQL as it reads the whole results.
     slices = models.JSONField(null=True, blank=True)
+    # The scorer behind these numbers (evaluation/scorer.py): rules, processing, judge and the
+    # prompt versions its judgments used. Null: scored before scorers were recorded.
+    scorer = models.JSONField(null=True, blank=True)
     judgments_total = models.PositiveIntegerField(default=0)
     judgments_failed = models.PositiveIntegerField(default=0)
     computed_at = models.DateTimeField(auto_now=True)
@@ -404,3 +407,30 @@ class Score(models.Model):
 
     def __str__(self) -> str:
         return f"{self.submission_id} under {self.judge_id}"
+
+
+class ScorerVersion(models.Model):
+    """One entry of a benchmark's scorer changelog: an identity (rules, processing, judge,
+    prompts) one of its judges has had, when it was first seen, what changed since the
+    judge's previous entry, and why (the plug-in's note for a rules change, or staff's)."""
+
+    benchmark = models.ForeignKey(
+        Benchmark, on_delete=models.CASCADE, related_name="scorer_versions"
+    )
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="scorer_versions")
+    fingerprint = models.CharField(max_length=16)
+    identity = models.JSONField()
+    changes = models.JSONField(default=list)
+    note = models.TextField(blank=True, help_text="Why it changed, shown on the benchmark page")
+    first_seen_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["benchmark", "judge", "fingerprint"], name="scorer_version_unique"
+            )
+        ]
+        ordering = ["benchmark", "-first_seen_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.judge_id} scorer {self.fingerprint}"

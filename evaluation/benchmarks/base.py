@@ -507,6 +507,9 @@ class BenchmarkPlugin:
     description: ClassVar[str] = ""
     # Bumped whenever the plug-in's scoring rules change the numbers (shown beside each score).
     rules_version: ClassVar[str] = "1"
+    # What each rules version changed and why (rules_version -> text): the scorer changelog's
+    # first note for it.
+    rules_notes: ClassVar[dict[str, str]] = {}
     upload: ClassVar[UploadFormat]
     import_options: ClassVar[tuple[ImportOption, ...]] = ()
     steps: ClassVar[tuple[Step, ...]] = ()

@@ -31,6 +31,7 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import JudgedSlot, TaskOutcome
 from evaluation.models import Judge, Judgment, Score, Submission, TaskJudgment, TaskResult
+from evaluation.scorer import current_scorer, score_scorer, scorer_log
 from evaluation.services.files import open_upload, task_input
 from evaluation.slices import Contributions, contributions_json, slice_results
 from evaluation.stored import open_stored_seekable
@@ -457,6 +458,10 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
     plugin = get_plugin(submission.benchmark.plugin)
     outcomes, total, failed = task_outcomes(submission=submission, judge=judge)
     contributions, slices = score_slices(plugin, outcomes, submission.facts)
+    benchmark = submission.benchmark
+    scorer_log(
+        benchmark=benchmark, judge=judge, identity=current_scorer(benchmark=benchmark, judge=judge)
+    )
     score, _ = Score.objects.update_or_create(
         submission=submission,
         judge=judge,
@@ -464,6 +469,7 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
             "results": plugin.aggregate(outcomes, facts=submission.facts),
             "contributions": contributions,
             "slices": slices,
+            "scorer": score_scorer(submission=submission, judge=judge),
             "judgments_total": total,
             "judgments_failed": failed,
         },
