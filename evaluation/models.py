@@ -61,6 +61,9 @@ class Task(models.Model):
     spec = models.JSONField(default=dict, help_text="Every field of the task, as imported")
     # Files of the release stored with the task (its audio, say): name -> {"key", "size"}.
     assets = models.JSONField(default=dict, blank=True)
+    # Held out: scored apart (Score.held_out_results), and its ground truth, prompts and
+    # per-task results are shown to staff only (evaluation/held_out.py).
+    held_out = models.BooleanField(default=False)
 
     class Meta:
         constraints = [
@@ -398,6 +401,9 @@ class Score(models.Model):
     # The scorer behind these numbers (evaluation/scorer.py): rules, processing, judge and the
     # prompt versions its judgments used. Null: scored before scorers were recorded.
     scorer = models.JSONField(null=True, blank=True)
+    # The same results on the benchmark's held-out tasks (then ``results`` and everything
+    # derived from them cover the public tasks only); null when none is held out.
+    held_out_results = models.JSONField(null=True, blank=True)
     judgments_total = models.PositiveIntegerField(default=0)
     judgments_failed = models.PositiveIntegerField(default=0)
     computed_at = models.DateTimeField(auto_now=True)

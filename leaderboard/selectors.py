@@ -195,6 +195,11 @@ class Entry:
     slice_unavailable: bool = False
     # The plausible rank range from paired tests against the other rows: (best, worst).
     rank_range: tuple[int, int] | None = None
+    # On a benchmark with held-out tasks: the results there, the rank there, and held-out
+    # rank minus public rank among the rows scored on both.
+    held_out_results: dict | None = None
+    held_out_rank: int | None = None
+    rank_delta: int | None = None
 
 
 def leaderboard_judges(*, benchmark: Benchmark) -> list[Judge]:

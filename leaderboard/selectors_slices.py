@@ -90,29 +90,40 @@ def sliced_entries(
     return _rank_and_order(rows, benchmark=benchmark, sort=sort, split=split)
 
 
+def competition_ranks(rows, rank_columns) -> dict:
+    """(id, partition, results) rows -> id: standard competition rank within the partition on
+    the rank columns, descending and nulls last, as the board's SQL window ranks."""
+
+    def rank_key(results) -> tuple:
+        return tuple(
+            (1, 0.0) if (v := _exact(c, results)) is None else (0, -v) for c in rank_columns
+        )
+
+    partitions: dict[str, list] = {}
+    for row in rows:
+        partitions.setdefault(row[1], []).append(row)
+    ranked = {}
+    for members in partitions.values():
+        first: dict[tuple, int] = {}
+        for place, key in enumerate(sorted(rank_key(r[2]) for r in members), start=1):
+            first.setdefault(key, place)
+        for row_id, _, results in members:
+            ranked[row_id] = first[rank_key(results)] if rank_columns else 1
+    return ranked
+
+
 def _rank_and_order(rows: list[Entry], *, benchmark: Benchmark, sort: BoardSort, split: str):
     rank_columns = _rank_columns(benchmark, split)
     groups = [group.key for group in get_plugin(benchmark.plugin).row_groups]
 
-    def rank_key(entry: Entry) -> tuple:
-        # Descending, nulls last: as the board's SQL window orders.
-        return tuple(
-            (1, 0.0) if (v := _exact(c, entry.results)) is None else (0, -v) for c in rank_columns
-        )
-
-    ranked = {}
-    partitions: dict[str, list[Entry]] = {}
-    for entry in rows:
-        if entry.slice_unavailable:
-            continue
-        partitions.setdefault(entry.system_type if sort.group_by_type else "", []).append(entry)
-    for members in partitions.values():
-        keys = sorted(rank_key(e) for e in members)
-        first = {}
-        for place, key in enumerate(keys, start=1):
-            first.setdefault(key, place)
-        for entry in members:
-            ranked[entry.submission_id] = first[rank_key(entry)] if rank_columns else 1
+    ranked = competition_ranks(
+        [
+            (e.submission_id, e.system_type if sort.group_by_type else "", e.results)
+            for e in rows
+            if not e.slice_unavailable
+        ],
+        rank_columns,
+    )
     rows = [dataclasses.replace(e, rank=ranked.get(e.submission_id)) for e in rows]
 
     columns = {c.key: c for c in board_columns(benchmark=benchmark, split=split)}
@@ -197,3 +208,58 @@ def _only(tasks, absent, units, key: str, keep: set | None) -> Contributions | N
     if not rows:
         return None
     return Contributions(list(tasks), {key: np.asarray(rows, dtype=np.float64).reshape(-1, 3)})
+
+
+# --- Held-out scores --------------------------------------------------------------------------
+
+
+def with_held_out(
+    entries: list[Entry], *, benchmark: Benchmark, judge: Judge | None, split: str, grouped: bool
+) -> list[Entry]:
+    """Each scored row's results on the held-out tasks, its rank on them (ranked as the board
+    ranks, among the rows that have them) and the rank delta: held-out rank minus board rank
+    (positive: it ranks lower on the held-out tasks). Unchanged when nothing is held out."""
+    if judge is None:
+        return entries
+    scored = [e for e in entries if not e.reported_in_paper]
+    found = dict(
+        Score.objects.filter(
+            judge=judge,
+            submission_id__in=[e.submission_id for e in scored],
+            held_out_results__isnull=False,
+        ).values_list("submission_id", "held_out_results")
+    )
+    if not found:
+        return entries
+    ranks = competition_ranks(
+        [
+            (e.submission_id, e.system_type if grouped else "", found[e.submission_id])
+            for e in scored
+            if e.submission_id in found
+        ],
+        _rank_columns(benchmark, split),
+    )
+    # The board's own ranks among the same rows, so that the delta compares like with like.
+    public = competition_ranks(
+        [
+            (e.submission_id, e.system_type if grouped else "", e.results)
+            for e in scored
+            if e.submission_id in found
+        ],
+        _rank_columns(benchmark, split),
+    )
+    shown = []
+    for entry in entries:
+        if entry.submission_id not in found or entry.reported_in_paper:
+            shown.append(entry)
+            continue
+        rank = ranks[entry.submission_id]
+        shown.append(
+            dataclasses.replace(
+                entry,
+                held_out_results=found[entry.submission_id],
+                held_out_rank=rank,
+                rank_delta=rank - public[entry.submission_id],
+            )
+        )
+    return shown

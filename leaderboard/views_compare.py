@@ -12,7 +12,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from evaluation.benchmarks import get_plugin
-from evaluation.models import Benchmark, TaskResult
+from evaluation.held_out import task_results_for
+from evaluation.models import Benchmark
 from evaluation.selectors import submissions_visible_to
 from evaluation.slices import ALPHA, DRAWS, SEED
 from leaderboard.audio import clip_for
@@ -157,8 +158,9 @@ def _disagreements(found, slug: str, params: dict) -> list[dict]:
 
 def _side(request, submission, task_id: str, judge_id: int) -> dict:
     task_result = get_object_or_404(
-        TaskResult.objects.select_related("task", "submission__benchmark", "submission__judge"),
-        submission=submission,
+        task_results_for(user=request.user, submission=submission).select_related(
+            "task", "submission__benchmark", "submission__judge"
+        ),
         task__task_id=task_id,
     )
     context = task_page_context(task_result=task_result)

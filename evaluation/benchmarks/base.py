@@ -42,10 +42,13 @@ class SourceError(ValueError):
 
 @dataclass(frozen=True)
 class TaskSource:
-    """One task as the release defines it. ``spec`` holds every field of the task (JSON)."""
+    """One task as the release defines it. ``spec`` holds every field of the task (JSON).
+    ``held_out``: the release keeps this task's answers private (see Task.held_out); an import
+    sets the mark and never clears one staff set."""
 
     task_id: str
     spec: dict
+    held_out: bool = False
 
 
 @dataclass(frozen=True)

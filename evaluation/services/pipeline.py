@@ -30,6 +30,7 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import JudgedSlot, TaskOutcome
+from evaluation.held_out import held_out_ids
 from evaluation.models import Judge, Judgment, Score, Submission, TaskJudgment, TaskResult
 from evaluation.scorer import current_scorer, score_scorer, scorer_log
 from evaluation.services.files import open_upload, task_input
@@ -454,9 +455,14 @@ def task_outcomes(*, submission: Submission, judge: Judge) -> tuple[list[TaskOut
 def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
     """Recompute the results from stored detections and judgments; never calls a judge. The
     score also keeps what each task adds to each metric and every slice's results (see
-    evaluation/slices.py)."""
+    evaluation/slices.py), the scorer behind it, and the held-out tasks' results apart (see
+    evaluation/held_out.py)."""
     plugin = get_plugin(submission.benchmark.plugin)
     outcomes, total, failed = task_outcomes(submission=submission, judge=judge)
+    held = held_out_ids(benchmark=submission.benchmark)
+    hidden = [outcome for outcome in outcomes if outcome.task_id in held]
+    if hidden:
+        outcomes = [outcome for outcome in outcomes if outcome.task_id not in held]
     contributions, slices = score_slices(plugin, outcomes, submission.facts)
     benchmark = submission.benchmark
     scorer_log(
@@ -467,6 +473,9 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
         judge=judge,
         defaults={
             "results": plugin.aggregate(outcomes, facts=submission.facts),
+            "held_out_results": plugin.aggregate(hidden, facts=submission.facts)
+            if hidden
+            else None,
             "contributions": contributions,
             "slices": slices,
             "scorer": score_scorer(submission=submission, judge=judge),
