@@ -171,17 +171,28 @@ def with_rank_ranges(
         return entries
     key = rank_columns[0].key
     scored = [e for e in entries if not e.reported_in_paper and e.rank is not None]
+    scores = Score.objects.filter(
+        judge=judge, submission_id__in=[e.submission_id for e in scored]
+    ).annotate(
+        part_sha=KeyTransform("tasks_sha", "contributions"),
+        part_absent=KeyTransform("absent", "contributions"),
+        part_units=KeyTransform(key, KeyTransform("metrics", "contributions")),
+    )
+    found = list(scores.values_list("pk", "submission_id", "part_sha", "part_absent", "part_units"))
+    # Scores of one benchmark mostly share one task list: read each distinct list once.
+    task_lists = {}
+    for pk, _, sha, _, _ in found:
+        list_key = sha or f"score {pk}"  # stored before lists had a key: its own
+        if list_key not in task_lists:
+            task_lists[list_key] = (
+                Score.objects.filter(pk=pk)
+                .annotate(part_tasks=KeyTransform("tasks", "contributions"))
+                .values_list("part_tasks", flat=True)
+                .first()
+            )
     rows = {
-        submission_id: (tasks, absent, units)
-        for submission_id, tasks, absent, units in Score.objects.filter(
-            judge=judge, submission_id__in=[e.submission_id for e in scored]
-        )
-        .annotate(
-            part_tasks=KeyTransform("tasks", "contributions"),
-            part_absent=KeyTransform("absent", "contributions"),
-            part_units=KeyTransform(key, KeyTransform("metrics", "contributions")),
-        )
-        .values_list("submission_id", "part_tasks", "part_absent", "part_units")
+        submission_id: (task_lists.get(sha or f"score {pk}"), absent, units)
+        for pk, submission_id, sha, absent, units in found
     }
     keep = None
     if chosen is not None:
