@@ -37,7 +37,7 @@ from evaluation.slices import (
 )
 from leaderboard.selectors import BoardSort, leaderboard_entries
 from leaderboard.selectors_compare import board_slice, slice_choices, task_attributes
-from leaderboard.selectors_slices import sliced_entries, with_rank_ranges
+from leaderboard.selectors_rows import sliced_entries, with_rank_ranges
 
 
 class Rollback(Exception):
