@@ -306,7 +306,12 @@ def compare(
     McNemar tests (no intervals, no bootstrap p-values)."""
     order = {task: i for i, task in enumerate(tasks)}
     n = len(tasks)
-    present = [c for c in columns if c.key in a.metrics or c.key in b.metrics]
+    # Counts (how many probes, say) are reported, not compared.
+    present = [
+        c
+        for c in columns
+        if (c.key in a.metrics or c.key in b.metrics) and c.metric.type != "count"
+    ]
     units = {c.key: (a.units(c.key, order), b.units(c.key, order)) for c in present}
     resampled = None
     if n and present and draws:

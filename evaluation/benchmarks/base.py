@@ -619,6 +619,12 @@ class BenchmarkPlugin:
         benchmark offers no slices or comparisons."""
         return {}
 
+    def task_contributions(self, outcomes: Sequence[TaskOutcome], *, facts: Mapping) -> list:
+        """Every task's metric_contributions, in the order of ``outcomes``. A plug-in whose
+        contributions depend on the whole upload (the languages it covers, say) overrides this
+        one instead."""
+        return [self.metric_contributions(outcome, facts=facts) for outcome in outcomes]
+
     def metric_value(self, metric: Metric, numerator: float, denominator: float):
         """A metric's value from its summed contributions, rounded as the benchmark rounds
         (None where it is undefined). The default: percent with Python's round() for rates and

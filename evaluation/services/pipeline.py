@@ -501,8 +501,10 @@ def score_slices(plugin, outcomes, facts) -> tuple[dict | None, dict | None]:
     """(contributions, slice results) of one score; (None, None) when the plug-in declares no
     contributions."""
     stored = contributions_json(
-        (outcome.task_id, plugin.metric_contributions(outcome, facts=facts), outcome.present)
-        for outcome in outcomes
+        (outcome.task_id, found, outcome.present)
+        for outcome, found in zip(
+            outcomes, plugin.task_contributions(outcomes, facts=facts), strict=True
+        )
     )
     if stored is None:
         return None, None

@@ -24,6 +24,7 @@ from evaluation.benchmarks.base import (
     ParsedOutput,
     ReportedRow,
     RowGroup,
+    SliceAttribute,
     Source,
     Split,
     Step,
@@ -39,9 +40,17 @@ from evaluation.benchmarks.base import (
 
 from . import demo, drilldown, importer, judgments, offline, paper, upload
 from .judge import PAPER_JUDGE_BASE_URL, PAPER_JUDGE_MODEL
-from .outcomes import RUBRIC, results_of, run_mode_of, step_output
+from .metrics import (
+    base_cell_outcome,
+    hear_cell_outcome,
+    rate,
+    raw_validator,
+    speak_cell_outcome,
+)
+from .outcomes import RUBRIC, judged_results, results_of, run_mode_of, step_output
 from .predictions import FULL_DUPLEX, TURN_BASED
-from .release import PATTERN_CODES, PATTERN_LABELS
+from .release import BASE, HEAR, PATTERN_CODES, PATTERN_LABELS, SPEAK
+from .upload import prediction_row
 from .validator import POLICY_VERSION as VALIDATOR_POLICY
 
 OVERALL, PATTERNS = "Overall", "APR by pattern"
@@ -227,6 +236,12 @@ class MSIBench(BenchmarkPlugin):
     splits = (Split("en", "English (Table 1)"), Split("zh", "Mandarin (Table 4)"))
     row_groups = (RowGroup("proprietary", "Proprietary"), RowGroup("open-weights", "Open-weights"))
     rank_keys = ("apr",)
+    # Language is a split (scored and ranked apart), never a slice.
+    slices = (
+        SliceAttribute("pattern", "Pattern"),
+        SliceAttribute("scene", "Scene"),
+        SliceAttribute("tools_required", "Requires a tool call", "bool"),
+    )
     charts = (
         Chart("scatter", "APR against PRR", ("prr", "apr")),
         Chart("bars", "APR by pattern", tuple(f"per_pattern.{code}" for code in PATTERN_CODES)),
@@ -353,6 +368,36 @@ class MSIBench(BenchmarkPlugin):
     def aggregate(self, outcomes: list[TaskOutcome], *, facts) -> dict:
         return results_of(outcomes, run_mode=run_mode_of(facts))
 
+    def task_contributions(self, outcomes, *, facts) -> list:
+        """Table 1's rates as sums over cells, in the languages the upload covers (as
+        aggregate scores them): a base case counts in APR, its pattern's APR and, when it
+        requires a tool call, Tool; its atoms in ARS (passed, counted: atoms of one case go
+        together); a disc/retr hear probe in PRR when valid; a speak probe in BIR when
+        executed."""
+        run_mode = run_mode_of(facts)
+        covered = {o.spec.get("language") for o in outcomes if prediction_row(o.data) is not None}
+        return [
+            _cell_contributions(outcome, run_mode)
+            if outcome.spec.get("language") in covered
+            else {}
+            for outcome in outcomes
+        ]
+
+    def metric_value(self, metric: Metric, numerator: float, denominator: float):
+        """Rates as the harness prints them: one decimal, half-up."""
+        if metric.type == "rate":
+            return rate(int(round(numerator)), int(round(denominator)))["pct"]
+        return super().metric_value(metric, numerator, denominator)
+
+    def task_attributes(self, task_id: str, spec) -> dict:
+        calls = spec.get("required_call_count")
+        return {
+            "pattern": spec.get("pattern_label"),
+            "scene": spec.get("scene"),
+            # Only base cases require tools or not; probes are in neither slice.
+            "tools_required": None if calls is None else calls > 0,
+        }
+
     # --- pages ---
 
     def task_context(self, task: TaskInput, *, judged) -> dict:
@@ -396,3 +441,40 @@ class MSIBench(BenchmarkPlugin):
 
 
 plugin = MSIBench()
+
+
+def _cell_contributions(outcome: TaskOutcome, run_mode: str) -> dict:
+    spec, language = outcome.spec, outcome.spec.get("language")
+    prediction = prediction_row(outcome.data)
+    kind = spec.get("kind")
+    found: dict = {}
+    if kind == BASE:
+        validator = (
+            outcome.detection["validator"]
+            if "validator" in outcome.detection
+            else raw_validator(spec, prediction)
+        )
+        cell = base_cell_outcome(
+            spec=spec,
+            prediction=prediction,
+            validator=validator,
+            judged=judged_results(spec, outcome.judged),
+        )
+        passed = int(cell["passed"])
+        found[f"{language}.apr"] = (passed, 1)
+        found[f"{language}.per_pattern.{cell['pattern_code']}"] = (passed, 1)
+        found[f"{language}.ars"] = (cell["atoms_passed"], cell["atoms"])
+        if cell["requires_call"]:
+            found[f"{language}.tool"] = (int(bool(cell["tool_passed"])), 1)
+    elif kind == HEAR:
+        probe = hear_cell_outcome(spec=spec, prediction=prediction)
+        if probe["counts_in_prr"]:
+            found[f"{language}.prr.probes"] = (1, 1)
+            if probe["valid"]:
+                found[f"{language}.prr"] = (int(probe["failed"]), 1)
+                found[f"{language}.prr.total"] = (1, 1)
+    elif kind == SPEAK:
+        probe = speak_cell_outcome(spec=spec, prediction=prediction, run_mode=run_mode)
+        if probe["executed"]:
+            found[f"{language}.bir"] = (int(probe["passed"]), 1)
+    return found
