@@ -71,6 +71,8 @@ INSTALLED_APPS += [path for path in FLOORBOARD_BENCHMARKS if path not in INSTALL
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Pages, JSON and CSV go out gzip-compressed (static files are precompressed by whitenoise).
+    "config.middleware.TextCompressionMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

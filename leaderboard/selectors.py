@@ -140,6 +140,21 @@ class BoardFilters:
     architecture: str | None = None
     open_weights: bool | None = None
     full_duplex: bool | None = None
+    # Part of a system's name (any case); matched after ranking, so ranks stay the board's.
+    search: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return any(
+            value not in (None, "")
+            for value in (
+                self.system_type,
+                self.architecture,
+                self.open_weights,
+                self.full_duplex,
+                self.search,
+            )
+        )
 
     def q(self) -> Q:
         q = Q()
@@ -186,6 +201,7 @@ class Entry:
     intervals: dict = field(default_factory=dict)
     system_type_label: str = ""
     rescoring: bool = False
+    created_at: object = None  # when the submission was made; None for a paper's row
 
 
 def leaderboard_judges(*, benchmark: Benchmark) -> list[Judge]:
@@ -284,25 +300,18 @@ def _board_queryset(*, benchmark: Benchmark, judge: Judge | None, user, filters:
     )
 
 
-def leaderboard_entries(
+def _ranked(
     *,
     benchmark: Benchmark,
     judge: Judge | None,
-    user=None,
-    filters: BoardFilters | None = None,
-    sort: BoardSort | None = None,
-    split: str = "",
-) -> list[Entry]:
-    """The rows of a board as shown. Rank and order come from SQL: rows ranked by the plug-in's
-    rank keys (standard competition ranking: exact ties share a rank), within their row group
-    when the board is grouped. A team sees its own unpublished rows, marked private; hidden
-    rows only staff."""
-    filters = filters or BoardFilters()
-    sort = sort or BoardSort()
-    split = board_split(benchmark=benchmark, requested=split)
-    columns = {c.key: c for c in board_columns(benchmark=benchmark, split=split)}
-    if sort.key not in (SORT_RANK, SORT_SYSTEM, SORT_TYPE, *columns):
-        raise ValueError(f"unknown sort key {sort.key!r}")
+    user,
+    filters: BoardFilters,
+    sort: BoardSort,
+    split: str,
+):
+    """The board's rows with their rank: the plug-in's rank keys, descending, on unrounded
+    values (standard competition ranking: exact ties share a rank), within the row group when
+    the board is grouped. A name search keeps the ranks: it filters the ranked rows."""
     rank_order = [_ordered(_exact_number(c), True) for c in _rank_columns(benchmark, split)]
     queryset = _board_queryset(benchmark=benchmark, judge=judge, user=user, filters=filters)
     if rank_order:
@@ -314,6 +323,65 @@ def leaderboard_entries(
     else:
         ranking = Value(1)
     queryset = queryset.annotate(board_rank=ranking)
+    if filters.search:
+        # A window over the row itself: filtering on it makes Django filter the ranked rows in
+        # an outer query, after every rank is known.
+        match = Case(
+            When(system__name__icontains=filters.search, then=Value(1)),
+            default=Value(0),
+            output_field=IntegerField(),
+        )
+        queryset = queryset.annotate(name_match=Window(Max(match), partition_by=[F("pk")])).filter(
+            name_match=1
+        )
+    return queryset
+
+
+def leaderboard_count(
+    *,
+    benchmark: Benchmark,
+    judge: Judge | None,
+    user=None,
+    filters: BoardFilters | None = None,
+    split: str = "",
+) -> int:
+    """How many rows the board has with these filters (one COUNT query)."""
+    filters = filters or BoardFilters()
+    split = board_split(benchmark=benchmark, requested=split)
+    queryset = _ranked(
+        benchmark=benchmark,
+        judge=judge,
+        user=user,
+        filters=filters,
+        sort=BoardSort(),
+        split=split,
+    )
+    return queryset.count()
+
+
+def leaderboard_entries(
+    *,
+    benchmark: Benchmark,
+    judge: Judge | None,
+    user=None,
+    filters: BoardFilters | None = None,
+    sort: BoardSort | None = None,
+    split: str = "",
+    limit: int | None = None,
+) -> list[Entry]:
+    """The rows of a board as shown (the first ``limit`` of them). Rank and order come from
+    SQL: rows ranked by the plug-in's rank keys (standard competition ranking: exact ties share
+    a rank), within their row group when the board is grouped. A team sees its own unpublished
+    rows, marked private; hidden rows only staff."""
+    filters = filters or BoardFilters()
+    sort = sort or BoardSort()
+    split = board_split(benchmark=benchmark, requested=split)
+    columns = {c.key: c for c in board_columns(benchmark=benchmark, split=split)}
+    if sort.key not in (SORT_RANK, SORT_SYSTEM, SORT_TYPE, *columns):
+        raise ValueError(f"unknown sort key {sort.key!r}")
+    queryset = _ranked(
+        benchmark=benchmark, judge=judge, user=user, filters=filters, sort=sort, split=split
+    )
 
     order = []
     if sort.group_by_type or sort.key == SORT_TYPE:
@@ -328,9 +396,11 @@ def leaderboard_entries(
 
     judge_slug = judge.slug if judge else ""
     plugin = get_plugin(benchmark.plugin)
+    queryset = queryset.order_by(*order)
+    if limit is not None:
+        queryset = queryset[:limit]
     return [
-        _entry(submission, judge, judge_slug, columns.values(), plugin)
-        for submission in queryset.order_by(*order)
+        _entry(submission, judge, judge_slug, columns.values(), plugin) for submission in queryset
     ]
 
 
@@ -345,6 +415,8 @@ def _facets(system: System) -> dict:
         "full_duplex": system.full_duplex,
         "parameters": system.parameters,
         "license": system.license,
+        "paper_url": system.paper_url,
+        "code_url": system.code_url,
     }
 
 
@@ -374,7 +446,32 @@ def _entry(submission: Submission, judge: Judge | None, judge_slug: str, columns
         facets=_facets(system),
         intervals={c.key: c.interval(results) for c in columns if c.metric.interval != "none"},
         rescoring=not reported and submission.status != Submission.Status.SCORED,
+        created_at=None if reported else submission.created_at,
     )
+
+
+@dataclass(frozen=True)
+class BoardSummary:
+    judge: Judge | None
+    scored_here: int  # rows scored on this site
+    reported: int  # rows as a paper reported them
+    leader: Entry | None  # rank 1 of one ranking over every row
+
+
+def board_summary(*, benchmark: Benchmark, user) -> BoardSummary:
+    """What the home page says of a board, under its default judge: how many rows it has and
+    which leads (two queries)."""
+    judge = default_judge(benchmark=benchmark)
+    counts = _board_queryset(
+        benchmark=benchmark, judge=judge, user=user, filters=BoardFilters()
+    ).aggregate(
+        here=Count("pk", filter=Q(is_reported=False)),
+        paper=Count("pk", filter=Q(is_reported=True)),
+    )
+    leaders = leaderboard_entries(
+        benchmark=benchmark, judge=judge, user=user, sort=BoardSort(group_by_type=False), limit=1
+    )
+    return BoardSummary(judge, counts["here"], counts["paper"], leaders[0] if leaders else None)
 
 
 # --- Charts ---------------------------------------------------------------------------------
@@ -400,6 +497,9 @@ def _version(*, benchmark: Benchmark, user, judge: Judge | None) -> dict:
         ids=Sum("pk"),
         public=Count("pk", filter=Q(is_published=True, is_hidden=False)),
         scored=Count("pk", filter=Q(status=Submission.Status.SCORED)),
+        # Badges the board shows: a flag or a staff check changes the rendered rows.
+        flagged=Count("pk", filter=Q(is_flagged=True)),
+        verified=Count("pk", filter=Q(is_verified=True)),
     )
     scores = Score.objects.filter(submission__in=visible)
     if judge is not None:
@@ -426,6 +526,20 @@ def chart_cache_key(
         version=_version(benchmark=benchmark, user=user, judge=judge),
         filters=filters,
         split=split,
+    )
+
+
+def board_cache_key(
+    *, benchmark: Benchmark, judge: Judge | None, user, state: dict, version: dict | None = None
+) -> str:
+    """The rendered table's key: the charts' score state (the same _version) and the board's
+    query parameters, so a new score, a publication or a flag renders it afresh."""
+    return _cache_key(
+        "board-table-v1",
+        benchmark=benchmark.pk,
+        judge=judge.pk if judge else None,
+        version=version or _version(benchmark=benchmark, user=user, judge=judge),
+        state=sorted(state.items()),
     )
 
 

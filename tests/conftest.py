@@ -39,7 +39,9 @@ def mpbench_tasks(mpbench_dir) -> dict[str, dict]:
 def mpbench(db, mpbench_dir):
     from evaluation.services import benchmark_import
 
-    return benchmark_import(slug="mp-bench", directory=mpbench_dir, name="MP-Bench").benchmark
+    return benchmark_import(
+        slug="mp-bench", directory=mpbench_dir, plugin="mp-bench", name="MP-Bench"
+    ).benchmark
 
 
 @pytest.fixture

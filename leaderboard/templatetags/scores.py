@@ -26,6 +26,12 @@ def part(results, key: str):
 
 
 @register.filter
+def get_item(mapping, key):
+    """mapping[key] in a template; None when it is not there."""
+    return mapping.get(key) if hasattr(mapping, "get") else None
+
+
+@register.filter
 def yes_no_unknown(value) -> str:
     return "unknown" if value is None else ("yes" if value else "no")
 
@@ -135,20 +141,41 @@ def _badges(entry, judge_name: str) -> list[str]:
     return badges
 
 
+def _links(entry) -> str:
+    """The system's paper and code, where its owner (or the paper) gave them."""
+    links = []
+    for key, text in (("paper_url", "paper"), ("code_url", "code")):
+        url = entry.facets.get(key) or ""
+        if url.startswith(("https://", "http://")):
+            links.append(f'<a class="ext" href="{escape(url)}" rel="nofollow noopener">{text}</a>')
+    return f' <span class="links">{" · ".join(links)}</span>' if links else ""
+
+
+def _submitted(entry) -> str:
+    if entry.created_at is None:
+        return '<td class="date muted" title="reported in a paper">paper</td>'
+    day = entry.created_at.date().isoformat()
+    return f'<td class="date"><time datetime="{day}">{day}</time></td>'
+
+
 @register.simple_tag
 def board_row(entry, columns, judge_name: str = ""):
-    """One board row, built in one go: rank, system with its badges, type, and every number.
-    A board can hold hundreds of systems; template nodes per cell would dominate the page.
-    Every value is escaped here (html.escape, quotes included)."""
+    """One board row, built in one go: rank, system with its badges and links, type,
+    organisation, submission date, and every number. A board can hold hundreds of systems;
+    template nodes per cell would dominate the page. Every value is escaped here (html.escape,
+    quotes included)."""
     classes = ["reported" if entry.reported_in_paper else "verified"]
     classes += [name for name, on in (("private", entry.private), ("flagged", entry.flagged)) if on]
     name = escape(entry.system)
     system_url = escape(reverse("system", args=[entry.system_id]))
     cells = "".join(_td(entry.results, c, entry.intervals) for c in columns)
+    organization = escape(entry.facets.get("organization") or "")
     return mark_safe(  # every part escaped above
-        f'<tr class="{" ".join(classes)}" data-system="{name}"><td>{int(entry.rank)}</td>'
-        f'<td><a href="{system_url}">{name}</a> {" ".join(_badges(entry, judge_name))}</td>'
-        f"<td>{escape(entry.system_type_label)}</td>{cells}</tr>"
+        f'<tr class="{" ".join(classes)}" data-system="{name}"><td class="rank">{int(entry.rank)}</td>'
+        f'<td class="system"><a href="{system_url}">{name}</a>{_links(entry)} '
+        f"{' '.join(_badges(entry, judge_name))}</td>"
+        f'<td>{escape(entry.system_type_label)}</td><td class="org">{organization}</td>'
+        f"{_submitted(entry)}{cells}</tr>"
     )
 
 

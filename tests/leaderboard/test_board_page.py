@@ -420,6 +420,7 @@ def test_permalink_and_exports_keep_sort_and_filters(client, board):
         "architecture": None,
         "open_weights": True,
         "full_duplex": None,
+        "search": None,
     }
     assert parse_qs(urlsplit(json_rows["permalink"]).query) == params
 
