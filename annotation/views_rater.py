@@ -202,13 +202,13 @@ def rater_audio(request, token: str):
 
 @require_GET
 def rater_audio_peaks(request, token: str):
-    key, sha256 = _clip(token)
+    key, _ = _clip(token)
     try:
         buckets = int(request.GET.get("buckets", 1000))
     except ValueError:
         buckets = 1000
     try:
-        peaks = audio.item_peaks(key=key, sha256=sha256, buckets=buckets)
+        peaks = audio.item_peaks(key=key, buckets=buckets)
     except (wave.Error, EOFError) as error:
         return JsonResponse({"error": f"not a PCM WAV file: {error}"}, status=422)
     response = JsonResponse(peaks)

@@ -111,8 +111,9 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     # WAL and IMMEDIATE transactions let the web process and the demo worker write side by side.
+    # synchronous=NORMAL: in WAL mode a commit is safe against corruption without an fsync each.
     DATABASES["default"]["OPTIONS"] = {
-        "init_command": "PRAGMA journal_mode=WAL;",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         "transaction_mode": "IMMEDIATE",
         "timeout": 30,
     }
@@ -241,15 +242,19 @@ JUDGE_BACKOFF_BASE_SECONDS = env_float("FLOORBOARD_JUDGE_BACKOFF_BASE_SECONDS", 
 JUDGE_BACKOFF_MAX_SECONDS = env_float("FLOORBOARD_JUDGE_BACKOFF_MAX_SECONDS", 60.0)
 # Work a worker holds (a judgment, a task in a processing step) is leased for this long and the
 # lease is renewed every quarter of it while the worker lives; a dead worker's lapses.
-JUDGE_LEASE_SECONDS = env_int("FLOORBOARD_LEASE_SECONDS", 60)
+JUDGE_LEASE_SECONDS = env_int("FLOORBOARD_LEASE_SECONDS", 30)
 # The pipeline (evaluation/services/pipeline.py): a worker message works this long at most, then
 # queues its continuation; a submission's work runs in this many messages at once; a submission
 # no worker has touched for PIPELINE_STALL_SECONDS (a queued one: PIPELINE_QUEUED_STALL_SECONDS)
 # is re-queued by the sweeper, which beat runs every FLOORBOARD_SWEEP_SECONDS.
 PIPELINE_WORK_SECONDS = env_float("FLOORBOARD_WORK_SECONDS", 240.0)
 PIPELINE_PARALLEL_TASKS = env_int("FLOORBOARD_PARALLEL_TASKS", 4)
-PIPELINE_STALL_SECONDS = env_float("FLOORBOARD_STALL_SECONDS", 60.0)
+PIPELINE_STALL_SECONDS = env_float("FLOORBOARD_STALL_SECONDS", 45.0)
 PIPELINE_QUEUED_STALL_SECONDS = env_float("FLOORBOARD_QUEUED_STALL_SECONDS", 300.0)
+# A score with failed judgments (a judge outage that outlasted the call's own retries) is
+# re-judged after this pause, up to this many times, before its numbers count as final.
+FAILED_RETRY_PAUSE_SECONDS = env_float("FLOORBOARD_FAILED_RETRY_PAUSE_SECONDS", 300.0)
+FAILED_RETRY_ATTEMPTS = env_int("FLOORBOARD_FAILED_RETRY_ATTEMPTS", 3)
 
 # Per-team limits (a team's own values override these). Failed submissions count against neither.
 MAX_SUBMISSIONS_PER_DAY = env_int("FLOORBOARD_MAX_SUBMISSIONS_PER_DAY", 10)

@@ -250,6 +250,10 @@ class Submission(models.Model):
     # Last sign of a live worker on this submission; the sweeper re-queues stalled work.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     requeued_at = models.DateTimeField(null=True, blank=True)
+    # Failed judgments are retried on their own after a pause, a few times, before the numbers
+    # count as final; until then the board marks the row.
+    failed_retries = models.PositiveSmallIntegerField(default=0)
+    retry_failed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -202,6 +202,9 @@ class Entry:
     system_type_label: str = ""
     rescoring: bool = False
     created_at: object = None  # when the submission was made; None for a paper's row
+    # Judgments that failed under this judge (counted as wrong); retrying: another try is due.
+    failed_judgments: int = 0
+    retrying_failed: bool = False
 
 
 def leaderboard_judges(*, benchmark: Benchmark) -> list[Judge]:
@@ -292,6 +295,7 @@ def _board_queryset(*, benchmark: Benchmark, judge: Judge | None, user, filters:
             judged=FilteredRelation("scores", condition=Q(scores__judge=judge))
         )
         results = Coalesce("reported_results", "judged__results", output_field=JSONField())
+        queryset = queryset.annotate(board_failed=F("judged__judgments_failed"))
     return (
         queryset.annotate(board_results=results)
         .select_related("system")
@@ -447,6 +451,8 @@ def _entry(submission: Submission, judge: Judge | None, judge_slug: str, columns
         intervals={c.key: c.interval(results) for c in columns if c.metric.interval != "none"},
         rescoring=not reported and submission.status != Submission.Status.SCORED,
         created_at=None if reported else submission.created_at,
+        failed_judgments=getattr(submission, "board_failed", 0) or 0,
+        retrying_failed=submission.retry_failed_at is not None,
     )
 
 
@@ -500,6 +506,7 @@ def _version(*, benchmark: Benchmark, user, judge: Judge | None) -> dict:
         # Badges the board shows: a flag or a staff check changes the rendered rows.
         flagged=Count("pk", filter=Q(is_flagged=True)),
         verified=Count("pk", filter=Q(is_verified=True)),
+        retrying=Count("pk", filter=Q(retry_failed_at__isnull=False)),
     )
     scores = Score.objects.filter(submission__in=visible)
     if judge is not None:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db.models import Q
+from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import Timeline
@@ -98,6 +100,23 @@ def submission_steps(*, submission: Submission, progress: dict) -> list[dict]:
         {"label": label, "detail": detail, "state": state}
         for (label, detail, _), state in zip(details, states, strict=True)
     ]
+
+
+def submission_stall(*, submission: Submission) -> dict | None:
+    """How long an active submission has gone without a sign of a worker, when that is longer
+    than the sweeper waits before re-queueing it (None while it moves, or once it is final)."""
+    if submission.status in FINAL_STATUSES or submission.is_reported:
+        return None
+    last = submission.heartbeat_at or submission.created_at
+    quiet = (timezone.now() - last).total_seconds()
+    limit = (
+        settings.PIPELINE_QUEUED_STALL_SECONDS
+        if submission.status == S.QUEUED
+        else settings.PIPELINE_STALL_SECONDS
+    )
+    if quiet < limit:
+        return None
+    return {"minutes": int(quiet // 60), "seconds": int(quiet), "since": last}
 
 
 @dataclass(frozen=True)

@@ -436,7 +436,10 @@ def _entry_json(entry) -> dict:
             "private": entry.private,
             "hidden": entry.hidden,
             "flagged": entry.flagged,
+            "rescoring": entry.rescoring,
+            "retrying_failed": entry.retrying_failed,
         },
+        "failed_judgments": entry.failed_judgments,
         "flag_reason": entry.flag_reason,
         "reported_source": entry.reported_source,
         "facets": entry.facets,
@@ -533,7 +536,7 @@ def leaderboard_csv(request, slug: str):
     writer = csv.writer(response)
     header = ["rank", "group", "system", "system_id", "submission", "judge"]
     header += ["scored_here", "staff_verified", "reported_in_paper", "incomplete"]
-    header += ["offline_judge", "private", "flagged", "flag_reason"]
+    header += ["offline_judge", "private", "flagged", "flag_reason", "failed_judgments"]
     header += ["architecture", "open_weights", "full_duplex"]
     for column in columns:
         header.append(column.key)
@@ -547,7 +550,7 @@ def leaderboard_csv(request, slug: str):
         row += [e.system_id, e.submission_id, e.judge]
         flags = (e.verified, e.staff_verified, e.reported_in_paper, e.incomplete)
         row += [_yes_no_cell(v) for v in (*flags, e.offline_judge, e.private, e.flagged)]
-        row += [e.flag_reason, e.facets.get("architecture", "")]
+        row += [e.flag_reason, e.failed_judgments, e.facets.get("architecture", "")]
         row += [_yes_no_cell(e.facets.get(k)) for k in ("open_weights", "full_duplex")]
         for column in columns:
             value = column.value(e.results)

@@ -160,6 +160,7 @@ def submission_create(
     sha, size = file_sha256(bundle_path)
     suffix = next((s for s in plugin.upload.suffixes if str(bundle_path).lower().endswith(s)), "")
     stored_name = None
+    submission = None
     try:
         with transaction.atomic():
             system = system_for_submission(name=system_name, team=team, manifest=contents.manifest)
@@ -188,7 +189,10 @@ def submission_create(
             submission.save(update_fields=["bundle"])
             enqueue_on_commit("ingest_submission", submission.pk)
     except BaseException:
-        if stored_name:
+        # Rolled back: the stored file goes too. Committed (a stage run at once, inline, that
+        # failed): the submission keeps its file, FAILED, and can be retried.
+        committed = submission is not None and Submission.objects.filter(pk=submission.pk).exists()
+        if stored_name and not committed:
             default_storage.delete(stored_name)
         raise
     return submission

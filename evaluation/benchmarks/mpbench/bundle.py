@@ -65,34 +65,46 @@ def check_transcript(data, report: ValidationReport, *, task: str, file: str) ->
     if not isinstance(chunks, list):
         report.add("'chunks' must be a list", task=task, file=file)
         return
-    for index, chunk in enumerate(chunks):
-        if not isinstance(chunk, dict):
-            continue  # the harness skips it
-        what = unstorable_text(str(chunk.get("text", "")))
-        if what:
-            report.add(
-                f"chunk {index}: 'text' holds {what}, which cannot be stored", task=task, file=file
-            )
+    dicts = [(index, chunk) for index, chunk in enumerate(chunks) if isinstance(chunk, dict)]
+    # One look at all the text at once; each chunk is looked at only when something is there.
+    if unstorable_text("".join(str(chunk.get("text", "")) for _, chunk in dicts)):
+        for index, chunk in dicts:
+            what = unstorable_text(str(chunk.get("text", "")))
+            if what:
+                report.add(
+                    f"chunk {index}: 'text' holds {what}, which cannot be stored",
+                    task=task,
+                    file=file,
+                )
+
+    def where(index: int, chunk: dict) -> str:
+        return f"chunk {index} ({str(chunk.get('text', ''))[:30]!r})"
+
+    for index, chunk in dicts:
         stamp = chunk.get("timestamp")
         # A falsy timestamp or one without exactly two elements is ignored by the scoring rules.
         if not stamp or not isinstance(stamp, list) or len(stamp) != 2:
             continue
         start, end = stamp
-        where = f"chunk {index} ({str(chunk.get('text', ''))[:30]!r})"
         if not (_number(start) and _number(end)):
-            report.add(f"{where} has a non-numeric timestamp {stamp!r}", task=task, file=file)
+            report.add(
+                f"{where(index, chunk)} has a non-numeric timestamp {stamp!r}", task=task, file=file
+            )
         elif start < 0 or end < 0:
-            report.add(f"{where} has a negative timestamp {stamp!r}", task=task, file=file)
+            report.add(
+                f"{where(index, chunk)} has a negative timestamp {stamp!r}", task=task, file=file
+            )
         elif start > end:
             report.add(
-                f"{where} has a reversed timestamp {stamp!r} (start after end)",
+                f"{where(index, chunk)} has a reversed timestamp {stamp!r} (start after end)",
                 task=task,
                 file=file,
             )
         elif end > MAX_CONVERSATION_SECONDS:
             report.add(
-                f"{where} has a timestamp {stamp!r} beyond {MAX_CONVERSATION_SECONDS:,} s "
-                f"({MAX_CONVERSATION_SECONDS // 3600} h); no MP-Bench conversation is that long",
+                f"{where(index, chunk)} has a timestamp {stamp!r} beyond "
+                f"{MAX_CONVERSATION_SECONDS:,} s ({MAX_CONVERSATION_SECONDS // 3600} h); "
+                "no MP-Bench conversation is that long",
                 task=task,
                 file=file,
             )
