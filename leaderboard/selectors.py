@@ -9,6 +9,7 @@ from functools import reduce
 from operator import or_
 
 from django.db.models import (
+    BooleanField,
     Case,
     Count,
     F,
@@ -32,7 +33,7 @@ from django.urls import reverse
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import Metric
 from evaluation.models import Benchmark, Judge, Score, Submission, System, TaskJudgment
-from evaluation.selectors import submissions_visible_to
+from evaluation.selectors import ANONYMOUS_NAME, identity_hidden_q, submissions_visible_to
 from evaluation.stats import Agreement, agreement_from_table, merge_tables, wilson_pct
 
 # --- Columns --------------------------------------------------------------------------------
@@ -202,6 +203,10 @@ class Entry:
     system_type_label: str = ""
     rescoring: bool = False
     created_at: object = None  # when the submission was made; None for a paper's row
+    # Anonymous to this viewer (a paper under review): no system, team or link is shown.
+    anonymous: bool = False
+    # The team's own anonymous row: shown to them, marked as hidden from others.
+    under_review: bool = False
     # Judgments that failed under this judge (counted as wrong); retrying: another try is due.
     failed_judgments: int = 0
     retrying_failed: bool = False
@@ -282,11 +287,20 @@ def _board_queryset(*, benchmark: Benchmark, judge: Judge | None, user, filters:
         shown.append(Q(is_reported=False, pk=Subquery(newest)))
     if judge is None or judge.is_official:
         shown.append(Q(is_reported=True))
+    hidden = identity_hidden_q(user=user)
     queryset = (
         Submission.objects.filter(benchmark=benchmark, pk__in=visible.values("pk"))
         .filter(reduce(or_, shown))
         .filter(filters.q())
+        .annotate(
+            board_hidden=Case(
+                When(hidden, then=Value(True)), default=Value(False), output_field=BooleanField()
+            )
+        )
     )
+    if filters.architecture or filters.open_weights is not None or filters.full_duplex is not None:
+        # An anonymous row's facts would say which system it is: it matches no such filter.
+        queryset = queryset.exclude(hidden)
     if judge is None:
         results = F("reported_results")
     else:
@@ -331,7 +345,7 @@ def _ranked(
         # A window over the row itself: filtering on it makes Django filter the ranked rows in
         # an outer query, after every rank is known.
         match = Case(
-            When(system__name__icontains=filters.search, then=Value(1)),
+            When(system__name__icontains=filters.search, board_hidden=False, then=Value(1)),
             default=Value(0),
             output_field=IntegerField(),
         )
@@ -428,9 +442,12 @@ def _entry(submission: Submission, judge: Judge | None, judge_slug: str, columns
     system = submission.system
     results = submission.board_results or {}
     reported = submission.is_reported
+    hidden = bool(getattr(submission, "board_hidden", False))
     return Entry(
         rank=submission.board_rank,
-        system=system.name,
+        system=ANONYMOUS_NAME if hidden else system.name,
+        anonymous=hidden,
+        under_review=submission.is_anonymous and not hidden,
         system_type=submission.row_group,
         system_type_label=plugin.row_group_label(submission.row_group),
         submission_id=submission.pk,
@@ -446,8 +463,8 @@ def _entry(submission: Submission, judge: Judge | None, judge_slug: str, columns
         flag_reason=submission.flag_reason if submission.is_flagged else "",
         staff_verified=submission.is_verified,
         hidden=submission.is_hidden and not reported,
-        system_id=system.pk,
-        facets=_facets(system),
+        system_id=0 if hidden else system.pk,
+        facets={} if hidden else _facets(system),
         intervals={c.key: c.interval(results) for c in columns if c.metric.interval != "none"},
         rescoring=not reported and submission.status != Submission.Status.SCORED,
         created_at=None if reported else submission.created_at,
@@ -590,7 +607,7 @@ def chart_points(
         ChartPoint(
             system=e.system,
             system_type=e.system_type,
-            url=reverse("system", args=[e.system_id]),
+            url=reverse("system", args=[e.system_id]) if e.system_id else "",
             reported_in_paper=e.reported_in_paper,
             private=e.private,
             values={c.key: c.value(e.results) for c in columns},
@@ -606,7 +623,12 @@ def chart_points(
 def system_submissions(*, system: System, user) -> list[Submission]:
     """Every submission of a system, on every benchmark, that this user may see; each carries
     `shown_results`: its own judge's scores, or the paper's numbers."""
-    visible = submissions_visible_to(user=user).filter(system=system)
+    # An anonymous submission is never listed under its system for those it is hidden from.
+    visible = (
+        submissions_visible_to(user=user)
+        .filter(system=system)
+        .exclude(identity_hidden_q(user=user))
+    )
     own_score = Score.objects.filter(submission=OuterRef("pk"), judge=OuterRef("judge_id")).values(
         "results"
     )[:1]

@@ -30,7 +30,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
@@ -199,7 +199,8 @@ def _board(request, slug: str) -> Board:
     if wanted:
         judge = next((j for j in judges if j.slug == wanted), None)
         if judge is None:
-            raise Http404(f"no judge {wanted!r} has scored {benchmark.slug}")
+            known = ", ".join(j.slug for j in judges) or "none yet"
+            raise Http404(f"no judge {wanted!r} has scored {benchmark.slug}; judges: {known}")
     else:
         judge = default_judge(benchmark=benchmark)
     state = _board_state(request.GET, benchmark=benchmark, judge=judge)
@@ -423,8 +424,9 @@ def _entry_json(entry) -> dict:
     return {
         "rank": entry.rank,
         "system": entry.system,
-        "system_id": entry.system_id,
+        "system_id": entry.system_id or None,  # None: anonymous (under review) to this viewer
         "system_type": entry.system_type,
+        "submitted_at": entry.created_at.isoformat() if entry.created_at else None,
         "submission": entry.submission_id,
         "judge": entry.judge,
         "flags": {
@@ -438,6 +440,7 @@ def _entry_json(entry) -> dict:
             "flagged": entry.flagged,
             "rescoring": entry.rescoring,
             "retrying_failed": entry.retrying_failed,
+            "anonymous": entry.anonymous,
         },
         "failed_judgments": entry.failed_judgments,
         "flag_reason": entry.flag_reason,
@@ -448,14 +451,66 @@ def _entry_json(entry) -> dict:
     }
 
 
+BOARD_PARAMETERS = [
+    OpenApiParameter(
+        "judge",
+        str,
+        description="A judge's slug (GET /api/benchmarks/<slug>/judges/); default: the official "
+        "one, whose board also carries the paper's rows. An unknown one answers 404 listing them.",
+    ),
+    OpenApiParameter(
+        "split",
+        str,
+        description="A split of the benchmark (declaration.splits), scored and ranked on its own; "
+        "default: the first",
+    ),
+    OpenApiParameter(
+        "sort",
+        str,
+        description="rank (default), system, system_type, or a column key; '-' first reverses",
+    ),
+    OpenApiParameter(
+        "group",
+        str,
+        enum=["type", "none"],
+        description="type (default): rows grouped by row group and ranked within it; none: one "
+        "ranking",
+    ),
+    OpenApiParameter("ci", str, enum=["0", "1"], description="Show intervals on the page (1)"),
+    OpenApiParameter(
+        "type", str, description="Only rows of this row group (declaration.row_groups)"
+    ),
+    OpenApiParameter(
+        "arch",
+        str,
+        enum=list(System.Architecture.values),
+        description="Only systems that state this architecture",
+    ),
+    OpenApiParameter(
+        "open", str, enum=["yes", "no"], description="Only systems that state open weights (or not)"
+    ),
+    OpenApiParameter(
+        "duplex",
+        str,
+        enum=["yes", "no"],
+        description="Only systems that state full duplex (or not)",
+    ),
+    OpenApiParameter(
+        "q", str, description="Only systems whose name contains this (ranks stay the board's)"
+    ),
+]
+
+
 @extend_schema(
-    responses=OpenApiResponse(OpenApiTypes.OBJECT, description="The board's rows and columns")
+    parameters=BOARD_PARAMETERS,
+    responses=OpenApiResponse(OpenApiTypes.OBJECT, description="The board's rows and columns"),
 )
 @api_view(["GET"])
 def leaderboard_api(request, slug: str):
-    """The board's rows as JSON, with the same parameters and rows as the page. flags.verified
-    means scored here from the submitted bundle; flags.staff_verified that staff checked it.
-    intervals are 95% Wilson score intervals in percent (null without counts)."""
+    """The board's rows as JSON, with the same parameters as the page and every row it has (the
+    page shows the first ones). flags.verified means scored here from the submitted bundle;
+    flags.staff_verified that staff checked it. intervals are 95% intervals in the metric's
+    unit, by the metric's declared method (null without counts, e.g. a paper's row)."""
     try:
         board = _board(request, slug)
     except BadBoardQuery as exc:

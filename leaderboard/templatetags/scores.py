@@ -133,6 +133,11 @@ def _badges(entry, judge_name: str) -> list[str]:
             f'failed and count as wrong{retrying}">{entry.failed_judgments} failed '
             f"judgment{'s' if entry.failed_judgments != 1 else ''}</span>"
         )
+    if entry.under_review:
+        badges.append(
+            '<span class="badge private" title="Others see this row as Anonymous (under review) '
+            'until your team reveals it">anonymous to others</span>'
+        )
     if entry.rescoring:
         badges.append(
             '<span class="badge rescoring" title="Being re-scored: these are the numbers until '
@@ -174,12 +179,15 @@ def board_row(entry, columns, judge_name: str = ""):
     classes = ["reported" if entry.reported_in_paper else "verified"]
     classes += [name for name, on in (("private", entry.private), ("flagged", entry.flagged)) if on]
     name = escape(entry.system)
-    system_url = escape(reverse("system", args=[entry.system_id]))
+    if entry.system_id:
+        shown = f'<a href="{escape(reverse("system", args=[entry.system_id]))}">{name}</a>'
+    else:  # anonymous to this viewer: no page to go to
+        shown = f'<span class="anonymous">{name}</span>'
     cells = "".join(_td(entry.results, c, entry.intervals) for c in columns)
     organization = escape(entry.facets.get("organization") or "")
     return mark_safe(  # every part escaped above
         f'<tr class="{" ".join(classes)}" data-system="{name}"><td class="rank">{int(entry.rank)}</td>'
-        f'<td class="system"><a href="{system_url}">{name}</a>{_links(entry)} '
+        f'<td class="system">{shown}{_links(entry)} '
         f"{' '.join(_badges(entry, judge_name))}</td>"
         f'<td>{escape(entry.system_type_label)}</td><td class="org">{organization}</td>'
         f"{_submitted(entry)}{cells}</tr>"
