@@ -85,33 +85,51 @@ def _overlap(a: tuple, b: tuple) -> float:
     return max(0.0, width) * max(0.0, height)
 
 
-def label_positions(points: Sequence[tuple[float, float, str]]) -> list[str]:
-    """A text position per point (x, y as fractions of the plot area, and its label), chosen
-    greedily so that labels overlap neither each other nor the points, and stay inside the
-    plot: for each point in turn, the first free position, else the least covered one."""
+def _label_box(x: float, y: float, text: str, dx: float, dy: float) -> tuple:
+    width = max(3, len(text)) * CHAR_WIDTH
+    cx, cy = x + dx * width, y + dy * LABEL_HEIGHT * 1.4
+    return (cx - width / 2, cy - LABEL_HEIGHT / 2, cx + width / 2, cy + LABEL_HEIGHT / 2)
+
+
+def _outside(box: tuple) -> float:
+    return max(0.0, -box[0]) + max(0.0, box[2] - 1) + max(0.0, -box[1]) + max(0.0, box[3] - 1)
+
+
+def label_positions(points: Sequence[tuple[float, float, str]], rounds: int = 20) -> list[str]:
+    """A text position per point (x, y as fractions of the plot area, and its label) so that
+    labels overlap neither each other nor the points and stay inside the plot: each point in
+    turn takes its least covered position (the first free one), then every label moves to its
+    best position given the others' until none moves (a few rounds at most)."""
     marks = [
         (x - POINT_SIZE / 2, y - POINT_SIZE / 2, x + POINT_SIZE / 2, y + POINT_SIZE / 2)
         for x, y, _ in points
     ]
-    placed: list[tuple] = []
-    chosen = []
-    for index, (x, y, text) in enumerate(points):
-        width = max(3, len(text)) * CHAR_WIDTH
-        best, best_cost = LABEL_POSITIONS[0][0], None
-        for name, dx, dy in LABEL_POSITIONS:
-            cx, cy = x + dx * width, y + dy * LABEL_HEIGHT * 1.4
-            box = (cx - width / 2, cy - LABEL_HEIGHT / 2, cx + width / 2, cy + LABEL_HEIGHT / 2)
-            outside = max(0.0, -box[0]) + max(0.0, box[2] - 1) + max(0.0, -box[1])
-            outside += max(0.0, box[3] - 1)
-            others = [m for i, m in enumerate(marks) if i != index]
-            cost = sum(_overlap(box, other) for other in (*placed, *others)) + outside
-            if best_cost is None or cost < best_cost - 1e-12:
-                best, best_cost, best_box = name, cost, box
-            if cost == 0:
-                break
-        chosen.append(best)
-        placed.append(best_box)
-    return chosen
+    candidates = [
+        [_label_box(x, y, text, dx, dy) for _, dx, dy in LABEL_POSITIONS] for x, y, text in points
+    ]
+
+    def cost(index: int, box: tuple, others: dict[int, tuple]) -> float:
+        total = _outside(box)
+        total += sum(_overlap(box, m) for i, m in enumerate(marks) if i != index)
+        return total + sum(_overlap(box, b) for i, b in others.items() if i != index)
+
+    chosen: dict[int, int] = {}
+    for index in range(len(points)):
+        placed = {i: candidates[i][k] for i, k in chosen.items()}
+        costs = [cost(index, box, placed) for box in candidates[index]]
+        chosen[index] = min(range(len(costs)), key=lambda k: (costs[k] > 1e-12, costs[k], k))
+    for _ in range(rounds):
+        moved = False
+        for index in range(len(points)):
+            placed = {i: candidates[i][k] for i, k in chosen.items()}
+            costs = [cost(index, box, placed) for box in candidates[index]]
+            best = min(range(len(costs)), key=lambda k: (costs[k], k))
+            if costs[best] < costs[chosen[index]] - 1e-12:
+                chosen[index] = best
+                moved = True
+        if not moved:
+            break
+    return [LABEL_POSITIONS[chosen[i]][0] for i in range(len(points))]
 
 
 def _padded_range(values: Sequence[float], *, from_zero: bool, pad: float = 0.12) -> list:

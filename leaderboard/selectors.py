@@ -363,17 +363,12 @@ def leaderboard_count(
     filters: BoardFilters | None = None,
     split: str = "",
 ) -> int:
-    """How many rows the board has with these filters (one COUNT query)."""
+    """How many rows the board has with these filters (one COUNT query, with no ranking: a
+    name search counts the same rows whether it filters before or after ranks are given)."""
     filters = filters or BoardFilters()
-    split = board_split(benchmark=benchmark, requested=split)
-    queryset = _ranked(
-        benchmark=benchmark,
-        judge=judge,
-        user=user,
-        filters=filters,
-        sort=BoardSort(),
-        split=split,
-    )
+    queryset = _board_queryset(benchmark=benchmark, judge=judge, user=user, filters=filters)
+    if filters.search:
+        queryset = queryset.filter(system__name__icontains=filters.search, board_hidden=False)
     return queryset.count()
 
 

@@ -288,6 +288,8 @@ def _groups(columns) -> list[tuple[str, int]]:
 
 
 def _row_groups(entries, grouped: bool) -> list[tuple[str, list]]:
+    if not entries:
+        return []
     if not grouped:
         return [("", entries)]
     groups: list[tuple[str, list]] = []

@@ -33,6 +33,7 @@ def example_upload_path(plugin) -> Path | None:
         found = sorted(p for p in folder.glob("example*") if p.is_file())
         if found:
             return found[0]
+        Path(settings.VAR_DIR).mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix="example-", dir=settings.VAR_DIR))
         try:
             try:
