@@ -73,9 +73,10 @@ LABEL_POSITIONS = (
     ("bottom right", 0.55, -0.75),
     ("bottom left", -0.55, -0.75),
 )
-# A label's size as a fraction of the plot area: about 6 px per character of 10 px text on a plot
-# some 800 px wide, 14 px high on some 380 px.
-CHAR_WIDTH, LABEL_HEIGHT, POINT_SIZE = 0.0075, 0.04, 0.015
+# A label's size as a fraction of the plot area, with some slack: about 6 px per character of
+# 10 px text on a plot some 740 px wide, 12 px high on some 320 px. (The page hides what still
+# collides at its actual size, e.g. on a phone.)
+CHAR_WIDTH, LABEL_HEIGHT, POINT_SIZE = 0.009, 0.05, 0.02
 
 
 def _overlap(a: tuple, b: tuple) -> float:

@@ -149,6 +149,29 @@
     return layout;
   }
 
+  // Point names are placed apart on the server for a typical chart size; at the size the
+  // chart really has, any name that still collides with another, or leaves the chart, is
+  // hidden (the point keeps its name on hover).
+  function declutter(node) {
+    var frame = node.querySelector(".main-svg");
+    if (!frame) { return; }
+    var bounds = frame.getBoundingClientRect();
+    var kept = [];
+    var hidden = 0;
+    node.querySelectorAll(".textpoint text").forEach(function (text) {
+      text.style.display = "";
+      if (!text.textContent) { return; }
+      var box = text.getBoundingClientRect();
+      var outside = box.left < bounds.left || box.right > bounds.right || box.top < bounds.top || box.bottom > bounds.bottom;
+      var collides = kept.some(function (other) {
+        return Math.min(box.right, other.right) - Math.max(box.left, other.left) > 1 &&
+          Math.min(box.bottom, other.bottom) - Math.max(box.top, other.top) > 1;
+      });
+      if (outside || collides) { text.style.display = "none"; hidden += 1; } else { kept.push(box); }
+    });
+    node.dataset.hiddenLabels = String(hidden);
+  }
+
   fetch(charts.dataset.src, { credentials: "same-origin", headers: { Accept: "application/json" } })
     .then(function (response) {
       if (!response.ok) { throw new Error("charts: HTTP " + response.status); }
@@ -171,6 +194,8 @@
           holder.appendChild(node);
           var layout = narrow ? narrowLayout(figure.layout) : figure.layout;
           return Plotly.newPlot(node, figure.data, layout, options).then(function () {
+            declutter(node);
+            node.on("plotly_afterplot", function () { declutter(node); });
             // A point or bar opens its system's page (the last custom field is its address).
             node.on("plotly_click", function (event) {
               var point = event.points && event.points[0];

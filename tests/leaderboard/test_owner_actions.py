@@ -112,7 +112,9 @@ def test_manifest_facts_make_the_filters_work_and_later_uploads_do_not_change_th
     # A later upload of the same system says otherwise: the system keeps what it was.
     submit(
         board,
-        bundle_file(tmp_path, seed=4, manifest={"architecture": "end-to-end", "open_weights": False}),
+        bundle_file(
+            tmp_path, seed=4, manifest={"architecture": "end-to-end", "open_weights": False}
+        ),
         team=people.team,
     )
     system.refresh_from_db()
@@ -313,7 +315,10 @@ def test_a_score_keeps_its_permalink_through_re_scoring(client, board, people, t
     newest = ScoreRecord.objects.filter(submission=submission).order_by("-pk").first()
     assert f"/submissions/{submission.pk}/scores/{newest.pk}/" in page  # the history links on
     current = client.get(f"/submissions/{submission.pk}/scores/{newest.pk}/").content.decode()
-    assert 'id="record-current"' in current and 'data-key="understanding.overall_acc">50.00<' in current
+    assert (
+        'id="record-current"' in current
+        and 'data-key="understanding.overall_acc">50.00<' in current
+    )
     sub_page = client.get(f"/submissions/{submission.pk}/").content.decode()
     assert sub_page.count('class="permalink"') == 2
     # Private work stays private at its permalink too.
@@ -328,9 +333,7 @@ def test_a_score_keeps_its_permalink_through_re_scoring(client, board, people, t
 
 def test_outcomes_download_as_csv_and_json(client, board, people, tmp_path):
     submission = submit(board, bundle_file(tmp_path), team=people.team)
-    links = TaskJudgment.objects.filter(
-        task_result__submission=submission, judge=submission.judge
-    )
+    links = TaskJudgment.objects.filter(task_result__submission=submission, judge=submission.judge)
     data = client.get(f"/submissions/{submission.pk}/outcomes.json").json()
     rows = data["rows"]
     assert data["submission"] == submission.pk and data["judge"] == "offline"
