@@ -385,3 +385,23 @@ def test_a_response_without_its_input_transcript_is_a_warning_per_task(board, tm
     assert warnings[0].file == "response.json"
     # Nothing else of the bundle warns like that.
     assert all(w.task == dropped for w in report.warnings if "scored as silent" in w.message)
+
+
+def test_the_missing_task_message_names_the_browser_checkbox_too(board, tmp_path):
+    from evaluation.services import bundle_validate
+
+    source = bundle_file(tmp_path, audio=False)
+    target = tmp_path / "short.zip"
+    with zipfile.ZipFile(source) as inside, zipfile.ZipFile(target, "w") as out:
+        folders = sorted({n.split("/")[0] for n in inside.namelist() if "/" in n})
+        for info in inside.infolist():
+            if not info.filename.startswith(folders[0] + "/"):
+                out.writestr(info, inside.read(info))
+    report, _ = bundle_validate(benchmark=board, path=target, allow_partial=False)
+    missing = [p for p in report.problems if p.task == folders[0]]
+    assert len(missing) == 1
+    message = missing[0].message
+    assert "the submit page's checkbox" in message and "--allow-partial" in message
+    assert "allow_partial=true in the API" in message
+    accepted, _ = bundle_validate(benchmark=board, path=target, allow_partial=True)
+    assert accepted.ok
