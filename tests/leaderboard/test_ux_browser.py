@@ -194,7 +194,8 @@ def test_home_and_about_pages_at_both_widths(browser, live_server, rows):
         assert "927" in card.inner_text() and "14 reported in a paper" in card.inner_text()
         no_page_overflow(page)
         shot(page, f"home-{label}")
-        card.locator("text=About and how to submit").click()
+        with page.expect_navigation():  # to the end of loading, style sheets included
+            card.locator("text=About and how to submit").click()
         page.wait_for_selector("#about")
         no_page_overflow(page)
         assert "Cite this benchmark" in page.inner_text("#cite")
