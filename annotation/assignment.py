@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.db.models import Count, Exists, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -38,6 +38,8 @@ EVENT_KINDS = {
     "played_through",
     "choose",
     "resume",
+    "revise",
+    "comment",
 }
 # The players of an item's page: "response" (the system's output) and "context-<n>".
 PLAYER = re.compile(r"(|response|context-\d{1,2})")
@@ -446,6 +448,30 @@ def assignment_record(
         return assignment
 
 
+MAX_COMMENT = 2000
+
+
+def _clean_comment(comment) -> str:
+    if comment is None:
+        return ""
+    if not isinstance(comment, str):
+        raise RatingError("comment must be text")
+    comment = comment.strip()
+    if len(comment) > MAX_COMMENT:
+        raise RatingError(f"a comment has at most {MAX_COMMENT} characters")
+    if "\x00" in comment:
+        raise RatingError("a comment cannot hold a NUL character")
+    return comment
+
+
+def _clean_flag(flag) -> bool:
+    if flag is None:
+        return False
+    if not isinstance(flag, bool):
+        raise RatingError("flagged must be true or false")
+    return flag
+
+
 def assignment_submit(
     *,
     rater: Rater,
@@ -455,9 +481,13 @@ def assignment_submit(
     page: str = "submit",
     events: list | None = None,
     active_ms: float | None = None,
+    comment: str | None = None,
+    flagged: bool | None = None,
 ) -> tuple[Rating, bool]:
     """Store the rater's answer for one assignment: (rating, created). A repeated submit of the
-    same assignment returns the rating stored the first time and changes nothing."""
+    same assignment returns the rating stored the first time and changes nothing (going back
+    to change an answer is assignment_revise)."""
+    comment, flagged = _clean_comment(comment), _clean_flag(flagged)
     with transaction.atomic():
         rater = _serialise(rater)
         study = rater.study
@@ -493,6 +523,8 @@ def assignment_submit(
                     first_label=assignment.first_label or (value or MISSING),
                     response_played_through=assignment.response_played_through,
                     shown_at=assignment.first_shown_at,
+                    comment=comment,
+                    flagged=flagged,
                 )
         except IntegrityError:
             return Rating.objects.get(assignment=assignment), False
@@ -514,3 +546,123 @@ def _guideline(study: Study, version: int | None) -> Guideline:
     if guideline is None:
         raise RatingError(f"the study has no guideline version {version}")
     return guideline
+
+
+# --- Going back within a batch ----------------------------------------------------------------
+
+
+def revisable(*, rater: Rater, assignment: Assignment) -> bool:
+    """A submitted item may be changed while its batch is the rater's latest one and the
+    study is open: the rater goes back within the batch they are working on (or just did)."""
+    if assignment.status != Assignment.Status.SUBMITTED:
+        return False
+    if rater.study.status != Study.Status.OPEN:
+        return False
+    latest = rater.batches.order_by("-number").values_list("pk", flat=True).first()
+    return assignment.batch_id == latest
+
+
+def assignment_previous(*, rater: Rater, assignment: Assignment | None) -> Assignment | None:
+    """The submitted item before this one in the rater's latest batch (before the end of the
+    batch when there is no current item), or None."""
+    latest = rater.batches.order_by("-number").first()
+    if latest is None:
+        return None
+    rows = latest.assignments.filter(status=Assignment.Status.SUBMITTED)
+    if assignment is not None and assignment.batch_id == latest.pk:
+        rows = rows.filter(position__lt=assignment.position)
+    return rows.order_by("-position").select_related("item", "batch").first()
+
+
+def assignment_next_submitted(*, rater: Rater, assignment: Assignment) -> Assignment | None:
+    return (
+        assignment.batch.assignments.filter(
+            status=Assignment.Status.SUBMITTED, position__gt=assignment.position
+        )
+        .order_by("position")
+        .first()
+    )
+
+
+def assignment_revise(
+    *,
+    rater: Rater,
+    code: str,
+    label,
+    page: str = "revise",
+    events: list | None = None,
+    comment: str | None = None,
+    flagged: bool | None = None,
+) -> Rating:
+    """Change the answer of an item the rater submitted earlier in their latest batch. The
+    rating keeps its time; its label changes are counted and the change is logged."""
+    comment, flagged = _clean_comment(comment), _clean_flag(flagged)
+    with transaction.atomic():
+        rater = _serialise(rater)
+        study = rater.study
+        assignment = _own_assignment(rater, code)
+        if not revisable(rater=rater, assignment=assignment):
+            raise RatingError(
+                "only items of your current batch can be changed, while the study is open"
+            )
+        value = _check_label(study, label)
+        rating = Rating.objects.select_for_update().get(assignment=assignment)
+        cleaned = _clean_events(events or [])
+        RatingEvent.objects.bulk_create(
+            [RatingEvent(assignment=assignment, page=page[:32] or "revise", **e) for e in cleaned],
+            ignore_conflicts=True,
+        )
+        changed = value != rating.label
+        rating.label = value
+        rating.missing_reason = "" if value else Rating.Missing.AUDIO_PROBLEM
+        rating.label_changes += int(changed)
+        rating.comment = comment
+        rating.flagged = flagged
+        rating.revised_at = timezone.now()
+        rating.save(
+            update_fields=[
+                "label",
+                "missing_reason",
+                "label_changes",
+                "comment",
+                "flagged",
+                "revised_at",
+            ]
+        )
+        return rating
+
+
+def gold_feedback(*, rating: Rating) -> dict | None:
+    """What a rater is told after answering a gold item (one with a known answer)."""
+    item = rating.item
+    if item.role != Item.Role.GOLD:
+        return None
+    return {
+        "expected": item.expected_label,
+        "given": rating.label or MISSING,
+        "correct": rating.label == item.expected_label,
+    }
+
+
+def items_left(*, rater: Rater) -> int:
+    """How many sampled items this rater could still be handed now (not had, not full)."""
+    live_count = Subquery(
+        Assignment.objects.filter(item=OuterRef("pk"))
+        .filter(_live())
+        .order_by()
+        .values("item")
+        .annotate(n=Count("pk"))
+        .values("n")[:1]
+    )
+    return (
+        Item.objects.filter(study=rater.study, role=Item.Role.SAMPLE)
+        .filter(~Exists(Assignment.objects.filter(item=OuterRef("pk"), rater=rater)))
+        .annotate(live=Coalesce(live_count, 0))
+        .filter(live__lt=rater.study.overlap)
+        .count()
+    )
+
+
+def batch_active_ms(*, batch: Batch) -> int:
+    """Time on task in a batch so far (tab visible), for the rater's break reminder."""
+    return int(batch.assignments.aggregate(total=Sum("active_ms"))["total"] or 0)

@@ -32,13 +32,20 @@ def peaks_url(*, assignment: Assignment, which: str) -> str:
     return reverse("annotation:rater-audio-peaks", args=[_token(assignment, which)])
 
 
+def renew_url(*, assignment: Assignment, which: str) -> str:
+    return reverse("annotation:rater-audio-renew", args=[_token(assignment, which)])
+
+
 def audio_lifetime_seconds(study) -> int:
     """As long as the rater keeps the item, and never shorter than the site's signed URLs."""
     return max(settings.SIGNED_URL_SECONDS, study.lock_minutes * 60)
 
 
-def audio_assignment(token: str) -> tuple[Assignment, str]:
-    """The assignment and which clip a token grants; Http404 for anything not valid now."""
+def audio_assignment(token: str, *, renewing: bool = False) -> tuple[Assignment, str]:
+    """The assignment and which clip a token grants; Http404 for anything not valid now. When
+    renewing, a token older than its lifetime still names the clip (up to
+    SIGNED_URL_RENEW_SECONDS), so a page left open gets fresh URLs while the item is the
+    rater's."""
     try:
         payload = signing.TimestampSigner(salt=SALT).unsign_object(token, max_age=None)
         assignment = (
@@ -57,7 +64,10 @@ def audio_assignment(token: str) -> tuple[Assignment, str]:
         raise Http404("no such clip")
     try:
         signing.TimestampSigner(salt=SALT).unsign_object(
-            token, max_age=audio_lifetime_seconds(assignment.rater.study)
+            token,
+            max_age=settings.SIGNED_URL_RENEW_SECONDS
+            if renewing
+            else audio_lifetime_seconds(assignment.rater.study),
         )
     except signing.SignatureExpired:
         raise Http404("this clip link has expired; reload the page") from None

@@ -46,6 +46,7 @@ def _agreement(agreement: stats.Agreement) -> dict:
         "raw_agreement": _figure(agreement.raw_agreement),
         "ac1": _figure(agreement.ac1),
         "confusion": [list(row) for row in agreement.confusion],
+        "single_majority": agreement.single_majority,
     }
 
 
@@ -116,7 +117,7 @@ def compute(*, study: Study | None = None, ratings: list[dict], parameters: dict
         "seed": parameters["seed"],
         "confidence": parameters["confidence"],
     }
-    everyone = stats.agreement_compute(ratings=table, items=items, **options)
+    everyone = stats.agreement_compute(ratings=table, items=items, rater_names=names, **options)
     result = {
         "labels": parameters["labels"],
         "ties": parameters["ties"],
@@ -126,7 +127,7 @@ def compute(*, study: Study | None = None, ratings: list[dict], parameters: dict
     }
     if excluded:
         kept = stats.agreement_compute(
-            ratings=table, items=items, exclude_raters=excluded, **options
+            ratings=table, items=items, exclude_raters=excluded, rater_names=names, **options
         )
         result["without_excluded"] = _report(kept, names)
     return result

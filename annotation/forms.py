@@ -11,16 +11,17 @@ from .models import Item, Study
 from .selectors import eligible_strata
 from .services import StudyPlan
 
-DEFAULT_GUIDELINE = """Listen to the conversation and to the agent's response, then decide:
-
-Consistent: the response fits the conversation: it follows what was said, answers or acts on
-what the group asked of the agent, and does not contradict the facts established so far.
-
-Inconsistent: the response ignores, misreads or contradicts the conversation, or answers
-something nobody asked.
-
-If the audio does not play or is too damaged to judge, choose "Can't judge: audio problem".
-Judge the response itself; do not guess which system produced it."""
+# One paragraph per line: the page wraps them, so a line break never falls mid-sentence.
+DEFAULT_GUIDELINE = (
+    "Listen to the conversation and to the agent's response, then decide:\n\n"
+    "Consistent: the response fits the conversation: it follows what was said, answers or acts "
+    "on what the group asked of the agent, and does not contradict the facts established so "
+    "far.\n\n"
+    "Inconsistent: the response ignores, misreads or contradicts the conversation, or answers "
+    "something nobody asked.\n\n"
+    "If the audio does not play or is too damaged to judge, choose \"Can't judge: audio "
+    'problem". Judge the response itself; do not guess which system produced it.'
+)
 
 
 def _kind_choices() -> list[tuple[str, str]]:
@@ -68,6 +69,10 @@ class StudyForm(forms.Form):
             f"{s.benchmark.slug}: {s.system.name} (#{s.pk})"
         )
         self.fields["guideline_text"].initial = DEFAULT_GUIDELINE
+        self.fields["strata"].help_text = (
+            "Unpublished submissions keep raters blind: a published one's responses sit beside "
+            "its system's name on the board."
+        )
 
     def plan(self) -> StudyPlan:
         data = self.cleaned_data

@@ -272,6 +272,12 @@ class Rating(models.Model):
     response_played_through = models.BooleanField(default=False)
     shown_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The rater's note on the item, and whether they flagged it as a problem (an item staff
+    # should look at: broken audio, an unclear question).
+    comment = models.TextField(blank=True, max_length=2000)
+    flagged = models.BooleanField(default=False)
+    # Changed after it was first submitted (the rater went back within their batch).
+    revised_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["item", "rater"]

@@ -37,6 +37,9 @@ EXPORT_FIELDS = (
     "response_played_through",
     "slot",
     "audio_sha256",
+    "comment",
+    "flagged",
+    "revised_at",
 )
 
 
@@ -102,6 +105,9 @@ def study_rating_rows(*, study: Study) -> list[dict]:
                 "slot": item.slot,
                 # Every clip the rater heard, by name: the bytes they rated.
                 "audio_sha256": ";".join(f"{c['name']}={c['sha256']}" for c in item.clips),
+                "comment": rating.comment,
+                "flagged": rating.flagged,
+                "revised_at": _iso(rating.revised_at),
             }
         )
     return rows
@@ -119,9 +125,12 @@ class StudyProgress:
     ratings: int
     missing: int
     checks: int  # gold and attention items
-    raters: int
+    raters: int  # invited
     active_locks: int
     expired_locks: int
+    raters_rated: int = 0  # who have rated at least once
+    flagged: int = 0  # ratings whose rater flagged the item
+    comments: int = 0
 
 
 def study_progress(*, study: Study) -> StudyProgress:
@@ -143,7 +152,20 @@ def study_progress(*, study: Study) -> StudyProgress:
         raters=study.raters.count(),
         active_locks=open_rows.filter(locked_until__gt=now).count(),
         expired_locks=open_rows.filter(locked_until__lte=now).count(),
+        raters_rated=ratings.values("rater").distinct().count(),
+        flagged=ratings.filter(flagged=True).count(),
+        comments=ratings.exclude(comment="").count(),
         **counts,
+    )
+
+
+def study_remarks(*, study: Study) -> list:
+    """What raters flagged or wrote about items, newest first (staff only)."""
+    return list(
+        Rating.objects.filter(item__study=study)
+        .filter(Q(flagged=True) | ~Q(comment=""))
+        .select_related("item", "rater")
+        .order_by("-created_at")[:100]
     )
 
 
@@ -175,6 +197,26 @@ def stratum_names(*, study: Study, user) -> dict[int, str]:
     return {s.pk: f"{s.system.name} (#{s.pk})" for s in visible}
 
 
+def public_strata(*, study: Study) -> list:
+    """Sampled submissions anyone can see on the board, where a response's text sits beside
+    its system's name: a rater who looks there could learn whose response they rate."""
+    return list(
+        study.strata.filter(Q(is_published=True, is_hidden=False) & Q(is_anonymous=False))
+        .select_related("system")
+        .order_by("pk")
+    )
+
+
+def public_strata_warning(strata) -> str:
+    listed = ", ".join(f"#{s.pk} ({s.system.name})" for s in strata)
+    return (
+        f"Raters could de-blind themselves: {listed} {'is' if len(strata) == 1 else 'are'} "
+        "published, so the board shows their responses beside the system's name. Rater pages "
+        "link nowhere, but a rater may still look; consider sampling unpublished (or "
+        "anonymous) submissions."
+    )
+
+
 def eligible_strata(*, user) -> QuerySet:
     """Submissions a study may sample: scored runs this user may see (paper rows have none)."""
     return (
@@ -195,6 +237,11 @@ def rater_by_token(*, token: str) -> Rater | None:
         .exclude(study__status=Study.Status.DRAFT)
         .first()
     )
+
+
+def rater_withdrawn(*, token: str) -> bool:
+    """An invite link staff withdrew (its page says so rather than a bare 404)."""
+    return Rater.objects.filter(token=token, is_active=False).exists()
 
 
 def current_guideline(*, study: Study):

@@ -411,6 +411,11 @@ def _canonical(data) -> bytes:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def inputs_sha256(*, ratings: list[dict], parameters: dict) -> str:
+    """What a set of figures is computed from, as one hash (a snapshot's inputs_sha256)."""
+    return hashlib.sha256(_canonical({"ratings": ratings, "parameters": parameters})).hexdigest()
+
+
 def snapshot_freeze(*, study: Study, created_by=None) -> Snapshot:
     """Freeze the current ratings with the figures computed from them. The same ratings and
     parameters give back the snapshot already frozen, so every figure shown has one."""

@@ -47,10 +47,11 @@ Definitions
     (alpha, kappa, raw agreement and AC1 on the same resamples) and the interval is the
     (1 - confidence)/2 and (1 + confidence)/2 percentiles (``np.percentile``, linear) of the
     resamples where the figure is defined (``undefined_resamples`` counts the others). ``rng`` is
-    ``np.random.default_rng(seed)`` for the overall figures and
-    ``np.random.default_rng([seed, zlib.crc32(f"{kind}:{key!r}".encode())])`` for a group
-    (kind "stratum" or "batch"), so the same ratings in any order and the same seed give the
-    same intervals, and a group's interval does not depend on the other groups.
+    ``np.random.default_rng([seed, zlib.crc32(repr(ids).encode())])`` where ``ids`` is the
+    sorted list of the U item ids resampled, for the overall figures and every group alike: the
+    same ratings in any order and the same seed give the same intervals, a group's interval
+    does not depend on the other groups, and the same items give the same interval whatever
+    the scope is called (a batch holding every rated item matches "all items").
     Per rater (against the included raters, the rater's own label left out): agreement = share
     of the rater's labelled in-scope items where it equals the majority of the other raters'
     labels; items where the others tie or gave no label are skipped. Gold accuracy = share of
@@ -60,6 +61,9 @@ Definitions
     three raters with a defined agreement; with n raters nobody can lie more than
     (n - 1) / sqrt(n) SDs below the mean, so 2 SDs needs six), or gold accuracy below
     ``gold_min``. Excluded raters are listed and judged by the same thresholds.
+    Messages name raters by ``rater_names[rater]`` where given (else by their id).
+    ``single_majority`` of an Agreement counts the compared items whose "majority" is one
+    rater's label (no overlap there): the judge is then compared with a single person.
     ``dataclasses.asdict(report)`` gives a JSON-ready snapshot (floats, ints, strings, None).
 """
 
@@ -133,6 +137,7 @@ class Agreement:
     judged: int  # items with a judge verdict and at least one human label
     ties: int  # of which the human labels tie
     confusion: tuple[tuple[int, ...], ...]  # judge (rows) x majority (columns), label-set order
+    single_majority: int = 0  # compared items whose majority is a single rater's label
 
 
 @dataclass(frozen=True)
@@ -327,8 +332,9 @@ def _agreement(
     included: np.ndarray,
     ties: str,
     resamples: int,
-    rng: np.random.Generator,
+    seed: int,
     confidence: float,
+    names: Mapping[Hashable, str],
 ) -> Agreement:
     q = len(t.labels)
     in_scope = item_mask[t.item] & included[t.rater]
@@ -337,7 +343,12 @@ def _agreement(
     n_raters = int(np.unique(t.rater[in_scope]).size)
     rows = np.flatnonzero(item_mask & (counts.sum(axis=1) > 0))
     if rows.size == 0:
-        reason = "no ratings" if n_ratings == 0 else "every rating is missing (can't judge)"
+        if n_ratings:
+            reason = "every rating is missing (can't judge)"
+        elif item_mask[t.item].any():
+            reason = "every rater who rated these items is excluded"
+        else:
+            reason = "no ratings"
         none = Figure(None, reason)
         empty = tuple((0,) * q for _ in range(q))
         return Agreement(0, n_ratings, n_missing, n_raters, none, none, none, none, 0, 0, empty)
@@ -359,6 +370,8 @@ def _agreement(
     features = np.column_stack([alpha_features, cells])
 
     point = features.sum(axis=0)
+    # Seeded by the items resampled: the same items give the same interval in any scope.
+    rng = np.random.default_rng([seed, zlib.crc32(repr([t.items[i] for i in rows]).encode())])
     boot = _bootstrap_sums(features, resamples, rng) if resamples else None
     confusion = point[1 + q :].reshape(q, q)
 
@@ -366,8 +379,10 @@ def _agreement(
     pairable = int((c.sum(axis=1) >= 2).sum())
     alpha_value, alpha_reason = np.nan, ""
     if label_raters.size < 2:
+        only_rater = t.raters[label_raters[0]]
         alpha_reason = (
-            f"only one rater ({t.raters[label_raters[0]]!r}) gave labels; alpha needs two or more"
+            f"only one rater ({names.get(only_rater, only_rater)}) gave labels; alpha needs two "
+            "or more"
         )
     elif pairable == 0:
         alpha_reason = "no item has labels from two or more raters (no overlap)"
@@ -423,6 +438,7 @@ def _agreement(
         judged=n_judged,
         ties=n_ties,
         confusion=tuple(tuple(int(x) for x in row) for row in confusion),
+        single_majority=int((compared & (c.sum(axis=1) == 1)).sum()),
     )
 
 
@@ -515,10 +531,6 @@ def _raters(
     return tuple(summaries)
 
 
-def _group_rng(seed: int, kind: str, key: Hashable) -> np.random.Generator:
-    return np.random.default_rng([seed, zlib.crc32(f"{kind}:{key!r}".encode())])
-
-
 def agreement_compute(
     *,
     ratings: Iterable[Rating],
@@ -532,6 +544,7 @@ def agreement_compute(
     confidence: float = 0.95,
     outlier_sd: float = 2.0,
     gold_min: float = 0.8,
+    rater_names: Mapping[Hashable, str] | None = None,
 ) -> AgreementReport:
     """All agreement figures of a study; see the module docstring for every definition."""
     if ties not in TIE_RULES:
@@ -553,8 +566,10 @@ def agreement_compute(
         len(t.items), q
     )
 
-    def group(mask: np.ndarray, rng: np.random.Generator) -> Agreement:
-        return _agreement(t, counts, mask, included, ties, resamples, rng, confidence)
+    names = dict(rater_names or {})
+
+    def group(mask: np.ndarray) -> Agreement:
+        return _agreement(t, counts, mask, included, ties, resamples, seed, confidence, names)
 
     def breakdown(kind: str, keys: list) -> dict[Hashable, Agreement]:
         groups: dict[Hashable, list[int]] = {}
@@ -565,7 +580,7 @@ def agreement_compute(
         for key in _sorted(groups):
             mask = np.zeros(len(t.items), bool)
             mask[groups[key]] = True
-            result[key] = group(scope & mask, _group_rng(seed, kind, key))
+            result[key] = group(scope & mask)
         return result
 
     return AgreementReport(
@@ -576,7 +591,7 @@ def agreement_compute(
         resamples=resamples,
         seed=seed,
         confidence=confidence,
-        overall=group(scope, np.random.default_rng(seed)),
+        overall=group(scope),
         by_stratum=breakdown("stratum", t.stratum),
         by_batch=breakdown("batch", t.batch),
         raters=_raters(t, counts, scope, included, outlier_sd, gold_min),

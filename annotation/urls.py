@@ -10,6 +10,7 @@ urlpatterns = [
     path("studies/new/", views.study_new, name="study-new"),
     path("studies/<slug:slug>/", views.study_dashboard, name="study"),
     path("studies/<slug:slug>/status/", views.study_status, name="study-status"),
+    path("studies/<slug:slug>/snapshots/", views.study_snapshot, name="study-snapshot"),
     path("studies/<slug:slug>/guideline/", views.study_guideline, name="study-guideline"),
     path("studies/<slug:slug>/invites/", views.study_invite, name="study-invite"),
     path("studies/<slug:slug>/checks/", views.study_check_item, name="study-check"),
@@ -26,8 +27,11 @@ urlpatterns = [
     # Raters (invite links)
     path("rate/audio/<str:token>/", views_rater.rater_audio, name="rater-audio"),
     path("rate/audio/<str:token>/peaks/", views_rater.rater_audio_peaks, name="rater-audio-peaks"),
+    path("rate/audio/<str:token>/renew/", views_rater.rater_audio_renew, name="rater-audio-renew"),
     path("rate/<str:token>/", views_rater.rate, name="rate"),
     path("rate/<str:token>/start/", views_rater.rate_start, name="rate-start"),
     path("rate/<str:token>/items/<str:code>/events/", views_rater.rate_events, name="rate-events"),
     path("rate/<str:token>/items/<str:code>/submit/", views_rater.rate_submit, name="rate-submit"),
+    path("rate/<str:token>/items/<str:code>/", views_rater.rate_review, name="rate-review"),
+    path("rate/<str:token>/items/<str:code>/revise/", views_rater.rate_revise, name="rate-revise"),
 ]

@@ -3,19 +3,41 @@
 from __future__ import annotations
 
 import csv
+from functools import wraps
 
 import plotly
 from django.contrib import messages
-from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth import get_user_model
+from django.contrib.auth.views import redirect_to_login
+from django.core.cache import cache
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from . import charts, selectors, services
+from . import figures as figures_module
 from .forms import CheckItemForm, GuidelineForm, InviteForm, StudyForm
 from .models import Study
+
+
+def staff_member_required(view):
+    """Staff only: anyone signed out goes to the site's own login (then back here); a signed-in
+    account that is not staff gets 403."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not request.user.is_staff:
+            raise PermissionDenied("Rating studies are run by staff.")
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+FIGURES_CACHE_SECONDS = 24 * 3600
 
 
 @staff_member_required
@@ -32,7 +54,13 @@ def study_new(request):
         except services.StudyError as error:
             form.add_error(None, str(error))
         else:
-            messages.success(request, f"Study created with {study.items.count()} items.")
+            count = study.items.count()
+            messages.success(
+                request, f"Study created with {count} item{'s' if count != 1 else ''}."
+            )
+            public = selectors.public_strata(study=study)
+            if public:
+                messages.warning(request, selectors.public_strata_warning(public))
             return redirect("annotation:study", study.slug)
     return render(request, "annotation/study_new.html", {"form": form})
 
@@ -41,16 +69,28 @@ def _invite_url(request, rater) -> str:
     return request.build_absolute_uri(reverse("annotation:rate", args=[rater.token]))
 
 
+def live_figures(*, study: Study) -> tuple[dict, int]:
+    """The study's figures from its ratings as they stand, computed (never stored: a snapshot
+    is taken only when asked for, or when the study closes) and cached by those very inputs."""
+    ratings = selectors.study_rating_rows(study=study)
+    parameters = figures_module.parameters(study=study)
+    key = "study-figures:" + services.inputs_sha256(ratings=ratings, parameters=parameters)
+    computed = cache.get(key)
+    if computed is None:
+        computed = figures_module.compute(study=study, ratings=ratings, parameters=parameters)
+        cache.set(key, computed, FIGURES_CACHE_SECONDS)
+    return computed, len(ratings)
+
+
 @staff_member_required
 def study_dashboard(request, slug: str):
     study = get_object_or_404(Study.objects.select_related("benchmark", "judge"), slug=slug)
-    snapshot = services.snapshot_freeze(study=study, created_by=request.user)
+    figures, rating_count = live_figures(study=study)
     names = selectors.stratum_names(study=study, user=request.user)
     names = {str(key): value for key, value in names.items()}
     raters = selectors.study_raters(study=study)
     for rater in raters:
         rater.invite_url = _invite_url(request, rater)
-    figures = snapshot.figures
     return render(
         request,
         "annotation/dashboard.html",
@@ -59,7 +99,11 @@ def study_dashboard(request, slug: str):
             "progress": selectors.study_progress(study=study),
             "guideline": selectors.current_guideline(study=study),
             "raters": raters,
-            "snapshot": snapshot,
+            "rating_count": rating_count,
+            "snapshots": list(study.snapshots.order_by("-created_at")[:10]),
+            "public_strata": selectors.public_strata(study=study),
+            "remarks": selectors.study_remarks(study=study),
+            "parameters": figures_module.parameters(study=study),
             "figures": figures,
             "strata_rows": _strata_rows(figures["all_raters"], names),
             "rater_rows": figures["all_raters"]["raters"],
@@ -67,7 +111,7 @@ def study_dashboard(request, slug: str):
             "without_strata_rows": _strata_rows(figures["without_excluded"], names)
             if figures["without_excluded"]
             else [],
-            "charts_json": charts.dashboard_charts(figures, names),
+            "charts_json": charts.dashboard_charts(figures, names) if rating_count else None,
             "plotly_url": reverse("plotly-js", args=[plotly.__version__]),
             "guideline_form": GuidelineForm(),
             "invite_form": InviteForm(),
@@ -93,11 +137,26 @@ def _study_for_post(slug: str) -> Study:
 @require_POST
 def study_status(request, slug: str):
     study = _study_for_post(slug)
+    status = request.POST.get("status", "")
     try:
-        services.study_set_status(study=study, status=request.POST.get("status", ""))
+        services.study_set_status(study=study, status=status)
     except services.StudyError as error:
         messages.error(request, str(error))
+    else:
+        if status == Study.Status.CLOSED:
+            # The figures a closed study reports are frozen with it, to cite.
+            snapshot = services.snapshot_freeze(study=study, created_by=request.user)
+            messages.success(request, f"Closed; its figures are frozen as {snapshot.sha256[:12]}.")
     return redirect("annotation:study", slug)
+
+
+@staff_member_required
+@require_POST
+def study_snapshot(request, slug: str):
+    """Freeze the ratings as they stand with their figures: a snapshot to cite."""
+    study = _study_for_post(slug)
+    snapshot = services.snapshot_freeze(study=study, created_by=request.user)
+    return redirect("annotation:snapshot", slug, snapshot.sha256)
 
 
 @staff_member_required
@@ -134,7 +193,7 @@ def study_invite(request, slug: str):
             messages.error(request, f"No account named {username!r}.")
         else:
             services.rater_invite(study=study, name=username, user=user)
-    messages.success(request, f"{count} invite link(s) added.")
+    messages.success(request, f"{count} invite link{'s' if count != 1 else ''} added.")
     return redirect("annotation:study", slug)
 
 
@@ -228,14 +287,18 @@ def snapshot_page(request, slug: str, sha256: str):
     study = get_object_or_404(Study, slug=slug)
     snapshot = get_object_or_404(study.snapshots, sha256=sha256)
     names = {str(k): v for k, v in selectors.stratum_names(study=study, user=request.user).items()}
+    figures = snapshot.figures
+    without = figures.get("without_excluded")
     return render(
         request,
         "annotation/snapshot.html",
         {
             "study": study,
             "snapshot": snapshot,
-            "figures": snapshot.figures,
-            "strata_rows": _strata_rows(snapshot.figures["all_raters"], names),
+            "figures": figures,
+            "strata_rows": _strata_rows(figures["all_raters"], names),
+            "without": without,
+            "without_strata_rows": _strata_rows(without, names) if without else [],
         },
     )
 

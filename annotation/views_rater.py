@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import wave
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, JsonResponse
@@ -24,13 +25,29 @@ MAX_BODY = 256 * 1024
 MAX_BODY_DEPTH = 8
 
 
+class Withdrawn(Exception):
+    """The invite link exists but staff withdrew it."""
+
+
 def _rater(request, token: str) -> Rater:
     rater = selectors.rater_by_token(token=token)
     if rater is None:
+        if selectors.rater_withdrawn(token=token):
+            raise Withdrawn
         raise Http404("this invite link is not valid")
     if rater.user_id is not None and request.user.pk != rater.user_id:
         raise PermissionError
     return rater
+
+
+def _withdrawn_page(request):
+    """A withdrawn link says so, in the rater's own layout (no bare 404)."""
+    wants_json = request.method == "POST" or "application/json" in request.headers.get("Accept", "")
+    if wants_json:
+        return JsonResponse(
+            {"ok": False, "error": "this invite link has been withdrawn"}, status=410
+        )
+    return render(request, "annotation/rate_withdrawn.html", status=410)
 
 
 def _with_rater(view):
@@ -39,6 +56,8 @@ def _with_rater(view):
             rater = _rater(request, token)
         except PermissionError:
             return redirect_to_login(request.get_full_path())
+        except Withdrawn:
+            return _withdrawn_page(request)
         return view(request, rater, *args, **kwargs)
 
     wrapped.__name__ = view.__name__
@@ -67,32 +86,119 @@ def rate(request, rater: Rater):
     if current is None:
         context["is_open"] = study.status == Study.Status.OPEN
         context["start_url"] = reverse("annotation:rate-start", args=[rater.token])
+        # A batch is offered only when there is something to put in it.
+        context["nothing_left"] = context["is_open"] and rating.items_left(rater=rater) == 0
+        previous = rating.assignment_previous(rater=rater, assignment=None)
+        if previous is not None and rating.revisable(rater=rater, assignment=previous):
+            context["back_url"] = reverse(
+                "annotation:rate-review", args=[rater.token, previous.code]
+            )
         return render(request, "annotation/rate_between.html", context)
+    return _item_page(request, rater, current, guideline, progress, review=False)
+
+
+def _item_page(request, rater: Rater, current, guideline, progress, *, review: bool):
+    """The item page: a new item to rate, or (review) one submitted earlier in the batch, its
+    stored answer chosen, to change."""
+    study = rater.study
     item = selectors.rater_item(assignment=current)
+    previous = rating.assignment_previous(rater=rater, assignment=current)
+    back_url = (
+        reverse("annotation:rate-review", args=[rater.token, previous.code])
+        if previous is not None and rating.revisable(rater=rater, assignment=previous)
+        else ""
+    )
+    stored = getattr(current, "rating", None) if review else None
+    if review:
+        following = rating.assignment_next_submitted(rater=rater, assignment=current)
+        next_url = (
+            reverse("annotation:rate-review", args=[rater.token, following.code])
+            if following is not None
+            else reverse("annotation:rate", args=[rater.token])
+        )
+        submit_url = reverse("annotation:rate-revise", args=[rater.token, current.code])
+    else:
+        next_url = reverse("annotation:rate", args=[rater.token])
+        submit_url = reverse("annotation:rate-submit", args=[rater.token, current.code])
     page_state = {
         "code": item["code"],
         "eventsUrl": reverse("annotation:rate-events", args=[rater.token, current.code]),
-        "submitUrl": reverse("annotation:rate-submit", args=[rater.token, current.code]),
-        "nextUrl": reverse("annotation:rate", args=[rater.token]),
+        "submitUrl": submit_url,
+        "nextUrl": next_url,
+        "backUrl": back_url,
+        "review": review,
         "guidelineVersion": guideline.version,
         "labels": _labels(study),
-        "draftLabel": item["draft_label"],
-        "heardResponse": item["heard_response"],
+        "draftLabel": (stored.label or rating.MISSING) if stored else item["draft_label"],
+        "comment": stored.comment if stored else "",
+        "flagged": stored.flagged if stored else False,
+        "heardResponse": item["heard_response"] or review,
         "positions": item["positions"],
-        "requirePlay": study.require_play_through and item["has_response_audio"],
+        "requirePlay": study.require_play_through and item["has_response_audio"] and not review,
+        # A break reminder after this much active time in one batch (minutes).
+        "breakMinutes": settings.RATER_BREAK_MINUTES,
+        "batchKey": f"{current.batch_id}",
+        "batchActiveMs": rating.batch_active_ms(batch=current.batch),
     }
     clips = [
         {
             **clip,
             "url": audio.audio_url(assignment=current, which=clip["name"]),
             "peaks": audio.peaks_url(assignment=current, which=clip["name"]),
+            "renew": audio.renew_url(assignment=current, which=clip["name"]),
+            "expires": audio.audio_lifetime_seconds(study),
         }
         for clip in item["clips"]
     ]
-    context.update(
-        {"item": item, "labels": _labels(study), "page_state": page_state, "clips": clips}
-    )
+    context = {
+        "study_name": study.name,
+        "guideline": guideline,
+        "progress": progress,
+        "item": item,
+        "labels": _labels(study),
+        "page_state": page_state,
+        "clips": clips,
+        "review": review,
+        "back_url": back_url,
+    }
     return render(request, "annotation/rate_item.html", context)
+
+
+@never_cache
+@require_GET
+@_with_rater
+def rate_review(request, rater: Rater, code: str):
+    """An item the rater submitted earlier in their latest batch, to look at or change."""
+    found = (
+        rater.assignments.select_related("item", "batch", "rating")
+        .filter(code=code, status="submitted")
+        .first()
+    )
+    if found is None or not rating.revisable(rater=rater, assignment=found):
+        return redirect("annotation:rate", rater.token)
+    guideline = selectors.current_guideline(study=rater.study)
+    progress = rating.rater_progress(rater=rater, assignment=found)
+    return _item_page(request, rater, found, guideline, progress, review=True)
+
+
+@never_cache
+@require_POST
+@_with_rater
+def rate_revise(request, rater: Rater, code: str):
+    try:
+        body = _json_body(request)
+        rating.assignment_revise(
+            rater=rater,
+            code=code,
+            label=body.get("label"),
+            page=body.get("page", "revise"),
+            events=body.get("events", []),
+            comment=body.get("comment"),
+            flagged=body.get("flagged"),
+        )
+    except rating.RatingError as error:
+        return _refusal(error)
+    return JsonResponse({"ok": True, "stored": True})
 
 
 @require_POST
@@ -116,7 +222,7 @@ def rate_start(request, rater: Rater):
             {
                 "study_name": rater.study.name,
                 "nothing_left": True,
-                "is_open": False,
+                "is_open": True,
                 "progress": rating.rater_progress(rater=rater, assignment=None),
             },
         )
@@ -170,7 +276,7 @@ def rate_events(request, rater: Rater, code: str):
 def rate_submit(request, rater: Rater, code: str):
     try:
         body = _json_body(request)
-        _, created = rating.assignment_submit(
+        stored, created = rating.assignment_submit(
             rater=rater,
             code=code,
             label=body.get("label"),
@@ -178,11 +284,19 @@ def rate_submit(request, rater: Rater, code: str):
             page=body.get("page", "submit"),
             events=body.get("events", []),
             active_ms=body.get("active_ms"),
+            comment=body.get("comment"),
+            flagged=body.get("flagged"),
         )
     except rating.RatingError as error:
         return _refusal(error)
     return JsonResponse(
-        {"ok": True, "stored": created, "next": reverse("annotation:rate", args=[rater.token])}
+        {
+            "ok": True,
+            "stored": created,
+            "next": reverse("annotation:rate", args=[rater.token]),
+            # Gold items teach: the rater sees the expected answer before going on.
+            "feedback": rating.gold_feedback(rating=stored),
+        }
     )
 
 
@@ -198,6 +312,21 @@ def _clip(token: str) -> tuple[str, str]:
 def rater_audio(request, token: str):
     key, _ = _clip(token)
     return audio.ranged_response(request, key)
+
+
+@never_cache
+@require_GET
+def rater_audio_renew(request, token: str):
+    """Fresh URLs for a clip of an item that is still the rater's (a page left open)."""
+    assignment, which = audio.audio_assignment(token, renewing=True)
+    return JsonResponse(
+        {
+            "url": audio.audio_url(assignment=assignment, which=which),
+            "peaks": audio.peaks_url(assignment=assignment, which=which),
+            "renew": audio.renew_url(assignment=assignment, which=which),
+            "expires_in": audio.audio_lifetime_seconds(assignment.rater.study),
+        }
+    )
 
 
 @require_GET

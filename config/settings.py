@@ -71,6 +71,8 @@ INSTALLED_APPS += [path for path in FLOORBOARD_BENCHMARKS if path not in INSTALL
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Pages, JSON and CSV go out gzip-compressed (static files are precompressed by whitenoise).
+    "config.middleware.TextCompressionMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -215,6 +217,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "leaderboard.uploads.tasks.sweep_upload_temp_files",
         "schedule": 3600,
     },
+    "send-submission-notices": {
+        "task": "leaderboard.accounts.tasks.send_submission_notices",
+        "schedule": env_float("FLOORBOARD_NOTICE_SECONDS", 60.0),
+    },
 }
 
 # --- Floorboard -----------------------------------------------------------------------------
@@ -284,12 +290,42 @@ LOGIN_FAILURE_WINDOW_SECONDS = env_int("FLOORBOARD_LOGIN_FAILURE_WINDOW_SECONDS"
 # The client's address comes from the proxy's X-Real-IP (docker/nginx.conf sets it) when
 # trusted, else from the connection.
 TRUST_X_REAL_IP = env_bool("FLOORBOARD_TRUST_X_REAL_IP", PRODUCTION)
+# Raters are reminded to take a break after this many minutes of work in one batch.
+RATER_BREAK_MINUTES = env_float("FLOORBOARD_RATER_BREAK_MINUTES", 20.0)
 # Private audio and files are reached only through signed URLs that expire this soon.
 SIGNED_URL_SECONDS = env_int("FLOORBOARD_SIGNED_URL_SECONDS", 300)
+# A page left open asks for fresh audio URLs with its expired ones, up to this long after it
+# was rendered (the viewer and the submission's visibility are checked again).
+SIGNED_URL_RENEW_SECONDS = env_int("FLOORBOARD_SIGNED_URL_RENEW_SECONDS", 7 * 24 * 3600)
 # Browser uploads on the filesystem default arrive in chunks of this size.
 UPLOAD_CHUNK_BYTES = env_int("FLOORBOARD_UPLOAD_CHUNK_BYTES", 8 * 1024 * 1024)
 # A finish still validating after this long died with its process: it may be retried or cancelled.
 UPLOAD_VALIDATING_STALE_SECONDS = env_int("FLOORBOARD_UPLOAD_VALIDATING_STALE_SECONDS", 15 * 60)
+
+# --- E-mail ---------------------------------------------------------------------------------
+# Verification links, password resets and submission notices. The demo (DEBUG) prints them on
+# the console; production sends through the SMTP server the environment names.
+EMAIL_BACKEND = env_str(
+    "DJANGO_EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend"
+    if DEBUG
+    else "django.core.mail.backends.smtp.EmailBackend",
+)
+EMAIL_HOST = env_str("DJANGO_EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 587)
+EMAIL_HOST_USER = env_str("DJANGO_EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("DJANGO_EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", True)
+EMAIL_USE_SSL = env_bool("DJANGO_EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env_int("DJANGO_EMAIL_TIMEOUT", 30)
+DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "Floorboard <floorboard@localhost>")
+# The site's address for links in mail sent without a request at hand (beat's notices).
+FLOORBOARD_SITE_URL = env_str("FLOORBOARD_SITE_URL", "http://127.0.0.1:8000")
+# A notice goes out when a submission has shown no sign of a worker this long; submissions
+# older than NOTICE_LOOKBACK_DAYS are not looked at.
+NOTICE_STALL_SECONDS = env_int("FLOORBOARD_NOTICE_STALL_SECONDS", 30 * 60)
+NOTICE_LOOKBACK_DAYS = env_int("FLOORBOARD_NOTICE_LOOKBACK_DAYS", 14)
+PASSWORD_RESET_TIMEOUT = env_int("DJANGO_PASSWORD_RESET_TIMEOUT", 3 * 24 * 3600)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -12,6 +12,7 @@ admin.site.login_form = ThrottledAdminAuthenticationForm
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("assets/plotly-<str:version>.min.js", views.plotly_js, name="plotly-js"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("", include("leaderboard.urls")),
     path("", include("annotation.urls")),
 ]

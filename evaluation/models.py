@@ -228,6 +228,9 @@ class Submission(models.Model):
     is_flagged = models.BooleanField(default=False)
     flag_reason = models.TextField(blank=True, help_text="Shown publicly beside a flagged entry")
     is_hidden = models.BooleanField(default=False, help_text="Removed from public pages by staff")
+    # A paper under review: outside its team and staff the submission is "Anonymous (under
+    # review)", with no system, team or link, until its team reveals it.
+    is_anonymous = models.BooleanField(default=False)
     # What produced the outputs (evaluation/run_config.py documents the schema).
     run_config = models.JSONField(default=dict, blank=True)
 
@@ -452,3 +455,31 @@ class ScorerVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.judge_id} scorer {self.fingerprint}"
+
+
+class ScoreRecord(models.Model):
+    """A board row's numbers as they were computed, kept when a re-score replaces them: the
+    results with the judge, the prompt versions and the processing (rules and steps) behind
+    them. Written once, never changed: a cited number stays findable at its own address."""
+
+    submission = models.ForeignKey(
+        Submission, on_delete=models.CASCADE, related_name="score_records"
+    )
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+")
+    results = models.JSONField()
+    judgments_total = models.PositiveIntegerField(default=0)
+    judgments_failed = models.PositiveIntegerField(default=0)
+    # The judge as configured then: provider, model per kind, sampling parameters.
+    judge_config = models.JSONField(default=dict)
+    # [{"kind", "version", "sha256"}] of the judgments behind the numbers.
+    prompt_versions = models.JSONField(default=list)
+    # {"rules": <plug-in rules version>, "steps": {name: version}}.
+    processing = models.JSONField(default=dict)
+    computed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["submission", "judge", "-computed_at", "-pk"]
+        indexes = [models.Index(fields=["submission", "judge", "computed_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.submission_id} under {self.judge_id} at {self.computed_at:%Y-%m-%d %H:%M}"

@@ -65,6 +65,11 @@ def peaks_url(*, key: str, user, submission_id: int | None = None) -> str:
     return reverse("audio-peaks", args=[token])
 
 
+def renew_url(*, key: str, user, submission_id: int | None = None) -> str:
+    token = audio_token(key=key, user=user, submission_id=submission_id)
+    return reverse("audio-renew", args=[token])
+
+
 @dataclass(frozen=True)
 class Clip:
     """What the player fragment needs for one stored clip."""
@@ -74,6 +79,8 @@ class Clip:
     peaks_url: str
     markers: list[dict] = field(default_factory=list)
     name: str = ""  # the file's name in its task folder, e.g. response.wav
+    renew_url: str = ""  # where the player gets fresh URLs once these expire
+    expires_in: int = 0  # seconds the URLs work
 
     @property
     def markers_json(self) -> str:
@@ -96,6 +103,8 @@ def clip_for(
         peaks_url=peaks_url(key=key, user=user, submission_id=submission_id),
         markers=list(markers or []),
         name=name,
+        renew_url=renew_url(key=key, user=user, submission_id=submission_id),
+        expires_in=settings.SIGNED_URL_SECONDS,
     )
 
 
@@ -106,8 +115,13 @@ class AccessDenied(Exception):
 def key_from_token(token: str, *, user) -> str:
     """The storage key a token grants this user, or AccessDenied (expired, tampered, another
     viewer's token, or a submission this user may no longer see)."""
+    return _grant(token, user=user, max_age=settings.SIGNED_URL_SECONDS)[0]
+
+
+def _grant(token: str, *, user, max_age: int) -> tuple[str, int | None]:
+    """(storage key, submission id) of a token no older than max_age, checked as above."""
     try:
-        payload = signing.loads(token, salt=SALT, max_age=settings.SIGNED_URL_SECONDS)
+        payload = signing.loads(token, salt=SALT, max_age=max_age)
     except signing.SignatureExpired as exc:
         raise AccessDenied("this audio link has expired; reload the page") from exc
     except signing.BadSignature as exc:
@@ -124,7 +138,30 @@ def key_from_token(token: str, *, user) -> str:
         raise AccessDenied("you may not hear this submission")
     if not sees_held_out(user) and held_out_key(payload["k"]):
         raise AccessDenied("this task is held out")
-    return payload["k"]
+    return payload["k"], submission_id
+
+
+@require_safe
+def audio_renew(request, token: str):
+    """Fresh URLs for a clip whose own have expired, for a page left open: the same checks as
+    playing it (this viewer, a submission they may still see), on a token up to
+    SIGNED_URL_RENEW_SECONDS old."""
+    try:
+        key, submission_id = _grant(
+            token, user=request.user, max_age=settings.SIGNED_URL_RENEW_SECONDS
+        )
+    except AccessDenied as exc:
+        return JsonResponse({"error": str(exc)}, status=403)
+    response = JsonResponse(
+        {
+            "url": audio_url(key=key, user=request.user, submission_id=submission_id),
+            "peaks": peaks_url(key=key, user=request.user, submission_id=submission_id),
+            "renew": renew_url(key=key, user=request.user, submission_id=submission_id),
+            "expires_in": settings.SIGNED_URL_SECONDS,
+        }
+    )
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 def _private(response: HttpResponse) -> HttpResponse:

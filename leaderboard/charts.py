@@ -54,9 +54,111 @@ def _error_bars(values, intervals) -> dict:
 
 def _axis_title(column) -> str:
     better = "higher" if column.higher_is_better else "lower"
-    unit = f" ({column.metric.unit})" if column.metric.unit else ""
+    unit = column.metric.unit
+    # A label that already names its unit ("Lat (s)") does not get it twice.
+    unit = f" ({unit})" if unit and not column.label.endswith(f"({unit})") else ""
     group = f"{column.group} " if column.group else ""
     return f"{_text(group + column.label)}{unit}, {better} is better"
+
+
+# Where a point's name may go, tried in this order: (plotly position, x offset, y offset) with
+# the offsets in label boxes (a box is centred on the point, then shifted).
+LABEL_POSITIONS = (
+    ("top center", 0.0, 0.75),
+    ("bottom center", 0.0, -0.75),
+    ("middle right", 0.62, 0.0),
+    ("middle left", -0.62, 0.0),
+    ("top right", 0.55, 0.75),
+    ("top left", -0.55, 0.75),
+    ("bottom right", 0.55, -0.75),
+    ("bottom left", -0.55, -0.75),
+)
+# A label's size as a fraction of the plot area, with some slack: about 6 px per character of
+# 10 px text on a plot some 740 px wide, 12 px high on some 320 px. (The page hides what still
+# collides at its actual size, e.g. on a phone.)
+CHAR_WIDTH, LABEL_HEIGHT, POINT_SIZE = 0.009, 0.05, 0.02
+
+
+def _overlap(a: tuple, b: tuple) -> float:
+    """The area two boxes (x0, y0, x1, y1) share."""
+    width = min(a[2], b[2]) - max(a[0], b[0])
+    height = min(a[3], b[3]) - max(a[1], b[1])
+    return max(0.0, width) * max(0.0, height)
+
+
+def _label_box(x: float, y: float, text: str, dx: float, dy: float) -> tuple:
+    width = max(3, len(text)) * CHAR_WIDTH
+    cx, cy = x + dx * width, y + dy * LABEL_HEIGHT * 1.4
+    return (cx - width / 2, cy - LABEL_HEIGHT / 2, cx + width / 2, cy + LABEL_HEIGHT / 2)
+
+
+def _outside(box: tuple) -> float:
+    return max(0.0, -box[0]) + max(0.0, box[2] - 1) + max(0.0, -box[1]) + max(0.0, box[3] - 1)
+
+
+def label_positions(points: Sequence[tuple[float, float, str]], rounds: int = 20) -> list[str]:
+    """A text position per point (x, y as fractions of the plot area, and its label) so that
+    labels overlap neither each other nor the points and stay inside the plot: each point in
+    turn takes its least covered position (the first free one), then every label moves to its
+    best position given the others' until none moves (a few rounds at most)."""
+    marks = [
+        (x - POINT_SIZE / 2, y - POINT_SIZE / 2, x + POINT_SIZE / 2, y + POINT_SIZE / 2)
+        for x, y, _ in points
+    ]
+    candidates = [
+        [_label_box(x, y, text, dx, dy) for _, dx, dy in LABEL_POSITIONS] for x, y, text in points
+    ]
+
+    def cost(index: int, box: tuple, others: dict[int, tuple]) -> float:
+        total = _outside(box)
+        total += sum(_overlap(box, m) for i, m in enumerate(marks) if i != index)
+        return total + sum(_overlap(box, b) for i, b in others.items() if i != index)
+
+    chosen: dict[int, int] = {}
+    for index in range(len(points)):
+        placed = {i: candidates[i][k] for i, k in chosen.items()}
+        costs = [cost(index, box, placed) for box in candidates[index]]
+        chosen[index] = min(range(len(costs)), key=lambda k: (costs[k] > 1e-12, costs[k], k))
+    for _ in range(rounds):
+        moved = False
+        for index in range(len(points)):
+            placed = {i: candidates[i][k] for i, k in chosen.items()}
+            costs = [cost(index, box, placed) for box in candidates[index]]
+            best = min(range(len(costs)), key=lambda k: (costs[k], k))
+            if costs[best] < costs[chosen[index]] - 1e-12:
+                chosen[index] = best
+                moved = True
+        if not moved:
+            break
+    return [LABEL_POSITIONS[chosen[i]][0] for i in range(len(points))]
+
+
+def _padded_range(values: Sequence[float], *, from_zero: bool, pad: float = 0.12) -> list:
+    """An axis range around the values with room for the points' names at both ends."""
+    low, high = min(values), max(values)
+    if from_zero:
+        low = min(0.0, low)
+    span = (high - low) or max(abs(high), 1.0)
+    return [low - (0 if from_zero and low == 0 else pad * span), high + pad * span]
+
+
+def _legend_note(name: str, symbol: str, colour: str = "#666") -> go.Scatter:
+    """An entry of the legend only: what a marker means, with no data."""
+    return go.Scatter(
+        x=[None],
+        y=[None],
+        mode="markers",
+        name=name,
+        legendgroup="note",
+        showlegend=True,
+        hoverinfo="skip",
+        marker={"symbol": symbol, "color": colour, "size": 10},
+    )
+
+
+PAPER_NOTE = "reported in a paper: no counts, so no 95% interval"
+SCORED_NOTE = "scored here: bars are 95% intervals"
+RIGHT_LEGEND = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
 
 
 def _groups(points, row_groups) -> list[tuple[str, str, str]]:
@@ -72,7 +174,8 @@ def _groups(points, row_groups) -> list[tuple[str, str, str]]:
 
 def scatter_figure(chart, columns: dict, points: Sequence, row_groups) -> go.Figure:
     """One point per system: metric x against metric y, with the intervals of both where they
-    exist; a button per declared pair. Systems missing either value are not plotted."""
+    exist; a button per declared pair. Systems missing either value are not plotted. Names sit
+    beside the points where they do not overlap; the legend says which marks have intervals."""
     figure = go.Figure()
     pairs = [
         (columns[x], columns[y])
@@ -80,32 +183,44 @@ def scatter_figure(chart, columns: dict, points: Sequence, row_groups) -> go.Fig
         if x in columns and y in columns
     ]
     groups = _groups(points, row_groups)
+    labelled = len(points) <= MAX_LABELLED_POINTS
     buttons = []
     for index, (x, y) in enumerate(pairs):
         first = len(figure.data)
+        placed = [
+            p for p in points if p.values.get(x.key) is not None and p.values.get(y.key) is not None
+        ]
+        ranges = {}
+        positions: dict[int, str] = {}
+        if placed:
+            xs_all = [p.values[x.key] for p in placed]
+            ys_all = [p.values[y.key] for p in placed]
+            ranges = {
+                "x": _padded_range(xs_all, from_zero=True),
+                "y": _padded_range(ys_all, from_zero=False),
+            }
+            (x0, x1), (y0, y1) = ranges["x"], ranges["y"]
+            chosen = label_positions(
+                [
+                    ((px - x0) / (x1 - x0), (py - y0) / (y1 - y0), p.system)
+                    for p, px, py in zip(placed, xs_all, ys_all, strict=True)
+                ]
+            )
+            positions = {id(p): where for p, where in zip(placed, chosen, strict=True)}
         for key, label, colour in groups:
-            chosen = [
-                p
-                for p in points
-                if p.system_type == key
-                and p.values.get(x.key) is not None
-                and p.values.get(y.key) is not None
-            ]
-            if not chosen:
+            chosen_points = [p for p in placed if p.system_type == key]
+            if not chosen_points:
                 continue
-            ys = [p.values[y.key] for p in chosen]
-            xs = [p.values[x.key] for p in chosen]
-            y_intervals = [p.intervals.get(y.key) for p in chosen]
-            x_intervals = [p.intervals.get(x.key) for p in chosen]
-            labelled = len(points) <= MAX_LABELLED_POINTS
+            ys = [p.values[y.key] for p in chosen_points]
+            xs = [p.values[x.key] for p in chosen_points]
+            y_intervals = [p.intervals.get(y.key) for p in chosen_points]
+            x_intervals = [p.intervals.get(x.key) for p in chosen_points]
             figure.add_trace(
                 go.Scatter(
                     x=xs,
                     y=ys,
                     mode="markers+text" if labelled else "markers",
-                    textposition=[
-                        "top center" if i % 2 == 0 else "bottom center" for i in range(len(chosen))
-                    ],
+                    textposition=[positions.get(id(p), "top center") for p in chosen_points],
                     textfont={"size": 10},
                     cliponaxis=False,
                     name=_text(f"{label} ({y.group})" if len(pairs) > 1 else label),
@@ -113,78 +228,90 @@ def scatter_figure(chart, columns: dict, points: Sequence, row_groups) -> go.Fig
                         "color": colour,
                         "size": 10,
                         "symbol": [
-                            "diamond-open" if p.reported_in_paper else "circle" for p in chosen
+                            "diamond-open" if p.reported_in_paper else "circle"
+                            for p in chosen_points
                         ],
                     },
                     error_y={**_error_bars(ys, y_intervals), "color": colour, "thickness": 1},
                     error_x={**_error_bars(xs, x_intervals), "color": colour, "thickness": 1},
-                    text=[_text(p.system) for p in chosen],
+                    text=[_text(p.system) for p in chosen_points],
                     customdata=[
                         [
                             _interval_text(i, y.metric.unit),
                             "reported in the paper" if p.reported_in_paper else "scored here",
                             p.url,
                         ]
-                        for p, i in zip(chosen, y_intervals, strict=True)
+                        for p, i in zip(chosen_points, y_intervals, strict=True)
                     ],
                     hovertemplate=(
                         "<b>%{text}</b><br>"
                         + f"{_text(y.group + ' ' + y.label)} %{{y:.2f}} (%{{customdata[0]}})<br>"
                         + f"{_text(x.group + ' ' + x.label)} %{{x:.2f}}<br>"
-                        + "%{customdata[1]}<extra></extra>"
+                        + "%{customdata[1]}<br><i>click: open the system</i><extra></extra>"
                     ),
                     visible=index == 0,
                 )
             )
-        buttons.append((x, y, first, len(figure.data)))
+        buttons.append((x, y, first, len(figure.data), ranges))
+    _add_notes(figure, points)
     total = len(figure.data)
+    notes = [i for i, trace in enumerate(figure.data) if trace.legendgroup == "note"]
     menu = [
         {
             "label": _text(y.group or y.label),
             "method": "update",
             "args": [
-                {"visible": [first <= i < last for i in range(total)]},
-                {"yaxis.title.text": _axis_title(y), "xaxis.title.text": _axis_title(x)},
+                {"visible": [first <= i < last or i in notes for i in range(total)]},
+                {
+                    "yaxis.title.text": _axis_title(y),
+                    "xaxis.title.text": _axis_title(x),
+                    **({"xaxis.range": ranges["x"], "yaxis.range": ranges["y"]} if ranges else {}),
+                },
             ],
         }
-        for x, y, first, last in buttons
+        for x, y, first, last, ranges in buttons
     ]
     x0, y0 = pairs[0] if pairs else (None, None)
+    first_ranges = buttons[0][4] if buttons else {}
     figure.update_layout(
-        **{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 90}},
-        height=500,
-        title={"text": _text(chart.title)},
-        xaxis={"title": {"text": _axis_title(x0) if x0 else ""}, "rangemode": "tozero"},
-        yaxis={"title": {"text": _axis_title(y0) if y0 else ""}},
+        **{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 100}},
+        height=520,
+        title={"text": _text(chart.title), "x": 0, "xanchor": "left", "y": 0.98},
+        xaxis={
+            "title": {"text": _axis_title(x0) if x0 else ""},
+            "automargin": True,
+            **({"range": first_ranges["x"]} if first_ranges else {"rangemode": "tozero"}),
+        },
+        yaxis={
+            "title": {"text": _axis_title(y0) if y0 else ""},
+            "automargin": True,
+            **({"range": first_ranges["y"]} if first_ranges else {}),
+        },
         updatemenus=[
             {
                 "type": "buttons",
                 "direction": "right",
                 "x": 0,
                 "xanchor": "left",
-                "y": 1.12,
+                "y": 1.02,
+                "yanchor": "bottom",
                 "buttons": menu,
             }
         ]
         if len(menu) > 1
         else [],
-        legend={"orientation": "h", "y": -0.25},
-        annotations=[_interval_note()],
+        showlegend=True,
+        legend=RIGHT_LEGEND,
     )
     return figure
 
 
-def _interval_note() -> dict:
-    return {
-        "text": "Bars: 95% intervals where counts are known; paper rows (◇) have none.",
-        "xref": "paper",
-        "yref": "paper",
-        "x": 0,
-        "y": -0.38,
-        "showarrow": False,
-        "font": {"size": 10, "color": "#666"},
-        "xanchor": "left",
-    }
+def _add_notes(figure: go.Figure, points: Sequence, **where) -> None:
+    """Legend entries saying which marks carry 95% intervals: a paper's rows have no counts."""
+    if any(not p.reported_in_paper for p in points):
+        figure.add_trace(_legend_note(SCORED_NOTE, "circle"), **where)
+    if any(p.reported_in_paper for p in points):
+        figure.add_trace(_legend_note(PAPER_NOTE, "diamond-open"), **where)
 
 
 def bars_figure(chart, columns: dict, points: Sequence) -> go.Figure:
@@ -219,7 +346,7 @@ def bars_figure(chart, columns: dict, points: Sequence) -> go.Figure:
                     ],
                     hovertemplate=(
                         f"<b>%{{x}}</b><br>{_text(group + ' ' + column.label)} %{{y:.2f}}"
-                        + "<br>%{customdata[0]}<extra></extra>"
+                        + "<br>%{customdata[0]}<br><i>click: open the system</i><extra></extra>"
                     ),
                 ),
                 row=row,
@@ -243,12 +370,14 @@ def bars_figure(chart, columns: dict, points: Sequence) -> go.Figure:
         if len(points) > MAX_BAR_SYSTEMS
         else f"{len(points)} systems in rank order"
     )
+    _add_notes(figure, shown, row=1, col=1)
     figure.update_layout(
-        **{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 100, "b": 120}},
+        **{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 90, "b": 60}},
         barmode="group",
-        height=360 * max(1, len(groups)),
-        title={"text": _text(f"{chart.title} ({note}; 95% intervals where counts are known)")},
-        legend={"orientation": "h", "y": 1.06, "x": 0, "yanchor": "bottom"},
+        height=380 * max(1, len(groups)),
+        title={"text": _text(f"{chart.title} ({note})"), "x": 0, "xanchor": "left", "y": 0.99},
+        showlegend=True,
+        legend=RIGHT_LEGEND,
     )
     return figure
 

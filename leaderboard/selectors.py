@@ -9,6 +9,7 @@ from functools import reduce
 from operator import or_
 
 from django.db.models import (
+    BooleanField,
     Case,
     Count,
     F,
@@ -32,7 +33,7 @@ from django.urls import reverse
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import Metric
 from evaluation.models import Benchmark, Judge, Score, Submission, System, TaskJudgment
-from evaluation.selectors import submissions_visible_to
+from evaluation.selectors import ANONYMOUS_NAME, identity_hidden_q, submissions_visible_to
 from evaluation.stats import Agreement, agreement_from_table, merge_tables, wilson_pct
 
 # --- Columns --------------------------------------------------------------------------------
@@ -144,6 +145,24 @@ class BoardFilters:
     input_modality: str | None = None
     output_modality: str | None = None
     contamination: str | None = None
+    # Part of a system's name (any case); matched after ranking, so ranks stay the board's.
+    search: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return any(
+            value not in (None, "")
+            for value in (
+                self.system_type,
+                self.architecture,
+                self.open_weights,
+                self.full_duplex,
+                self.search,
+                self.input_modality,
+                self.output_modality,
+                self.contamination,
+            )
+        )
 
     def q(self) -> Q:
         q = Q()
@@ -196,6 +215,11 @@ class Entry:
     intervals: dict = field(default_factory=dict)
     system_type_label: str = ""
     rescoring: bool = False
+    created_at: object = None  # when the submission was made; None for a paper's row
+    # Anonymous to this viewer (a paper under review): no system, team or link is shown.
+    anonymous: bool = False
+    # The team's own anonymous row: shown to them, marked as hidden from others.
+    under_review: bool = False
     # Judgments that failed under this judge (counted as wrong); retrying: another try is due.
     failed_judgments: int = 0
     retrying_failed: bool = False
@@ -295,11 +319,20 @@ def _board_queryset(*, benchmark: Benchmark, judge: Judge | None, user, filters:
         shown.append(Q(is_reported=False, pk=Subquery(newest)))
     if judge is None or judge.is_official:
         shown.append(Q(is_reported=True))
+    hidden = identity_hidden_q(user=user)
     queryset = (
         Submission.objects.filter(benchmark=benchmark, pk__in=visible.values("pk"))
         .filter(reduce(or_, shown))
         .filter(filters.q())
+        .annotate(
+            board_hidden=Case(
+                When(hidden, then=Value(True)), default=Value(False), output_field=BooleanField()
+            )
+        )
     )
+    if filters.architecture or filters.open_weights is not None or filters.full_duplex is not None:
+        # An anonymous row's facts would say which system it is: it matches no such filter.
+        queryset = queryset.exclude(hidden)
     if judge is None:
         results = F("reported_results")
     else:
@@ -317,25 +350,18 @@ def _board_queryset(*, benchmark: Benchmark, judge: Judge | None, user, filters:
     )
 
 
-def leaderboard_entries(
+def _ranked(
     *,
     benchmark: Benchmark,
     judge: Judge | None,
-    user=None,
-    filters: BoardFilters | None = None,
-    sort: BoardSort | None = None,
-    split: str = "",
-) -> list[Entry]:
-    """The rows of a board as shown. Rank and order come from SQL: rows ranked by the plug-in's
-    rank keys (standard competition ranking: exact ties share a rank), within their row group
-    when the board is grouped. On a board with splits, only rows whose results hold the split.
-    A team sees its own unpublished rows, marked private; hidden rows only staff."""
-    filters = filters or BoardFilters()
-    sort = sort or BoardSort()
-    split = board_split(benchmark=benchmark, requested=split)
-    columns = {c.key: c for c in board_columns(benchmark=benchmark, split=split)}
-    if sort.key not in (SORT_RANK, SORT_SYSTEM, SORT_TYPE, *columns):
-        raise ValueError(f"unknown sort key {sort.key!r}")
+    user,
+    filters: BoardFilters,
+    sort: BoardSort,
+    split: str,
+):
+    """The board's rows with their rank: the plug-in's rank keys, descending, on unrounded
+    values (standard competition ranking: exact ties share a rank), within the row group when
+    the board is grouped. A name search keeps the ranks: it filters the ranked rows."""
     rank_order = [_ordered(_exact_number(c), True) for c in _rank_columns(benchmark, split)]
     queryset = _board_queryset(benchmark=benchmark, judge=judge, user=user, filters=filters)
     if split:
@@ -350,6 +376,60 @@ def leaderboard_entries(
     else:
         ranking = Value(1)
     queryset = queryset.annotate(board_rank=ranking)
+    if filters.search:
+        # A window over the row itself: filtering on it makes Django filter the ranked rows in
+        # an outer query, after every rank is known.
+        match = Case(
+            When(system__name__icontains=filters.search, board_hidden=False, then=Value(1)),
+            default=Value(0),
+            output_field=IntegerField(),
+        )
+        queryset = queryset.annotate(name_match=Window(Max(match), partition_by=[F("pk")])).filter(
+            name_match=1
+        )
+    return queryset
+
+
+def leaderboard_count(
+    *,
+    benchmark: Benchmark,
+    judge: Judge | None,
+    user=None,
+    filters: BoardFilters | None = None,
+    split: str = "",
+) -> int:
+    """How many rows the board has with these filters (one COUNT query, with no ranking: a
+    name search counts the same rows whether it filters before or after ranks are given)."""
+    filters = filters or BoardFilters()
+    queryset = _board_queryset(benchmark=benchmark, judge=judge, user=user, filters=filters)
+    if filters.search:
+        queryset = queryset.filter(system__name__icontains=filters.search, board_hidden=False)
+    return queryset.count()
+
+
+def leaderboard_entries(
+    *,
+    benchmark: Benchmark,
+    judge: Judge | None,
+    user=None,
+    filters: BoardFilters | None = None,
+    sort: BoardSort | None = None,
+    split: str = "",
+    limit: int | None = None,
+) -> list[Entry]:
+    """The rows of a board as shown (the first ``limit`` of them). Rank and order come from
+    SQL: rows ranked by the plug-in's rank keys (standard competition ranking: exact ties share
+    a rank), within their row group when the board is grouped. A team sees its own unpublished
+    rows, marked private; hidden rows only staff."""
+    filters = filters or BoardFilters()
+    sort = sort or BoardSort()
+    split = board_split(benchmark=benchmark, requested=split)
+    columns = {c.key: c for c in board_columns(benchmark=benchmark, split=split)}
+    if sort.key not in (SORT_RANK, SORT_SYSTEM, SORT_TYPE, *columns):
+        raise ValueError(f"unknown sort key {sort.key!r}")
+    queryset = _ranked(
+        benchmark=benchmark, judge=judge, user=user, filters=filters, sort=sort, split=split
+    )
 
     order = []
     if sort.group_by_type or sort.key == SORT_TYPE:
@@ -364,9 +444,11 @@ def leaderboard_entries(
 
     judge_slug = judge.slug if judge else ""
     plugin = get_plugin(benchmark.plugin)
+    queryset = queryset.order_by(*order)
+    if limit is not None:
+        queryset = queryset[:limit]
     return [
-        _entry(submission, judge, judge_slug, columns.values(), plugin)
-        for submission in queryset.order_by(*order)
+        _entry(submission, judge, judge_slug, columns.values(), plugin) for submission in queryset
     ]
 
 
@@ -381,6 +463,8 @@ def _facets(system: System) -> dict:
         "full_duplex": system.full_duplex,
         "parameters": system.parameters,
         "license": system.license,
+        "paper_url": system.paper_url,
+        "code_url": system.code_url,
     }
 
 
@@ -388,9 +472,12 @@ def _entry(submission: Submission, judge: Judge | None, judge_slug: str, columns
     system = submission.system
     results = submission.board_results or {}
     reported = submission.is_reported
+    hidden = bool(getattr(submission, "board_hidden", False))
     return Entry(
         rank=submission.board_rank,
-        system=system.name,
+        system=ANONYMOUS_NAME if hidden else system.name,
+        anonymous=hidden,
+        under_review=submission.is_anonymous and not hidden,
         system_type=submission.row_group,
         system_type_label=plugin.row_group_label(submission.row_group),
         submission_id=submission.pk,
@@ -406,16 +493,41 @@ def _entry(submission: Submission, judge: Judge | None, judge_slug: str, columns
         flag_reason=submission.flag_reason if submission.is_flagged else "",
         staff_verified=submission.is_verified,
         hidden=submission.is_hidden and not reported,
-        system_id=system.pk,
-        facets=_facets(system),
+        system_id=0 if hidden else system.pk,
+        facets={} if hidden else _facets(system),
         intervals={c.key: c.interval(results) for c in columns if c.metric.interval != "none"},
         rescoring=not reported and submission.status != Submission.Status.SCORED,
+        created_at=None if reported else submission.created_at,
         failed_judgments=getattr(submission, "board_failed", 0) or 0,
         retrying_failed=submission.retry_failed_at is not None,
         run_config={} if reported else submission.run_config,
         contamination="" if reported else submission.contamination,
         contamination_note="" if reported else submission.contamination_note,
     )
+
+
+@dataclass(frozen=True)
+class BoardSummary:
+    judge: Judge | None
+    scored_here: int  # rows scored on this site
+    reported: int  # rows as a paper reported them
+    leader: Entry | None  # rank 1 of one ranking over every row
+
+
+def board_summary(*, benchmark: Benchmark, user) -> BoardSummary:
+    """What the home page says of a board, under its default judge: how many rows it has and
+    which leads (two queries)."""
+    judge = default_judge(benchmark=benchmark)
+    counts = _board_queryset(
+        benchmark=benchmark, judge=judge, user=user, filters=BoardFilters()
+    ).aggregate(
+        here=Count("pk", filter=Q(is_reported=False)),
+        paper=Count("pk", filter=Q(is_reported=True)),
+    )
+    leaders = leaderboard_entries(
+        benchmark=benchmark, judge=judge, user=user, sort=BoardSort(group_by_type=False), limit=1
+    )
+    return BoardSummary(judge, counts["here"], counts["paper"], leaders[0] if leaders else None)
 
 
 # --- Charts ---------------------------------------------------------------------------------
@@ -441,6 +553,10 @@ def _version(*, benchmark: Benchmark, user, judge: Judge | None) -> dict:
         ids=Sum("pk"),
         public=Count("pk", filter=Q(is_published=True, is_hidden=False)),
         scored=Count("pk", filter=Q(status=Submission.Status.SCORED)),
+        # Badges the board shows: a flag or a staff check changes the rendered rows.
+        flagged=Count("pk", filter=Q(is_flagged=True)),
+        verified=Count("pk", filter=Q(is_verified=True)),
+        retrying=Count("pk", filter=Q(retry_failed_at__isnull=False)),
     )
     scores = Score.objects.filter(submission__in=visible)
     if judge is not None:
@@ -467,6 +583,20 @@ def chart_cache_key(
         version=_version(benchmark=benchmark, user=user, judge=judge),
         filters=filters,
         split=split,
+    )
+
+
+def board_cache_key(
+    *, benchmark: Benchmark, judge: Judge | None, user, state: dict, version: dict | None = None
+) -> str:
+    """The rendered table's key: the charts' score state (the same _version) and the board's
+    query parameters, so a new score, a publication or a flag renders it afresh."""
+    return _cache_key(
+        "board-table-v1",
+        benchmark=benchmark.pk,
+        judge=judge.pk if judge else None,
+        version=version or _version(benchmark=benchmark, user=user, judge=judge),
+        state=sorted(state.items()),
     )
 
 
@@ -510,7 +640,7 @@ def chart_points(
         ChartPoint(
             system=e.system,
             system_type=e.system_type,
-            url=reverse("system", args=[e.system_id]),
+            url=reverse("system", args=[e.system_id]) if e.system_id else "",
             reported_in_paper=e.reported_in_paper,
             private=e.private,
             values={c.key: c.value(e.results) for c in columns},
@@ -526,7 +656,12 @@ def chart_points(
 def system_submissions(*, system: System, user) -> list[Submission]:
     """Every submission of a system, on every benchmark, that this user may see; each carries
     `shown_results`: its own judge's scores, or the paper's numbers."""
-    visible = submissions_visible_to(user=user).filter(system=system)
+    # An anonymous submission is never listed under its system for those it is hidden from.
+    visible = (
+        submissions_visible_to(user=user)
+        .filter(system=system)
+        .exclude(identity_hidden_q(user=user))
+    )
     own_score = Score.objects.filter(submission=OuterRef("pk"), judge=OuterRef("judge_id")).values(
         "results"
     )[:1]

@@ -246,3 +246,33 @@ def task_judgment_groups(*, task_result: TaskResult, judge_id: int | None) -> li
         )
         group["items"].append(link)
     return list(groups.values())
+
+
+def duplicate_bundles(*, submission: Submission, user) -> list[Submission]:
+    """Earlier submissions of the same team with the very same upload (SHA-256), for the team's
+    own members (and staff): another team's uploads are never compared or named."""
+    if not submission.bundle_sha256 or submission.team_id is None:
+        return []
+    if not user_may_manage(user=user, submission=submission):
+        return []
+    return list(
+        Submission.objects.filter(
+            team_id=submission.team_id,
+            bundle_sha256=submission.bundle_sha256,
+            created_at__lte=submission.created_at,
+        )
+        .exclude(pk=submission.pk)
+        .select_related("system")
+        .order_by("created_at", "pk")[:10]
+    )
+
+
+def score_records(*, submission: Submission) -> list:
+    """The numbers the submission's own judge has given it over time, newest first."""
+    from evaluation.models import ScoreRecord
+
+    return list(
+        ScoreRecord.objects.filter(submission=submission, judge_id=submission.judge_id)
+        .select_related("judge")
+        .order_by("-computed_at", "-pk")
+    )

@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from leaderboard.accounts import views
-from leaderboard.accounts.forms import ThrottledAuthenticationForm
+from leaderboard.accounts.forms import ThrottledAuthenticationForm, VerifiedPasswordResetForm
 
 urlpatterns = [
     path("accounts/signup/", views.signup, name="signup"),
@@ -16,6 +16,36 @@ urlpatterns = [
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path(
+        "accounts/password/reset/",
+        auth_views.PasswordResetView.as_view(
+            template_name="accounts/password_reset.html",
+            email_template_name="accounts/password_reset_email.txt",
+            subject_template_name="accounts/password_reset_subject.txt",
+            form_class=VerifiedPasswordResetForm,
+        ),
+        name="password_reset",
+    ),
+    path(
+        "accounts/password/reset/sent/",
+        auth_views.PasswordResetDoneView.as_view(template_name="accounts/password_reset_sent.html"),
+        name="password_reset_done",
+    ),
+    path(
+        "accounts/password/reset/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(
+            template_name="accounts/password_reset_confirm.html"
+        ),
+        name="password_reset_confirm",
+    ),
+    path(
+        "accounts/password/reset/done/",
+        auth_views.PasswordResetCompleteView.as_view(
+            template_name="accounts/password_reset_complete.html"
+        ),
+        name="password_reset_complete",
+    ),
+    path("accounts/email/verify/<str:token>/", views.email_verify, name="email-verify"),
     path("accounts/profile/", views.profile, name="profile"),
     path("accounts/tokens/", views.token_list, name="token-list"),
     path("accounts/tokens/<int:pk>/revoke/", views.token_revoke, name="token-revoke"),

@@ -1,10 +1,16 @@
 from django.urls import path
 
-from leaderboard import views
+from leaderboard import views, views_about
 
 urlpatterns = [
     path("", views.benchmark_list, name="benchmark-list"),
     path("benchmarks/<slug:slug>/", views.leaderboard_page, name="leaderboard"),
+    path("benchmarks/<slug:slug>/about/", views_about.benchmark_about, name="benchmark-about"),
+    path(
+        "benchmarks/<slug:slug>/example-upload/",
+        views_about.benchmark_example_upload,
+        name="benchmark-example",
+    ),
     path("benchmarks/<slug:slug>/leaderboard.csv", views.leaderboard_csv, name="leaderboard-csv"),
     path("benchmarks/<slug:slug>/charts.json", views.leaderboard_charts, name="leaderboard-charts"),
     path("benchmarks/<slug:slug>/judges/", views.judge_agreement_page, name="judge-agreement"),

@@ -2,7 +2,8 @@
 agreement, and the staff page that adds judges and re-scores with them.
 
 All board state lives in the query string (judge, split, sort, group, ci, type, arch, open,
-duplex), so every URL is a permalink and the exports show exactly the rows of the page."""
+duplex, q, rows), so every URL is a permalink and the exports show exactly the rows of the page
+(all of them: the page shows the first FIRST_ROWS unless rows=all)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import plotly
 from django import forms
 from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
+from django.db.models import Count
 from django.http import (
     Http404,
     HttpResponse,
@@ -23,10 +25,12 @@ from django.http import (
     HttpResponseForbidden,
 )
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
@@ -42,12 +46,15 @@ from leaderboard.selectors import (
     BoardFilters,
     BoardSort,
     agreement_cache_key,
+    board_cache_key,
     board_columns,
     board_split,
+    board_summary,
     chart_cache_key,
     chart_points,
     default_judge,
     judge_agreement,
+    leaderboard_count,
     leaderboard_entries,
     leaderboard_judges,
     row_group_choices,
@@ -55,6 +62,11 @@ from leaderboard.selectors import (
 )
 
 CHART_CACHE_SECONDS = 600
+# The rendered table waits this long at most for what its key cannot see (a renamed system).
+TABLE_CACHE_SECONDS = 120
+# The first screen of a board: its best rows; the whole table is one click (rows=all) away.
+FIRST_ROWS = 50
+SEARCH_MAX = 100
 YES_NO = {"yes": True, "no": False}
 
 
@@ -73,6 +85,7 @@ class BoardState:
     show_ci: bool = False
     split: str = ""
     default_split: str = ""
+    all_rows: bool = False
 
     def params(self, **overrides) -> dict[str, str]:
         """The query parameters that differ from the defaults (the judge always), in a fixed
@@ -90,6 +103,8 @@ class BoardState:
             "arch": filters.architecture or "",
             "open": _yes_no(filters.open_weights),
             "duplex": _yes_no(filters.full_duplex),
+            "q": filters.search or "",
+            "rows": "all" if self.all_rows else "",
         }
         values.update(overrides)
         return {key: value for key, value in values.items() if value}
@@ -104,7 +119,12 @@ class BoardState:
             "architecture": self.filters.architecture,
             "open_weights": self.filters.open_weights,
             "full_duplex": self.filters.full_duplex,
+            "search": self.filters.search,
         }
+
+    def cleared(self) -> str:
+        """This view without any filter: judge, split, sort and switches kept."""
+        return self.query(type="", arch="", open="", duplex="", q="")
 
 
 def _yes_no(value: bool | None) -> str:
@@ -137,6 +157,10 @@ def _board_state(params, *, benchmark: Benchmark, judge: Judge | None) -> BoardS
     ci = _choice(params, "ci", ["0", "1"], "interval switch") or "0"
     open_weights = _choice(params, "open", list(YES_NO), "value")
     full_duplex = _choice(params, "duplex", list(YES_NO), "value")
+    rows = _choice(params, "rows", ["all"], "row count")
+    search = " ".join(params.get("q", "").split())
+    if len(search) > SEARCH_MAX:
+        raise BadBoardQuery(f"q: a name search has at most {SEARCH_MAX} characters")
     return BoardState(
         judge=judge.slug if judge else "",
         filters=BoardFilters(
@@ -146,6 +170,7 @@ def _board_state(params, *, benchmark: Benchmark, judge: Judge | None) -> BoardS
             architecture=_choice(params, "arch", System.Architecture.values, "architecture"),
             open_weights=YES_NO[open_weights] if open_weights else None,
             full_duplex=YES_NO[full_duplex] if full_duplex else None,
+            search=search or None,
         ),
         sort=BoardSort(
             key=key, descending=sort_value.startswith("-"), group_by_type=group == "type"
@@ -153,6 +178,7 @@ def _board_state(params, *, benchmark: Benchmark, judge: Judge | None) -> BoardS
         show_ci=ci == "1",
         split=split,
         default_split=board_split(benchmark=benchmark),
+        all_rows=rows == "all",
     )
 
 
@@ -173,14 +199,15 @@ def _board(request, slug: str) -> Board:
     if wanted:
         judge = next((j for j in judges if j.slug == wanted), None)
         if judge is None:
-            raise Http404(f"no judge {wanted!r} has scored {benchmark.slug}")
+            known = ", ".join(j.slug for j in judges) or "none yet"
+            raise Http404(f"no judge {wanted!r} has scored {benchmark.slug}; judges: {known}")
     else:
         judge = default_judge(benchmark=benchmark)
     state = _board_state(request.GET, benchmark=benchmark, judge=judge)
     return Board(benchmark, judges, judge, state)
 
 
-def _entries(board: Board, user):
+def _entries(board: Board, user, limit: int | None = None):
     return leaderboard_entries(
         benchmark=board.benchmark,
         judge=board.judge,
@@ -188,6 +215,7 @@ def _entries(board: Board, user):
         filters=board.state.filters,
         sort=board.state.sort,
         split=board.state.split,
+        limit=limit,
     )
 
 
@@ -199,11 +227,20 @@ def _columns(board: Board):
 
 
 def benchmark_list(request):
-    return render(
-        request,
-        "leaderboard/benchmark_list.html",
-        {"benchmarks": Benchmark.objects.order_by("name")},
-    )
+    """Every benchmark with what it measures, its size, how many systems its board holds and
+    who leads it (under the board's default judge, as the viewer may see it)."""
+    benchmarks = Benchmark.objects.annotate(task_count=Count("tasks")).order_by("is_demo", "name")
+    cards = []
+    for benchmark in benchmarks:
+        plugin = get_plugin(benchmark.plugin)
+        cards.append(
+            {
+                "benchmark": benchmark,
+                "plugin": plugin,
+                "summary": board_summary(benchmark=benchmark, user=request.user),
+            }
+        )
+    return render(request, "leaderboard/benchmark_list.html", {"cards": cards})
 
 
 def _headers(board: Board, columns) -> tuple[list[dict], list[dict]]:
@@ -251,6 +288,8 @@ def _groups(columns) -> list[tuple[str, int]]:
 
 
 def _row_groups(entries, grouped: bool) -> list[tuple[str, list]]:
+    if not entries:
+        return []
     if not grouped:
         return [("", entries)]
     groups: list[tuple[str, list]] = []
@@ -262,16 +301,81 @@ def _row_groups(entries, grouped: bool) -> list[tuple[str, list]]:
     return groups
 
 
+def ranking_note(*, plugin, columns, grouped: bool) -> str:
+    """What "#" means on this board, from the plug-in's rank keys, in one paragraph."""
+    by_key = {c.metric.key: c for c in columns}
+    keys = [by_key[key] for key in plugin.rank_keys if key in by_key]
+    if not keys:
+        return "This benchmark declares no ranking: rows are listed in table order."
+    named = [f"{c.group} {c.label}".strip() for c in keys]
+    order = named[0] + "".join(f", then {name} for rows tied so far" for name in named[1:])
+    scope = (
+        "Ranks count within each group of rows; tick “one list” for one ranking of all rows."
+        if grouped and plugin.row_groups
+        else "One ranking of every row shown."
+    )
+    return (
+        f"# is the rank by {order}, each best first, compared on unrounded values (counts, "
+        "where a row has them). Exact ties share a rank and the next rank is skipped "
+        f"(1, 2, 2, 4). {scope} Filters rank the rows they keep; a name search keeps the "
+        "board's ranks."
+    )
+
+
+def _board_table(request, board: Board, columns) -> dict:
+    """The rendered table (the first FIRST_ROWS rows unless all are asked for), with how many
+    rows are shown and exist; cached under the board's score state and query parameters."""
+    state = board.state
+    key = board_cache_key(
+        benchmark=board.benchmark, judge=board.judge, user=request.user, state=state.params()
+    )
+    table = cache.get(key)
+    if table is not None:
+        return table
+    entries = _entries(board, request.user, limit=None if state.all_rows else FIRST_ROWS)
+    total = len(entries)
+    if not state.all_rows:
+        # Counted apart whatever the size, so a board's queries stay the same at any size.
+        total = leaderboard_count(
+            benchmark=board.benchmark,
+            judge=board.judge,
+            user=request.user,
+            filters=state.filters,
+            split=state.split,
+        )
+    fixed_headers, metric_headers = _headers(board, columns)
+    html = render_to_string(
+        "leaderboard/fragments/board_table.html",
+        {
+            "benchmark": board.benchmark,
+            "judge": board.judge,
+            "state": state,
+            "row_groups": _row_groups(entries, state.sort.group_by_type),
+            "columns": columns,
+            "column_groups": _groups(columns),
+            "fixed_headers": fixed_headers,
+            "metric_headers": metric_headers,
+            "shown": len(entries),
+            "total": total,
+            "all_href": state.query(rows="all"),
+            "cleared_href": state.cleared(),
+            "span": len(columns) + 5,
+        },
+    )
+    table = {"html": html, "shown": len(entries), "total": total}
+    cache.set(key, table, TABLE_CACHE_SECONDS)
+    return table
+
+
 def leaderboard_page(request, slug: str):
     try:
         board = _board(request, slug)
     except BadBoardQuery as exc:
         return HttpResponseBadRequest(str(exc), content_type="text/plain")
     columns = _columns(board)
-    entries = _entries(board, request.user)
-    fixed_headers, metric_headers = _headers(board, columns)
     state = board.state
     plugin = get_plugin(board.benchmark.plugin)
+    table = _board_table(request, board, columns)
     return render(
         request,
         "leaderboard/leaderboard.html",
@@ -280,20 +384,22 @@ def leaderboard_page(request, slug: str):
             "judges": board.judges,
             "judge": board.judge,
             "state": state,
-            "entries": entries,
-            "row_groups": _row_groups(entries, state.sort.group_by_type),
+            "table_html": mark_safe(table["html"]),  # rendered by our own template
+            "table": table,
             "columns": columns,
-            "column_groups": _groups(columns),
-            "fixed_headers": fixed_headers,
-            "metric_headers": metric_headers,
             "query": state.query(),
+            "export_query": state.query(rows=""),
             "plugin": plugin,
+            "ranking_note": ranking_note(
+                plugin=plugin, columns=columns, grouped=state.sort.group_by_type
+            ),
             "splits": [
                 (split.key, split.label, state.query(split=split.key)) for split in plugin.splits
             ],
             "type_choices": row_group_choices(benchmark=board.benchmark),
             "arch_choices": System.Architecture.choices,
             "plotly_src": reverse("plotly-js", args=[plotly.__version__]),
+            "first_rows": FIRST_ROWS,
         },
     )
 
@@ -320,8 +426,9 @@ def _entry_json(entry) -> dict:
     return {
         "rank": entry.rank,
         "system": entry.system,
-        "system_id": entry.system_id,
+        "system_id": entry.system_id or None,  # None: anonymous (under review) to this viewer
         "system_type": entry.system_type,
+        "submitted_at": entry.created_at.isoformat() if entry.created_at else None,
         "submission": entry.submission_id,
         "judge": entry.judge,
         "flags": {
@@ -335,6 +442,7 @@ def _entry_json(entry) -> dict:
             "flagged": entry.flagged,
             "rescoring": entry.rescoring,
             "retrying_failed": entry.retrying_failed,
+            "anonymous": entry.anonymous,
         },
         "failed_judgments": entry.failed_judgments,
         "flag_reason": entry.flag_reason,
@@ -345,14 +453,66 @@ def _entry_json(entry) -> dict:
     }
 
 
+BOARD_PARAMETERS = [
+    OpenApiParameter(
+        "judge",
+        str,
+        description="A judge's slug (GET /api/benchmarks/<slug>/judges/); default: the official "
+        "one, whose board also carries the paper's rows. An unknown one answers 404 listing them.",
+    ),
+    OpenApiParameter(
+        "split",
+        str,
+        description="A split of the benchmark (declaration.splits), scored and ranked on its own; "
+        "default: the first",
+    ),
+    OpenApiParameter(
+        "sort",
+        str,
+        description="rank (default), system, system_type, or a column key; '-' first reverses",
+    ),
+    OpenApiParameter(
+        "group",
+        str,
+        enum=["type", "none"],
+        description="type (default): rows grouped by row group and ranked within it; none: one "
+        "ranking",
+    ),
+    OpenApiParameter("ci", str, enum=["0", "1"], description="Show intervals on the page (1)"),
+    OpenApiParameter(
+        "type", str, description="Only rows of this row group (declaration.row_groups)"
+    ),
+    OpenApiParameter(
+        "arch",
+        str,
+        enum=list(System.Architecture.values),
+        description="Only systems that state this architecture",
+    ),
+    OpenApiParameter(
+        "open", str, enum=["yes", "no"], description="Only systems that state open weights (or not)"
+    ),
+    OpenApiParameter(
+        "duplex",
+        str,
+        enum=["yes", "no"],
+        description="Only systems that state full duplex (or not)",
+    ),
+    OpenApiParameter(
+        "q", str, description="Only systems whose name contains this (ranks stay the board's)"
+    ),
+]
+
+
 @extend_schema(
-    responses=OpenApiResponse(OpenApiTypes.OBJECT, description="The board's rows and columns")
+    parameters=BOARD_PARAMETERS,
+    responses=OpenApiResponse(OpenApiTypes.OBJECT, description="The board's rows and columns"),
 )
 @api_view(["GET"])
 def leaderboard_api(request, slug: str):
-    """The board's rows as JSON, with the same parameters and rows as the page. flags.verified
-    means scored here from the submitted bundle; flags.staff_verified that staff checked it.
-    intervals are 95% Wilson score intervals in percent (null without counts)."""
+    """The board's rows as JSON, with the same parameters as the page and every row it has (the
+    page shows the first ones). flags.verified means scored here from the submitted bundle;
+    flags.staff_verified that staff checked it. intervals are 95% intervals in the metric's
+    unit, by the metric's declared method (null without counts, e.g. a paper's row)."""
     try:
         board = _board(request, slug)
     except BadBoardQuery as exc:

@@ -5,17 +5,23 @@ selectors_submissions.py."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django import forms
+from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.paginator import Paginator
-from django.http import HttpResponse, HttpResponseForbidden
+from django.http import Http404, HttpResponse, HttpResponseForbidden
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from evaluation.benchmarks import get_plugin
 from evaluation.held_out import task_results_for
 from evaluation.models import Score, Submission, TaskResult
 from evaluation.selectors import (
+    ANONYMOUS_NAME,
+    identity_hidden,
     judge_usage,
     submission_progress,
     submissions_visible_to,
@@ -23,9 +29,12 @@ from evaluation.selectors import (
     task_verdicts,
 )
 from evaluation.services import judgments_retry, submission_resume
+from leaderboard.accounts import services as account_services
 from leaderboard.audio import clip_for
 from leaderboard.selectors_submissions import (
     FINAL_STATUSES,
+    duplicate_bundles,
+    score_records,
     score_tables,
     submission_facts,
     submission_queue_ahead,
@@ -47,10 +56,14 @@ def _visible_submission(request, pk: int) -> Submission:
         .filter(is_reported=False, pk=pk)
         .values_list("pk", flat=True)
     )
-    return get_object_or_404(
+    submission = get_object_or_404(
         Submission.objects.select_related("benchmark", "system", "judge", "team"),
         pk__in=visible,
     )
+    # A paper under review is "Anonymous" to everyone outside its team and staff.
+    submission.identity_hidden = identity_hidden(user=request.user, submission=submission)
+    submission.shown_name = ANONYMOUS_NAME if submission.identity_hidden else submission.system.name
+    return submission
 
 
 class TaskFilterForm(forms.Form):
@@ -152,9 +165,89 @@ def submission_page(request, pk: int):
         "task_columns": plugin.task_columns,
         "filter_query": query.urlencode(),
         "retried": int(retried) if (retried := request.GET.get("retried", "")).isdigit() else None,
+        "done": request.GET.get("done", "")[:200],
+        "records": score_records(submission=submission),
+        "duplicates": duplicate_bundles(submission=submission, user=request.user),
     }
     return render(
         request, "leaderboard/submission.html", context, status=200 if form.is_valid() else 400
+    )
+
+
+# --- What the team does with its own submission -----------------------------------------------
+
+MANAGE_ACTIONS = {
+    "publish": (
+        "Publish",
+        "Everyone will see it on the board, in the exports and charts, once it is scored.",
+    ),
+    "unpublish": (
+        "Unpublish",
+        "It goes back to your team only: the board, exports and charts stop showing it.",
+    ),
+    "anonymize": (
+        "Show anonymously",
+        "Outside your team it reads “Anonymous (under review)”: no system name, team, facts or "
+        "links, until you reveal it.",
+    ),
+    "reveal": ("Reveal", "Its system, team and links show again to everyone who may see it."),
+    "delete": (
+        "Delete",
+        "The submission, its scores, its task results and every file stored for it are deleted "
+        "for good; judgments no other submission uses go too. This cannot be undone.",
+    ),
+}
+
+
+def _manage(action: str, submission: Submission, user) -> str:
+    if action == "publish":
+        account_services.submission_publish(submission=submission, by=user)
+        return "Published."
+    if action == "unpublish":
+        account_services.submission_unpublish(submission=submission, by=user)
+        return "Unpublished: only your team sees it now."
+    if action in ("anonymize", "reveal"):
+        account_services.submission_set_anonymous(
+            submission=submission, by=user, anonymous=action == "anonymize"
+        )
+        return "Shown anonymously to others." if action == "anonymize" else "Revealed."
+    account_services.submission_delete(submission=submission, by=user)
+    return f"Submission #{submission.pk} deleted with its files."
+
+
+@require_http_methods(["GET", "POST"])
+def submission_manage(request, pk: int, action: str):
+    """Publish, unpublish, show anonymously, reveal or delete: GET asks to confirm, POST does
+    it. The submission's team and staff only."""
+    submission = _visible_submission(request, pk)
+    if action not in MANAGE_ACTIONS:
+        raise Http404("no such action")
+    if not user_may_manage(user=request.user, submission=submission):
+        return HttpResponseForbidden("only the submission's team and staff may change it")
+    label, consequence = MANAGE_ACTIONS[action]
+    error = ""
+    if request.method == "POST":
+        try:
+            done = _manage(action, submission, request.user)
+        except (DjangoValidationError, PermissionDenied) as exc:
+            error = " ".join(getattr(exc, "messages", [str(exc)]))
+        else:
+            if action == "delete":
+                target = reverse("leaderboard", args=[submission.benchmark.slug])
+            else:
+                target = reverse("submission", args=[submission.pk])
+            return redirect(f"{target}?{urlencode({'done': done})}")
+    return render(
+        request,
+        "leaderboard/submission_manage.html",
+        {
+            "submission": submission,
+            "action": action,
+            "label": label,
+            "consequence": consequence,
+            "error": error,
+        },
+        status=409 if error else 200,
     )
 
 

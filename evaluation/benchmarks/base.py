@@ -536,6 +536,11 @@ class BenchmarkPlugin:
     task_template: ClassVar[str] = ""
     # Plain-language notes for the benchmark's page: the rules and the decisions taken.
     rules: ClassVar[tuple[str, ...]] = ()
+    # How to cite the benchmark (BibTeX, as its authors give it); empty: no "cite" block.
+    citation: ClassVar[str] = ""
+    # What is known of the official judge's agreement with people, in plain sentences naming
+    # their source (a paper's section, say); shown on the benchmark's About page.
+    judge_validation: ClassVar[tuple[str, ...]] = ()
     reported_source: ClassVar[str] = ""
     # Submission-wide facts a step records, shown on the submission page: (key, label).
     facts: ClassVar[tuple[tuple[str, str], ...]] = ()

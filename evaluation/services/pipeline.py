@@ -34,6 +34,7 @@ from evaluation.held_out import held_out_ids
 from evaluation.models import Judge, Judgment, Score, Submission, TaskJudgment, TaskResult
 from evaluation.scorer import current_scorer, score_scorer, scorer_log
 from evaluation.services.files import open_upload, task_input
+from evaluation.services.records import score_record_add
 from evaluation.slices import Contributions, contributions_json, slice_results
 from evaluation.stored import open_stored_seekable
 
@@ -494,6 +495,8 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
             "judgments_failed": failed,
         },
     )
+    # The score's history: a re-score keeps the numbers it replaces.
+    score_record_add(score=score)
     return score
 
 

@@ -1,7 +1,8 @@
 from django import forms
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
-from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
+from django.contrib.auth import get_user_model
+from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm, UserCreationForm
 from django.core.exceptions import ValidationError
 
 from evaluation.models import Membership
@@ -62,3 +63,23 @@ class MemberAddForm(forms.Form):
 
 class TokenForm(forms.Form):
     name = forms.CharField(max_length=100, help_text="What the token is for, e.g. 'CI uploads'.")
+
+
+class EmailForm(forms.Form):
+    email = forms.EmailField(
+        required=False, label="E-mail address", help_text="Empty: remove it. Never shown publicly."
+    )
+
+
+class VerifiedPasswordResetForm(PasswordResetForm):
+    """Reset links go to verified addresses only: an address nobody confirmed may not be its
+    account's owner's."""
+
+    def get_users(self, email):
+        users = get_user_model()._default_manager.filter(
+            email__iexact=email,
+            is_active=True,
+            email_address__verified_at__isnull=False,
+            email_address__email__iexact=email,
+        )
+        return (user for user in users if user.has_usable_password())

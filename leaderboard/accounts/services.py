@@ -12,11 +12,13 @@ from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
+from django.db.models import ProtectedError
 from django.utils import timezone
 from django.utils.text import slugify
 
-from evaluation.models import Judge, Membership, Submission, Team
+from evaluation.models import Judge, Judgment, Membership, Submission, System, TaskJudgment, Team
 from evaluation.services import judgments_retry as judgments_retry_failed
 from leaderboard.accounts.models import ApiToken
 from leaderboard.accounts.selectors import secret_sha256, team_role, user_in_submission_team
@@ -163,3 +165,82 @@ def submission_retry_failed(*, submission: Submission, by, judge: Judge | None =
             f"Judge {judge.slug if judge else '-'} has not scored this submission."
         )
     return judgments_retry_failed(submission=submission, judge=judge)
+
+
+def _require_team(submission: Submission, by, what: str) -> None:
+    if submission.is_reported:
+        raise ValidationError(f"Rows reported in a paper cannot be {what}.")
+    if not (by.is_staff or user_in_submission_team(user=by, submission=submission)):
+        raise PermissionDenied(f"Only members of the submission's team can {what} it.")
+
+
+def submission_unpublish(*, submission: Submission, by) -> Submission:
+    """Back to team-only: the board, exports and charts no longer show it to others."""
+    _require_team(submission, by, "unpublish")
+    Submission.objects.filter(pk=submission.pk).update(is_published=False, published_at=None)
+    submission.refresh_from_db()
+    return submission
+
+
+def submission_set_anonymous(*, submission: Submission, by, anonymous: bool) -> Submission:
+    """Show the submission as "Anonymous (under review)" to everyone outside its team, or
+    reveal it (its system, team and links) again."""
+    _require_team(submission, by, "change the anonymity of")
+    Submission.objects.filter(pk=submission.pk).update(is_anonymous=anonymous)
+    submission.refresh_from_db()
+    return submission
+
+
+def _stored_keys(submission: Submission) -> list[str]:
+    """Every object stored for the submission: its upload and each task's own files."""
+    keys = [submission.bundle.name] if submission.bundle else []
+    for files in submission.task_results.values_list("files", flat=True):
+        keys += [
+            entry["key"]
+            for entry in (files or {}).values()
+            if isinstance(entry, dict) and isinstance(entry.get("key"), str)
+        ]
+    return keys
+
+
+def submission_delete(*, submission: Submission, by) -> int:
+    """Withdraw a team's unpublished, finished submission for good: its rows, its stored files,
+    the judgments no other submission uses, and its system when nothing else uses it. Returns
+    how many stored files were deleted."""
+    _require_team(submission, by, "delete")
+    if submission.is_published:
+        raise ValidationError("Unpublish the submission before deleting it.")
+    if submission.status not in (Submission.Status.SCORED, Submission.Status.FAILED):
+        raise ValidationError(
+            f"The submission is still {submission.get_status_display().lower()}; delete it "
+            "once it has finished."
+        )
+    keys = _stored_keys(submission)
+    used = set(
+        TaskJudgment.objects.filter(task_result__submission=submission)
+        .exclude(judgment=None)
+        .values_list("judgment_id", flat=True)
+    )
+    system_id = submission.system_id
+    try:
+        with transaction.atomic():
+            submission.delete()
+            orphans = Judgment.objects.filter(pk__in=used).exclude(
+                pk__in=TaskJudgment.objects.filter(judgment_id__in=used).values("judgment_id")
+            )
+            orphans.delete()
+            system = System.objects.filter(pk=system_id).first()
+            if system is not None and not system.submissions.exists():
+                system.delete()
+    except ProtectedError:
+        raise ValidationError(
+            "A rating study samples this submission, so it cannot be deleted; ask staff."
+        ) from None
+    deleted = 0
+    for key in keys:
+        try:
+            default_storage.delete(key)
+            deleted += 1
+        except OSError:
+            pass  # already gone; the rows are what mattered
+    return deleted

@@ -11,9 +11,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from evaluation.models import Membership, Team
-from leaderboard.accounts import selectors, services
-from leaderboard.accounts.forms import MemberAddForm, SignUpForm, TeamForm, TokenForm
-from leaderboard.accounts.models import ApiToken
+from leaderboard.accounts import mail, selectors, services
+from leaderboard.accounts.forms import EmailForm, MemberAddForm, SignUpForm, TeamForm, TokenForm
+from leaderboard.accounts.models import ApiToken, EmailAddress
 from leaderboard.accounts.throttle import attempt_record, attempts, client_address
 
 
@@ -37,7 +37,11 @@ def signup(request):
             email=form.cleaned_data.get("email", ""),
         )
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        messages.success(request, f"Welcome, {user.get_username()}. Create or join a team next.")
+        welcome = f"Welcome, {user.get_username()}. Create or join a team next."
+        if user.email:
+            mail.email_address_set(user=user, email=user.email, request=request)
+            welcome += f" We sent a link to {user.email}: open it to confirm the address."
+        messages.success(request, welcome)
         return redirect("profile")
     return render(
         request,
@@ -49,10 +53,30 @@ def signup(request):
 
 @login_required
 def profile(request):
+    address = EmailAddress.objects.filter(user=request.user).first()
+    form = EmailForm(initial={"email": request.user.email})
+    if request.method == "POST":
+        form = EmailForm(request.POST)
+        if form.is_valid():
+            email = form.cleaned_data["email"]
+            if request.POST.get("action") == "resend" and address and not address.is_verified:
+                mail.email_verification_send(address=address, request=request)
+                messages.success(request, f"A new link is on its way to {address.email}.")
+            elif email != (address.email if address else request.user.email) or not address:
+                mail.email_address_set(user=request.user, email=email, request=request)
+                messages.success(
+                    request,
+                    f"We sent a link to {email}: open it to confirm the address."
+                    if email
+                    else "Your e-mail address is removed.",
+                )
+            return redirect("profile")
     return render(
         request,
         "accounts/profile.html",
         {
+            "address": address,
+            "email_form": form,
             "memberships": selectors.memberships_of(user=request.user),
             "submissions": selectors.team_submissions(user=request.user),
             "token_count": selectors.api_tokens_of(user=request.user)
@@ -60,6 +84,16 @@ def profile(request):
             .count(),
         },
     )
+
+
+def email_verify(request, token: str):
+    """The link sent to an address: confirms it (no login needed: the token names the account
+    and the address)."""
+    try:
+        address = mail.email_verify(token=token)
+    except mail.VerificationFailed as error:
+        return render(request, "accounts/email_verified.html", {"error": str(error)}, status=400)
+    return render(request, "accounts/email_verified.html", {"address": address})
 
 
 # --- Teams ------------------------------------------------------------------------------------

@@ -18,6 +18,32 @@ def _template():
     return engines["django"].from_string(TEMPLATE.read_text())
 
 
+def _body(operation: dict, schema: dict) -> dict | None:
+    """The request body: its media type and each field (name, type, required, description)."""
+    content = operation.get("requestBody", {}).get("content", {})
+    if not content:
+        return None
+    media, spec = next(iter(content.items()))
+    ref = spec.get("schema", {}).get("$ref", "")
+    body = schema.get("components", {}).get("schemas", {}).get(ref.rsplit("/", 1)[-1], {})
+    required = set(body.get("required", []))
+    fields = []
+    for name, field in body.get("properties", {}).items():
+        kind = field.get("type", "")
+        if field.get("format") == "binary":
+            kind = "file"
+        fields.append(
+            {
+                "name": name,
+                "type": kind,
+                "required": name in required,
+                "default": field.get("default"),
+                "description": field.get("description", ""),
+            }
+        )
+    return {"media": media, "fields": fields}
+
+
 def _operations(schema: dict) -> list[dict]:
     operations = []
     for path, item in schema.get("paths", {}).items():
@@ -42,6 +68,7 @@ def _operations(schema: dict) -> list[dict]:
                         }
                         for p in operation.get("parameters", [])
                     ],
+                    "body": _body(operation, schema),
                     "responses": sorted(operation.get("responses", {})),
                     "secured": bool(operation.get("security")),
                     "browsable": method == "get" and "{" not in path,

@@ -8,7 +8,12 @@ from django.db.models import Count, QuerySet
 from evaluation.benchmarks import get_plugin
 from evaluation.models import Benchmark, Judge, Score, Submission, System, TaskJudgment, TaskResult
 from evaluation.scorer import current_scorer, older_parts
-from evaluation.selectors import current_prompts, judge_usage, submissions_visible_to
+from evaluation.selectors import (
+    current_prompts,
+    identity_hidden_q,
+    judge_usage,
+    submissions_visible_to,
+)
 
 
 def submission_list(*, user, filters: dict | None = None) -> QuerySet[Submission]:
@@ -19,7 +24,10 @@ def submission_list(*, user, filters: dict | None = None) -> QuerySet[Submission
     if filters.get("benchmark"):
         submissions = submissions.filter(benchmark__slug=filters["benchmark"])
     if filters.get("system") is not None:
-        submissions = submissions.filter(system_id=filters["system"])
+        # An anonymous submission is never found through its system.
+        submissions = submissions.filter(system_id=filters["system"]).exclude(
+            identity_hidden_q(user=user)
+        )
     if filters.get("status"):
         submissions = submissions.filter(status=filters["status"])
     return submissions.order_by("-created_at", "-pk")
@@ -83,13 +91,12 @@ def prompt_versions(*, benchmark: Benchmark) -> dict[str, dict]:
 def visible_systems(*, user) -> QuerySet[System]:
     """Systems with at least one submission this user may see: a system named only by private
     work stays as private as that work."""
-    return System.objects.filter(
-        pk__in=submissions_visible_to(user=user).values("system_id")
-    ).order_by("name")
+    shown = submissions_visible_to(user=user).exclude(identity_hidden_q(user=user))
+    return System.objects.filter(pk__in=shown.values("system_id")).order_by("name")
 
 
 def system_submissions(*, user, system: System) -> QuerySet[Submission]:
-    return submission_list(user=user).filter(system=system)
+    return submission_list(user=user).filter(system=system).exclude(identity_hidden_q(user=user))
 
 
 def submission_scores(*, submission: Submission) -> list[dict]:

@@ -7,7 +7,15 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.reverse import reverse
 
-from evaluation.models import Benchmark, Judge, Submission, System, TaskJudgment, TaskResult
+from evaluation.models import (
+    Benchmark,
+    Judge,
+    Membership,
+    Submission,
+    System,
+    TaskJudgment,
+    TaskResult,
+)
 
 
 class JudgeSerializer(serializers.ModelSerializer):
@@ -115,9 +123,43 @@ class SystemRefSerializer(serializers.ModelSerializer):
 class SubmissionSerializer(serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
     benchmark = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    system = SystemRefSerializer(read_only=True)
-    team = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    system = serializers.SerializerMethodField()
+    team = serializers.SerializerMethodField()
     judge = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    is_anonymous = serializers.BooleanField(
+        read_only=True,
+        help_text="Shown as 'Anonymous (under review)' outside its team: system and team null",
+    )
+
+    def _hidden(self, submission: Submission) -> bool:
+        """Whether the requesting user may not know this submission's system and team (a paper
+        under review); the user's teams are read once per response."""
+        if not submission.is_anonymous:
+            return False
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        if user is None or not user.is_authenticated:
+            return True
+        if user.is_staff:
+            return False
+        cache = self.context.setdefault("_team_ids", {})
+        if "ids" not in cache:
+            cache["ids"] = set(
+                Membership.objects.filter(user=user).values_list("team_id", flat=True)
+            )
+        return submission.team_id not in cache["ids"]
+
+    @extend_schema_field(SystemRefSerializer(allow_null=True))
+    def get_system(self, submission: Submission):
+        if self._hidden(submission):
+            return None
+        return SystemRefSerializer(submission.system).data
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_team(self, submission: Submission) -> str | None:
+        if self._hidden(submission) or submission.team is None:
+            return None
+        return submission.team.name
 
     class Meta:
         model = Submission
@@ -143,6 +185,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
             "run_config",
             "contamination",
             "contamination_note",
+            "is_anonymous",
             "created_at",
             "finished_at",
         ]

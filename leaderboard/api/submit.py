@@ -13,7 +13,13 @@ from django.core.files.uploadhandler import TemporaryFileUploadHandler
 from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
@@ -21,7 +27,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluation.bundles import BundleRejected
-from evaluation.models import Benchmark
+from evaluation.models import Benchmark, Submission
 from evaluation.selectors import submissions_visible_to
 from leaderboard.uploads import services
 from leaderboard.uploads.selectors import teams_of
@@ -34,8 +40,16 @@ CREATE_FAILED = (
 logger = logging.getLogger(__name__)
 
 
+@extend_schema_field({"type": "string", "format": "binary"})
+class BundleField(serializers.FileField):
+    """A file sent as a multipart part: the schema says binary, not a URI."""
+
+
 class SubmissionCreateSerializer(serializers.Serializer):
-    bundle = serializers.FileField(help_text="The result bundle (.zip)")
+    bundle = BundleField(
+        help_text="The result bundle, as a file part of the multipart body (curl: "
+        "-F bundle=@run.zip); the benchmark's About page gives its format"
+    )
     benchmark = serializers.SlugField(help_text="Benchmark slug (GET /api/benchmarks/)")
     system = serializers.CharField(max_length=200, help_text="System name")
     system_type = serializers.CharField(
@@ -58,7 +72,12 @@ class SubmissionCreateSerializer(serializers.Serializer):
 
 class SubmissionCreatedSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    url = serializers.URLField()
+    url = serializers.URLField(help_text="The submission in the API, as in every list")
+    page = serializers.URLField(help_text="The submission's page on the site")
+    duplicate_of = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="Earlier submissions of your team with the very same upload (SHA-256)",
+    )
     status = serializers.CharField()
     benchmark = serializers.CharField()
     system = serializers.CharField()
@@ -96,7 +115,23 @@ class SubmissionCreateView(APIView):
 
     @extend_schema(
         operation_id="submissions_create",
+        description=(
+            "Create a submission from a result bundle. The body is multipart/form-data: the "
+            "upload in the file part `bundle`, the other fields as text parts. The whole bundle "
+            "is validated first; a rejected one answers 400 with its report and stores nothing. "
+            "`url` in the answer is the submission in the API (as in every list), `page` its "
+            "page on the site."
+        ),
         request={"multipart/form-data": SubmissionCreateSerializer},
+        examples=[
+            OpenApiExample(
+                "curl",
+                description='curl -H "Authorization: Bearer $TOKEN" -F bundle=@run.zip '
+                '-F benchmark=<slug> -F system="My Agent" https://<site>/api/submissions/',
+                value={"benchmark": "<slug>", "system": "My Agent", "bundle": "run.zip"},
+                request_only=True,
+            )
+        ],
         parameters=[
             OpenApiParameter(
                 "Idempotency-Key",
@@ -141,7 +176,11 @@ class SubmissionCreateView(APIView):
         if "judge" in data:
             judge = benchmark.judges.filter(slug=data["judge"]).first()
             if judge is None:
-                return _error(f"benchmark {benchmark.slug} has no judge {data['judge']!r}", 400)
+                return _error(
+                    services.judge_choice_message(benchmark, data["judge"]),
+                    400,
+                    judges=list(benchmark.judges.values_list("slug", flat=True)),
+                )
         bundle = data["bundle"]
         try:
             upload, created = services.submission_create_via_api(
@@ -190,9 +229,19 @@ class SubmissionCreateView(APIView):
             .first()
         )
         page = reverse("submission", args=[submission.pk])
+        api_url = reverse("api-submission-detail", args=[submission.pk])
+        earlier = (
+            Submission.objects.filter(team=submission.team, bundle_sha256=submission.bundle_sha256)
+            .exclude(pk=submission.pk)
+            .filter(created_at__lte=submission.created_at)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
         body = {
             "id": submission.pk,
-            "url": request.build_absolute_uri(page),
+            "url": request.build_absolute_uri(api_url),
+            "page": request.build_absolute_uri(page),
+            "duplicate_of": list(earlier),
             "status": submission.status,
             "benchmark": submission.benchmark.slug,
             "system": submission.system.name,
@@ -209,7 +258,7 @@ class SubmissionCreateView(APIView):
         return Response(
             body,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
-            headers={"Location": page},
+            headers={"Location": api_url},
         )
 
 

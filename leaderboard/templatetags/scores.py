@@ -1,3 +1,4 @@
+from functools import cache
 from html import escape
 
 from django import template
@@ -5,6 +6,18 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 
 register = template.Library()
+
+
+@cache
+def _url_pattern(name: str) -> str:
+    """A URL with one integer argument, reversed once: "/systems/{}/". Rows of a large board
+    would otherwise each pay for a full reverse()."""
+    marker = 987654321
+    return reverse(name, args=[marker]).replace(str(marker), "{}")
+
+
+def url_for(name: str, pk: int) -> str:
+    return _url_pattern(name).format(int(pk))
 
 
 @register.filter
@@ -23,6 +36,12 @@ def seconds(value) -> str:
 @register.filter
 def part(results, key: str):
     return (results or {}).get(key) or {}
+
+
+@register.filter
+def get_item(mapping, key):
+    """mapping[key] in a template; None when it is not there."""
+    return mapping.get(key) if hasattr(mapping, "get") else None
 
 
 @register.filter
@@ -88,7 +107,7 @@ def _td(results, column, intervals) -> str:
 def _badges(entry, judge_name: str) -> list[str]:
     badges = []
     if entry.verified:
-        url = reverse("submission", args=[entry.submission_id])
+        url = url_for("submission", entry.submission_id)
         badges.append(
             f'<a class="badge verified" href="{escape(url)}" '
             'title="Scored on Floorboard from the submitted bundle">scored here</a>'
@@ -127,6 +146,11 @@ def _badges(entry, judge_name: str) -> list[str]:
             f'failed and count as wrong{retrying}">{entry.failed_judgments} failed '
             f"judgment{'s' if entry.failed_judgments != 1 else ''}</span>"
         )
+    if entry.under_review:
+        badges.append(
+            '<span class="badge private" title="Others see this row as Anonymous (under review) '
+            'until your team reveals it">anonymous to others</span>'
+        )
     if entry.rescoring:
         badges.append(
             '<span class="badge rescoring" title="Being re-scored: these are the numbers until '
@@ -142,20 +166,44 @@ def _badges(entry, judge_name: str) -> list[str]:
     return badges
 
 
+def _links(entry) -> str:
+    """The system's paper and code, where its owner (or the paper) gave them."""
+    links = []
+    for key, text in (("paper_url", "paper"), ("code_url", "code")):
+        url = entry.facets.get(key) or ""
+        if url.startswith(("https://", "http://")):
+            links.append(f'<a class="ext" href="{escape(url)}" rel="nofollow noopener">{text}</a>')
+    return f' <span class="links">{" · ".join(links)}</span>' if links else ""
+
+
+def _submitted(entry) -> str:
+    if entry.created_at is None:
+        return '<td class="date muted" title="reported in a paper">paper</td>'
+    day = entry.created_at.date().isoformat()
+    return f'<td class="date"><time datetime="{day}">{day}</time></td>'
+
+
 @register.simple_tag
 def board_row(entry, columns, judge_name: str = ""):
-    """One board row, built in one go: rank, system with its badges, type, and every number.
-    A board can hold hundreds of systems; template nodes per cell would dominate the page.
-    Every value is escaped here (html.escape, quotes included)."""
+    """One board row, built in one go: rank, system with its badges and links, type,
+    organisation, submission date, and every number. A board can hold hundreds of systems;
+    template nodes per cell would dominate the page. Every value is escaped here (html.escape,
+    quotes included)."""
     classes = ["reported" if entry.reported_in_paper else "verified"]
     classes += [name for name, on in (("private", entry.private), ("flagged", entry.flagged)) if on]
     name = escape(entry.system)
-    system_url = escape(reverse("system", args=[entry.system_id]))
+    if entry.system_id:
+        shown = f'<a href="{escape(url_for("system", entry.system_id))}">{name}</a>'
+    else:  # anonymous to this viewer: no page to go to
+        shown = f'<span class="anonymous">{name}</span>'
     cells = "".join(_td(entry.results, c, entry.intervals) for c in columns)
+    organization = escape(entry.facets.get("organization") or "")
     return mark_safe(  # every part escaped above
-        f'<tr class="{" ".join(classes)}" data-system="{name}"><td>{int(entry.rank)}</td>'
-        f'<td><a href="{system_url}">{name}</a> {" ".join(_badges(entry, judge_name))}</td>'
-        f"<td>{escape(entry.system_type_label)}</td>{cells}</tr>"
+        f'<tr class="{" ".join(classes)}" data-system="{name}"><td class="rank">{int(entry.rank)}</td>'
+        f'<td class="system">{shown}{_links(entry)} '
+        f"{' '.join(_badges(entry, judge_name))}</td>"
+        f'<td>{escape(entry.system_type_label)}</td><td class="org">{organization}</td>'
+        f"{_submitted(entry)}{cells}</tr>"
     )
 
 

@@ -12,28 +12,41 @@ class UploadStartForm(forms.Form):
     team = forms.ModelChoiceField(
         queryset=None,
         to_field_name="slug",
+        label="Team",
         error_messages={"invalid_choice": "You are not a member of that team."},
     )
     system_name = forms.CharField(max_length=200, label="System name")
     system_type = forms.ChoiceField(required=False, label="System type")
     judge = forms.ModelChoiceField(
-        queryset=None, to_field_name="slug", required=False, empty_label="the official judge"
+        queryset=None,
+        to_field_name="slug",
+        required=False,
+        empty_label="the official judge",
+        label="Judge",
     )
     allow_partial = forms.BooleanField(
-        required=False, label="Accept an incomplete bundle (missing tasks count as not spoken)"
+        required=False,
+        label="Accept an incomplete bundle (missing tasks are scored as the rules score an "
+        "absent answer)",
     )
     publish = forms.BooleanField(
         required=False, label="Publish on the leaderboard once scored (otherwise team-only)"
     )
     filename = forms.CharField(max_length=255, widget=forms.HiddenInput, required=False)
-    size = forms.IntegerField(min_value=1, widget=forms.HiddenInput, required=False)
+    size = forms.IntegerField(
+        min_value=1, widget=forms.HiddenInput, required=False, label="Bundle file"
+    )
 
     def __init__(self, *args, user, benchmark: Benchmark, **kwargs):
         super().__init__(*args, **kwargs)
         teams = teams_of(user=user)
         self.fields["team"].queryset = teams
         if len(mine := list(teams[:2])) == 1:
+            # One team: nothing to choose, so no empty choice either.
             self.fields["team"].initial = mine[0].slug
+            self.fields["team"].empty_label = None
+        else:
+            self.fields["team"].empty_label = "choose a team"
         judge = self.fields["judge"]
         judge.queryset = benchmark.judges.order_by("-is_official", "name")
         judge.label_from_instance = lambda j: j.name

@@ -150,9 +150,22 @@ def _check_member(user, team: Team) -> None:
         raise NotAMember(f"you are not a member of team {team.name}")
 
 
+def judge_choice_message(benchmark: Benchmark, wanted: str = "") -> str:
+    """Why a judge is needed and which ones there are, or that the benchmark takes no runs
+    until it is imported (which adds its official judge)."""
+    known = list(benchmark.judges.order_by("-is_official", "slug").values_list("slug", flat=True))
+    if not known:
+        return (
+            f"benchmark {benchmark.slug} has no judge yet: it takes runs once an operator has "
+            "imported it (manage.py import_benchmark), which adds its official judge"
+        )
+    asked = f"has no judge {wanted!r}" if wanted else "has no official judge"
+    return f"benchmark {benchmark.slug} {asked}; choose one of: {', '.join(known)}"
+
+
 def _check_judge(benchmark: Benchmark, judge: Judge | None) -> None:
     if judge is None and not benchmark.judges.filter(is_official=True).exists():
-        raise UploadError(f"benchmark {benchmark.slug} has no official judge; choose one")
+        raise UploadError(judge_choice_message(benchmark))
     if judge is not None and judge.benchmark_id != benchmark.pk:
         raise UploadError(f"judge {judge.slug} does not judge {benchmark.slug}")
 

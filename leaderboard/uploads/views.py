@@ -13,6 +13,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from evaluation.benchmarks import get_plugin
 from evaluation.jsonbounds import loads_bounded
 from evaluation.models import Benchmark
 from leaderboard.uploads import services, storage
@@ -105,6 +106,9 @@ def submit_page(request, slug: str):
         "uploads/submit.html",
         {
             "benchmark": benchmark,
+            "plugin": get_plugin(benchmark.plugin),
+            # A benchmark takes runs once it is imported: its tasks and its judge come with it.
+            "not_imported": not benchmark.tasks.exists() or not benchmark.judges.exists(),
             "form": form,
             "has_team": teams_of(user=request.user).exists(),
             "method": "s3" if storage.uses_s3() else "chunked",
@@ -115,6 +119,16 @@ def submit_page(request, slug: str):
     )
 
 
+def _named_errors(form) -> list[str]:
+    """Every error of a form with the field it is about ("Judge: This field is required.")."""
+    named = []
+    for field, errors in form.errors.items():
+        label = form.fields[field].label if field in form.fields else ""
+        label = label or (field.replace("_", " ").capitalize() if field != "__all__" else "")
+        named += [f"{label}: {error}" if label else str(error) for error in errors]
+    return named
+
+
 @_login_required_json
 @require_POST
 def upload_start(request, slug: str):
@@ -122,9 +136,11 @@ def upload_start(request, slug: str):
     form = UploadStartForm(request.POST, user=request.user, benchmark=benchmark)
     if not form.is_valid():
         errors = {field: [str(e) for e in errs] for field, errs in form.errors.items()}
-        first = next(iter(errors.values()))[0]
+        first = _named_errors(form)[0]
         status = 403 if "team" in errors and form.data.get("team") else 400
-        return JsonResponse({"error": first, "errors": errors}, status=status)
+        return JsonResponse(
+            {"error": first, "errors": errors, "messages": _named_errors(form)}, status=status
+        )
     data = form.cleaned_data
     try:
         upload = services.upload_start(

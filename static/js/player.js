@@ -30,11 +30,30 @@
  *
  * Keyboard: every control is a focusable button or select; the waveform is a slider
  * (arrows seek 1 s, shift+arrows 5 s, Home/End).
+ *
+ * One track at a time: starting a player pauses every other one on the page, unless
+ * FloorboardPlayer.setTogether(true) (a "play together" checkbox, #play-together, sets it), when
+ * they play, pause and seek in sync.
+ *
+ * Expiring URLs: with data-renew (a URL answering {"url", "peaks", "renew", "expires_in"}) and
+ * data-expires (seconds), a player whose URL has expired, or whose audio fails to load, asks for
+ * a fresh one and carries on where it was: a page can stay open for hours.
  */
 (function () {
   "use strict";
 
   var RATES = [0.5, 0.75, 1, 1.25, 1.5, 2];
+  var PLAYERS = [];
+  var together = false;
+  var syncing = false;
+
+  function others(player) {
+    return PLAYERS.filter(function (other) { return other !== player; });
+  }
+
+  function root_emit(player, name) {
+    player.root.dispatchEvent(new CustomEvent("floorboard:" + name, { detail: player }));
+  }
   var EVENTS = ["ready", "play", "pause", "ended", "timeupdate", "seeked", "ratechange", "playedthrough"];
   var BUCKETS = 1000;
 
@@ -69,6 +88,12 @@
     this.peaksUrl = options.peaks || root.getAttribute("data-peaks") || "";
     this.markers = options.markers || JSON.parse(root.getAttribute("data-markers") || "[]");
     this.peaks = null;
+    this.renewUrl = options.renew || root.getAttribute("data-renew") || "";
+    var expires = parseFloat(root.getAttribute("data-expires") || "0");
+    // Renewed a little before the server's limit, so a request never lands just past it.
+    this.expiresAt = expires > 0 ? Date.now() + expires * 900 : Infinity;
+    this._renewing = null;
+    this._renewFailures = 0;
     this.playedThrough = false;
     this._handlers = {};
     this._heard = []; // merged [start, end] stretches heard in playback
@@ -80,6 +105,7 @@
     this._draw();
     root.floorboardPlayer = this;
     root.classList.add("fb-mounted");
+    PLAYERS.push(this);
     if (this.audio.readyState >= 1) setTimeout(function () { self._ready(); }, 0);
   }
 
@@ -97,8 +123,49 @@
     },
 
     play: function () {
-      var result = this.audio.play();
-      return result && result.catch ? result : Promise.resolve();
+      var self = this;
+      this._wantPlay = true;
+      return this.fresh().then(function () {
+        var result = self.audio.play();
+        return result && result.catch ? result : Promise.resolve();
+      });
+    },
+    // Fresh URLs when these have expired (or force): resolves once the audio may be played.
+    fresh: function (force) {
+      var self = this;
+      if (!this.renewUrl || (!force && Date.now() < this.expiresAt)) return Promise.resolve();
+      if (this._renewing) return this._renewing;
+      var at = this.audio.currentTime || 0;
+      var rate = this.audio.playbackRate;
+      this._renewing = fetch(this.renewUrl, { credentials: "same-origin", headers: { Accept: "application/json" } })
+        .then(function (response) {
+          if (!response.ok) throw new Error("HTTP " + response.status);
+          return response.json();
+        })
+        .then(function (fresh) {
+          self.renewUrl = fresh.renew || self.renewUrl;
+          self.peaksUrl = fresh.peaks || self.peaksUrl;
+          self.expiresAt = Date.now() + (fresh.expires_in || 300) * 900;
+          self.status.textContent = "";
+          return new Promise(function (resolve) {
+            var restore = function () {
+              self.audio.removeEventListener("loadedmetadata", restore);
+              if (at > 0) self.audio.currentTime = at;
+              self.audio.playbackRate = rate;
+              resolve();
+            };
+            self.audio.addEventListener("loadedmetadata", restore);
+            self.audio.src = fresh.url;
+            self.audio.load();
+            self.renewals = (self.renewals || 0) + 1;
+            root_emit(self, "renewed");
+          });
+        })
+        .catch(function () {
+          self.status.textContent = "This audio could not be loaded: its link has expired and could not be renewed (reload the page).";
+        })
+        .then(function () { self._renewing = null; });
+      return this._renewing;
     },
     pause: function () { this.audio.pause(); },
     toggle: function () { return this.audio.paused ? this.play() : this.pause(); },
@@ -126,6 +193,8 @@
       return this;
     },
     destroy: function () {
+      var self = this;
+      PLAYERS = PLAYERS.filter(function (player) { return player !== self; });
       this.audio.pause();
       if (this._resize) this._resize.disconnect();
       this.ui.remove();
@@ -204,18 +273,38 @@
       audio.addEventListener("play", function () {
         self._last = audio.currentTime;
         self._syncButton();
+        others(self).forEach(function (other) {
+          if (together) {
+            if (Math.abs(other.currentTime - audio.currentTime) > 0.05) other.seek(audio.currentTime);
+            if (other.paused) other.play();
+          } else if (!other.paused) {
+            other.pause();
+          }
+        });
         self._emit("play");
       });
       audio.addEventListener("pause", function () {
         self._hear(audio.currentTime);
         self._last = null;
         self._syncButton();
+        if (together && !syncing) {
+          syncing = true;
+          others(self).forEach(function (other) { if (!other.paused) other.pause(); });
+          syncing = false;
+        }
         self._emit("pause");
       });
       audio.addEventListener("seeking", function () { self._last = null; });
       audio.addEventListener("seeked", function () {
         self._last = audio.paused ? null : audio.currentTime;
         self._draw();
+        if (together && !syncing) {
+          syncing = true;
+          others(self).forEach(function (other) {
+            if (Math.abs(other.currentTime - audio.currentTime) > 0.05) other.seek(audio.currentTime);
+          });
+          syncing = false;
+        }
         self._emit("seeked");
       });
       audio.addEventListener("timeupdate", function () {
@@ -235,8 +324,16 @@
         self._emit("ratechange");
       });
       audio.addEventListener("error", function () {
-        self.status.textContent = "This audio could not be loaded (the link may have expired: reload the page).";
+        // An expired link (403) looks like any failed load: ask for a fresh one, a few times.
+        if (self.renewUrl && self._renewFailures < 3) {
+          self._renewFailures += 1;
+          var wasPlaying = self._wantPlay;
+          self.fresh(true).then(function () { if (wasPlaying) self.play(); });
+          return;
+        }
+        self.status.textContent = "This audio could not be loaded (reload the page).";
       });
+      audio.addEventListener("playing", function () { self._renewFailures = 0; self._wantPlay = false; });
     },
 
     // Count [last, now] as heard when it is a plain stretch of playback (no seek in between).
@@ -427,8 +524,16 @@
     return function () { target.removeEventListener("keydown", onKey); };
   }
 
+  function setTogether(value) {
+    together = !!value;
+    var box = document.getElementById("play-together");
+    if (box) box.checked = together;
+  }
+
   function mountAll() {
     document.querySelectorAll("[data-floorboard-player]").forEach(function (root) { mount(root); });
+    var box = document.getElementById("play-together");
+    if (box) box.addEventListener("change", function () { setTogether(box.checked); });
   }
 
   window.FloorboardPlayer = {
@@ -438,6 +543,9 @@
     get: function (root) { return root.floorboardPlayer; },
     bindKeys: bindKeys,
     formatTime: formatTime,
+    setTogether: setTogether,
+    get together() { return together; },
+    get players() { return PLAYERS.slice(); },
   };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mountAll);
   else mountAll();

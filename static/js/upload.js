@@ -47,6 +47,16 @@
     message.className = isError ? "error" : "";
   }
 
+  function showErrors(lines) {
+    const list = document.getElementById("upload-errors");
+    if (!list) return;
+    list.replaceChildren(...lines.filter(Boolean).map((line) => {
+      const item = document.createElement("li");
+      item.textContent = line;
+      return item;
+    }));
+  }
+
   function sleep(ms) {
     return new Promise((resolve) => setTimeout(resolve, ms));
   }
@@ -127,7 +137,11 @@
     data.set("filename", file.name);
     data.set("size", String(file.size));
     const started = await api(form.dataset.startUrl, { method: "POST", body: data });
-    if (!started.ok) throw new UploadFailure(started.body.error);
+    if (!started.ok) {
+      // Every problem of the form, each naming its field ("Judge: This field is required.").
+      showErrors(started.body.messages || [started.body.error]);
+      throw new UploadFailure(started.body.error);
+    }
     localStorage.setItem(key, JSON.stringify({ state: started.body.urls.state, fields: formFields() }));
     return started.body;
   }
@@ -276,7 +290,7 @@
 
   async function run(file) {
     reportBox.innerHTML = "";
-    progressBox.hidden = false;
+    showErrors([]);
     button.disabled = true;
     cancelButton.hidden = false;
     active = { state: null, xhrs: new Set(), stopped: null };
@@ -286,6 +300,8 @@
       transferring = true;
       const state = await startOrResume(file);
       active.state = state;
+      // The bar shows once there is an upload to measure, not before the first byte.
+      progressBox.hidden = false;
       if (state.method === "s3") await sendParts(file, state);
       else await sendChunks(file, state);
       transferring = false;

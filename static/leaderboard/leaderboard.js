@@ -1,5 +1,7 @@
 // Leaderboard page: filters apply on change, the interval switch toggles without a reload
-// (and stays in every link, so the permalink keeps it), and the charts load after the table.
+// (and stays in every link, so the permalink keeps it), columns can be hidden (remembered per
+// board in this browser), the BibTeX copies with one click, and the charts load after the table;
+// a click on a point or bar opens its system.
 (function () {
   "use strict";
   var form = document.getElementById("board-controls");
@@ -29,15 +31,86 @@
       event.stopPropagation();
       var value = ciSwitch.checked ? "1" : "";
       board.classList.toggle("show-ci", ciSwitch.checked);
-      document.querySelectorAll("#board thead a, #permalink, #export-csv, #export-json")
+      document.querySelectorAll("#board thead a, #permalink, #export-csv, #export-json, #show-all-rows, #clear-filters")
         .forEach(function (link) { link.setAttribute("href", withParam(link.getAttribute("href"), "ci", value)); });
       window.history.replaceState(null, "", withParam(window.location.href, "ci", value));
     });
   }
 
+  // --- Columns: hidden ones get a generated style rule, by position -------------------------
+  var menu = document.getElementById("columns-menu");
+  if (menu && board) {
+    var storeKey = "floorboard:hidden-columns:" + window.location.pathname;
+    var fixedCount = parseInt(board.getAttribute("data-fixed") || "5", 10);
+    var fixedKeys = ["rank", "system", "system_type", "org", "date"];
+    var metricKeys = Array.prototype.map.call(
+      board.querySelectorAll("thead tr:nth-child(2) th"), function (th) { return th.getAttribute("data-col"); });
+    var style = document.createElement("style");
+    document.head.appendChild(style);
+    var hidden = [];
+    try { hidden = JSON.parse(window.localStorage.getItem(storeKey) || "[]"); } catch (error) { hidden = []; }
+
+    var apply = function () {
+      var rules = [];
+      hidden.forEach(function (key) {
+        var fixed = fixedKeys.indexOf(key);
+        var metric = metricKeys.indexOf(key);
+        if (fixed >= 0) {
+          rules.push("#board thead tr:first-child > th:nth-child(" + (fixed + 1) + ")");
+          rules.push("#board tbody tr:not(.group-row):not(.empty) > td:nth-child(" + (fixed + 1) + ")");
+        } else if (metric >= 0) {
+          rules.push("#board thead tr:nth-child(2) > th:nth-child(" + (metric + 1) + ")");
+          rules.push("#board tbody tr:not(.group-row):not(.empty) > td:nth-child(" + (fixedCount + metric + 1) + ")");
+        }
+      });
+      style.textContent = rules.length ? rules.join(",\n") + " { display: none; }" : "";
+      // A group heading spans what is left of its metrics, and goes when none is.
+      var groups = board.querySelectorAll("thead tr:first-child > th.metric-group");
+      var at = 0;
+      Array.prototype.forEach.call(groups, function (th) {
+        var span = parseInt(th.getAttribute("data-span") || th.getAttribute("colspan") || "1", 10);
+        th.setAttribute("data-span", String(span));
+        var shown = metricKeys.slice(at, at + span).filter(function (key) { return hidden.indexOf(key) < 0; }).length;
+        th.setAttribute("colspan", String(Math.max(1, shown)));
+        th.hidden = shown === 0;
+        at += span;
+      });
+      menu.querySelectorAll("input[data-toggle-col]").forEach(function (box) {
+        box.checked = hidden.indexOf(box.getAttribute("data-toggle-col")) < 0;
+      });
+    };
+    menu.addEventListener("change", function (event) {
+      var key = event.target.getAttribute("data-toggle-col");
+      if (!key) { return; }
+      hidden = hidden.filter(function (k) { return k !== key; });
+      if (!event.target.checked) { hidden.push(key); }
+      try { window.localStorage.setItem(storeKey, JSON.stringify(hidden)); } catch (error) { /* private mode */ }
+      apply();
+    });
+    apply();
+  }
+
+  // --- Copy buttons (BibTeX) ----------------------------------------------------------------
+  document.querySelectorAll("button[data-copy]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      var source = document.querySelector(button.getAttribute("data-copy"));
+      if (!source) { return; }
+      var done = function () { button.textContent = "Copied"; };
+      if (navigator.clipboard && navigator.clipboard.writeText) {
+        navigator.clipboard.writeText(source.textContent).then(done, function () {
+          window.getSelection().selectAllChildren(source);
+        });
+      } else {
+        window.getSelection().selectAllChildren(source);
+      }
+    });
+  });
+
+  // --- Charts -------------------------------------------------------------------------------
   var charts = document.getElementById("charts");
   if (!charts) { return; }
   var status = document.getElementById("chart-status");
+  var NARROW = 700;
 
   function loadPlotly(src) {
     return new Promise(function (resolve, reject) {
@@ -50,22 +123,79 @@
     });
   }
 
+  // On a phone: the title wraps and shrinks, the legend goes below the plot, and plotly's
+  // toolbar stays out of the way of the chart's own buttons.
+  function narrowLayout(layout) {
+    var title = layout.title && layout.title.text;
+    if (title) {
+      var words = title.split(" ");
+      var lines = [""];
+      words.forEach(function (word) {
+        var line = lines[lines.length - 1];
+        if (line && (line + " " + word).length > 34) { lines.push(word); } else { lines[lines.length - 1] = line ? line + " " + word : word; }
+      });
+      layout.title = Object.assign({}, layout.title, { text: lines.join("<br>"), font: { size: 13 }, x: 0, xanchor: "left" });
+      layout.margin = Object.assign({}, layout.margin, { l: 48, r: 12, t: Math.max(layout.margin ? layout.margin.t : 0, 60 + 16 * lines.length) });
+    }
+    (layout.updatemenus || []).forEach(function (menu) { menu.y = 1.0; menu.yanchor = "bottom"; menu.pad = { b: 4 }; });
+    // The legend goes under the plot, where it takes height rather than the plot's width.
+    layout.legend = { orientation: "h", x: 0, xanchor: "left", y: -0.18, yanchor: "top", font: { size: 10 } };
+    layout.margin = Object.assign({}, layout.margin, { b: 40 });
+    Object.keys(layout).forEach(function (key) {
+      if (/^xaxis\d*$/.test(key) && layout[key].tickangle !== undefined) {
+        layout[key] = Object.assign({}, layout[key], { tickangle: -90, tickfont: { size: 9 } });
+      }
+    });
+    return layout;
+  }
+
+  // Point names are placed apart on the server for a typical chart size; at the size the
+  // chart really has, any name that still collides with another, or leaves the chart, is
+  // hidden (the point keeps its name on hover).
+  function declutter(node) {
+    var frame = node.querySelector(".main-svg");
+    if (!frame) { return; }
+    var bounds = frame.getBoundingClientRect();
+    var kept = [];
+    var hidden = 0;
+    node.querySelectorAll(".textpoint text").forEach(function (text) {
+      text.style.display = "";
+      if (!text.textContent) { return; }
+      var box = text.getBoundingClientRect();
+      var outside = box.left < bounds.left || box.right > bounds.right || box.top < bounds.top || box.bottom > bounds.bottom;
+      var collides = kept.some(function (other) {
+        return Math.min(box.right, other.right) - Math.max(box.left, other.left) > 1 &&
+          Math.min(box.bottom, other.bottom) - Math.max(box.top, other.top) > 1;
+      });
+      if (outside || collides) { text.style.display = "none"; hidden += 1; } else { kept.push(box); }
+    });
+    node.dataset.hiddenLabels = String(hidden);
+  }
+
   fetch(charts.dataset.src, { credentials: "same-origin", headers: { Accept: "application/json" } })
     .then(function (response) {
       if (!response.ok) { throw new Error("charts: HTTP " + response.status); }
       return response.json();
     })
     .then(function (figures) {
-      if (!figures.points) { status.textContent = "No rows to plot."; return null; }
+      if (!figures.points) {
+        status.textContent = "No rows to plot.";
+        charts.dataset.ready = "1";
+        return null;
+      }
       return loadPlotly(charts.dataset.plotly).then(function (Plotly) {
-        var options = { responsive: true, displaylogo: false };
+        var narrow = window.innerWidth < NARROW;
+        var options = { responsive: true, displaylogo: false, displayModeBar: narrow ? false : "hover" };
         var holder = document.getElementById("chart-list");
         return Promise.all(figures.figures.map(function (figure, index) {
           var node = document.createElement("div");
           node.className = "chart";
           node.id = "chart-" + index;
           holder.appendChild(node);
-          return Plotly.newPlot(node, figure.data, figure.layout, options).then(function () {
+          var layout = narrow ? narrowLayout(figure.layout) : figure.layout;
+          return Plotly.newPlot(node, figure.data, layout, options).then(function () {
+            declutter(node);
+            node.on("plotly_afterplot", function () { declutter(node); });
             // A point or bar opens its system's page (the last custom field is its address).
             node.on("plotly_click", function (event) {
               var point = event.points && event.points[0];
@@ -75,7 +205,7 @@
             });
           });
         })).then(function () {
-          status.textContent = "";
+          status.textContent = "Click a point or bar to open its system.";
           charts.dataset.ready = "1";
         });
       });

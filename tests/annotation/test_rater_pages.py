@@ -37,7 +37,7 @@ class Links(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
-        for name in ("src", "href", "action", "data-peaks"):
+        for name in ("src", "href", "action", "data-peaks", "data-renew"):
             if attrs.get(name):
                 self.urls.append(attrs[name])
         self._in_state = tag == "script" and attrs.get("id") == "rate-state"
@@ -74,7 +74,8 @@ def assert_blind(text: str, board, where: str) -> None:
 
 def decoded_token_payloads(url: str) -> str:
     """Whatever a rater could decode from a signed URL's readable part."""
-    token = url.rstrip("/").split("/")[-1] if "/peaks" not in url else url.split("/")[-3]
+    parts = url.rstrip("/").split("/")
+    token = parts[-2] if parts[-1] in ("peaks", "renew") else parts[-1]
     payload = token.split(":")[0]
     return base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)).decode()
 
@@ -111,22 +112,39 @@ def test_every_rater_page_json_and_audio_response_is_blind(client):
             "eventsUrl",
             "submitUrl",
             "nextUrl",
+            "backUrl",
+            "review",
             "guidelineVersion",
             "labels",
             "draftLabel",
+            "comment",
+            "flagged",
             "heardResponse",
             "positions",
             "requirePlay",
+            "breakMinutes",
+            "batchKey",
+            "batchActiveMs",
         }
+        # The way back within the batch names nothing but the rater's own item codes.
+        if position > 1:
+            assert state["backUrl"].startswith(f"/rate/{second.token}/items/")
+            review, _ = get(state["backUrl"])
+            assert review.status_code == 200 and "already answered" in review.content.decode()
         assert state["draftLabel"] is None  # nothing of the first rater's answers
         assert f'item <strong id="rate-position">{position}</strong> of 6' in body.decode()
         audio_urls = [u for u in page.urls if u.startswith("/rate/audio/")]
-        assert len(audio_urls) == 4  # two clips, each with its waveform
+        assert len(audio_urls) == 6  # two clips, each with its waveform and a way to renew
         for url in audio_urls:
             assert_blind(decoded_token_payloads(url), board, f"the signed URL {url}")
             clip, data = get(url)
             assert clip.status_code == 200
-            if "/peaks/" not in url:
+            if "/renew/" in url:
+                fresh = json.loads(data)
+                assert set(fresh) == {"url", "peaks", "renew", "expires_in"}
+                assert fresh["url"].startswith("/rate/audio/")
+                assert_blind(decoded_token_payloads(fresh["url"]), board, "a renewed URL")
+            elif "/peaks/" not in url:
                 assert data.startswith(b"RIFF")
                 assert "Content-Disposition" not in clip.headers
         events = client.post(
@@ -144,7 +162,12 @@ def test_every_rater_page_json_and_audio_response_is_blind(client):
             content_type="application/json",
         )
         seen.append((state["submitUrl"], submitted.content.decode()))
-        assert submitted.json() == {"ok": True, "stored": True, "next": invite_url}
+        assert submitted.json() == {
+            "ok": True,
+            "stored": True,
+            "next": invite_url,
+            "feedback": None,  # sampled items: no feedback, no verdict
+        }
         again = client.post(
             state["submitUrl"],
             data=json.dumps({"label": "inconsistent"}),
@@ -174,7 +197,11 @@ def test_invite_links_that_do_not_exist_or_were_withdrawn_show_nothing(client):
     rater = invite(study)
     assert client.get(reverse("annotation:rate", args=["not-a-token"])).status_code == 404
     rater_update(rater=rater, is_active=False)
-    assert client.get(reverse("annotation:rate", args=[rater.token])).status_code == 404
+    # A withdrawn link says so, in the raters' own layout, instead of a bare 404.
+    withdrawn = client.get(reverse("annotation:rate", args=[rater.token]))
+    assert withdrawn.status_code == 410
+    assert "This invite link has been withdrawn" in withdrawn.content.decode()
+    assert 'class="site"' not in withdrawn.content.decode()
 
 
 def test_the_rater_page_resumes_where_the_rater_left_off(client):
@@ -213,7 +240,11 @@ def audio_url(client, rater):
     response = client.get(reverse("annotation:rate", args=[rater.token]))
     links = Links()
     links.feed(response.content.decode())
-    return next(u for u in links.urls if u.startswith("/rate/audio/") and "/peaks/" not in u)
+    return next(
+        u
+        for u in links.urls
+        if u.startswith("/rate/audio/") and "/peaks/" not in u and "/renew/" not in u
+    )
 
 
 def test_audio_is_served_with_byte_ranges(client):
@@ -266,9 +297,15 @@ def test_audio_links_are_signed_scoped_and_expire(client, monkeypatch):
     later = clock.time() + 3600
     monkeypatch.setattr(signing.time, "time", lambda: later)
     assert client.get(url).status_code == 404
+    # A page left open asks for fresh URLs with the expired token, and they play.
+    renewed = client.get(url.rstrip("/") + "/renew/")
+    assert renewed.status_code == 200
+    fresh = renewed.json()
+    assert client.get(fresh["url"]).status_code == 200
     monkeypatch.undo()
     rater_update(rater=a, is_active=False)
     assert client.get(url).status_code == 404
+    assert client.get(url.rstrip("/") + "/renew/").status_code == 404
 
 
 def test_waveform_peaks_for_the_player(client):

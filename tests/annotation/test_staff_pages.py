@@ -48,9 +48,12 @@ def test_study_pages_are_for_staff_only(client, admin_client, member, name, args
     board = make_board(submissions=1, tasks=2, audio=False)
     make_study(board, slug="s", per_stratum=2)
     url = reverse(name, args=args)
-    assert client.get(url).status_code == 302  # anonymous: to the login page
+    anonymous = client.get(url)
+    # Anonymous: to the site's own login (not the admin's), and back here after it.
+    assert anonymous.status_code == 302
+    assert anonymous["Location"].startswith("/accounts/login/?next=")
     client.force_login(member)
-    assert client.get(url).status_code == 302  # signed in, not staff
+    assert client.get(url).status_code == 403  # signed in, not staff
     assert admin_client.get(url).status_code == 200
 
 
@@ -136,17 +139,22 @@ def test_running_a_study_from_its_dashboard(admin_client):
 
 
 def test_the_dashboard_shows_undefined_with_reasons_then_figures_from_a_snapshot(admin_client):
+    from annotation.models import Snapshot
+
     board = make_board(submissions=2, tasks=3, audio=False)
     study = make_study(board, slug="dash", per_stratum=3, overlap=2, batch_size=6)
     page = admin_client.get(reverse("annotation:study", args=["dash"])).content.decode()
     assert "undefined (no ratings)" in page
     assert not re.search(r"\bnan\b", page, re.IGNORECASE)
+    # No ratings: no chart axes drawn over nothing.
+    assert 'id="empty-charts"' in page and "chart-strata" not in page
     rate_all(study, invite(study, 2))
     response = admin_client.get(reverse("annotation:study", args=["dash"]))
-    snapshot = response.context["snapshot"]
     page = response.content.decode()
-    assert snapshot.rating_count == 12
-    assert reverse("annotation:snapshot", args=["dash", snapshot.sha256]) in page
+    # Live figures: looking at the dashboard stores nothing (storage would grow with every
+    # GET during a live study); a snapshot is taken when asked for.
+    assert response.context["rating_count"] == 12 and Snapshot.objects.count() == 0
+    assert "from 2 raters who rated, of 2 invited" in " ".join(page.split())
     # Every label is "consistent": no variation, so alpha is undefined with that reason.
     assert "undefined (every paired label is &#x27;consistent&#x27;" in page
     for submission in board.submissions:
@@ -155,12 +163,23 @@ def test_the_dashboard_shows_undefined_with_reasons_then_figures_from_a_snapshot
     assert set(charts) == {"strata", "confusion", "raters"}
     assert f"/assets/plotly-{plotly.__version__}.min.js" in page
     assert "cdn" not in page.lower()
+    admin_client.get(reverse("annotation:study", args=["dash"]))
+    assert Snapshot.objects.count() == 0
+    frozen = admin_client.post(reverse("annotation:study-snapshot", args=["dash"]))
+    snapshot = Snapshot.objects.get()
+    assert frozen["Location"] == reverse("annotation:snapshot", args=["dash", snapshot.sha256])
+    assert snapshot.rating_count == 12
+    page = admin_client.get(reverse("annotation:study", args=["dash"])).content.decode()
+    assert reverse("annotation:snapshot", args=["dash", snapshot.sha256]) in page
     snap = admin_client.get(reverse("annotation:snapshot", args=["dash", snapshot.sha256]))
     assert snap.status_code == 200 and snapshot.sha256 in snap.content.decode()
     data = admin_client.get(
         reverse("annotation:snapshot-json", args=["dash", snapshot.sha256])
     ).json()
     assert data["sha256"] == snapshot.sha256 and len(data["ratings"]) == 12
+    # Closing the study freezes its figures once more only if the ratings changed: same here.
+    admin_client.post(reverse("annotation:study-status", args=["dash"]), {"status": "closed"})
+    assert Snapshot.objects.count() == 1
 
 
 def test_exports_are_long_format_with_versions_timestamps_and_audio_hashes(admin_client):

@@ -370,13 +370,15 @@ def test_everything_undefined_survives_exclusions_strata_and_batches():
     items = {1: ItemInfo(judge=A, stratum="s", batch=1), 2: ItemInfo(judge=B, stratum="s", batch=2)}
     report = agreement_compute(ratings=ratings, items=items, exclude_raters={"a"})
     assert (
-        report.overall.alpha.reason == "no ratings"
-        and report.by_batch[1].kappa.reason == "no ratings"
+        report.overall.alpha.reason == "every rater who rated these items is excluded"
+        and report.by_batch[1].kappa.reason == "every rater who rated these items is excluded"
     )
     assert report.raters[0].excluded and no_nan_anywhere(report)
     single = agreement_compute(ratings=ratings, items=items)
     # One rater: alpha is undefined, yet the judge can be compared with that rater's labels.
-    assert "only one rater ('a')" in single.overall.alpha.reason
+    assert "only one rater (a)" in single.overall.alpha.reason
+    named = agreement_compute(ratings=ratings, items=items, rater_names={"a": "Ada"})
+    assert "only one rater (Ada)" in named.overall.alpha.reason
     assert single.overall.kappa.value == 1.0
 
 
@@ -602,13 +604,19 @@ def bootstrap_by_library(data, judge, majority, rng, resamples, level=95):
     draws = rng.integers(0, units, size=(resamples, units), dtype=np.int32)
     alphas, kappas, raws, ac1s = [], [], [], []
     for draw in draws:
-        alphas.append(krippendorff.alpha(data[:, draw], level_of_measurement="nominal"))
+        try:
+            alphas.append(krippendorff.alpha(data[:, draw], level_of_measurement="nominal"))
+        except ValueError:  # one value in the whole resample: undefined, left out as documented
+            alphas.append(np.nan)
         kept = draw[majority[draw] >= 0]
         kappas.append(cohen_kappa_score(judge[kept], majority[kept]))
         raws.append(accuracy_score(judge[kept], majority[kept]))
         ac1s.append(ac1_by_formula(list(judge[kept]), list(majority[kept]), (0, 1)))
     tail = (100 - level) / 2
-    return [tuple(np.percentile(v, [tail, 100 - tail])) for v in (alphas, kappas, raws, ac1s)]
+    return [
+        tuple(np.nanpercentile(np.array(v, dtype=float), [tail, 100 - tail]))
+        for v in (alphas, kappas, raws, ac1s)
+    ]
 
 
 def library_inputs(ratings, items, wanted):
@@ -632,8 +640,10 @@ def test_bootstrap_intervals_equal_the_libraries_on_the_documented_resamples(lev
         ratings=ratings, items=items, labels=LABELS, seed=7, resamples=300, confidence=level / 100
     )
     data, judge, majority = library_inputs(ratings, items, set(items))
+    # Every scope draws from a generator seeded by the seed and the items it resamples.
+    every = repr(sorted(items)).encode()
     expected = bootstrap_by_library(
-        data, judge, majority, np.random.default_rng(7), 300, level=level
+        data, judge, majority, np.random.default_rng([7, zlib.crc32(every)]), 300, level=level
     )
     overall = report.overall
     for figure, (low, high) in zip(
@@ -641,10 +651,9 @@ def test_bootstrap_intervals_equal_the_libraries_on_the_documented_resamples(lev
     ):
         assert (figure.low, figure.high) == (pytest.approx(low), pytest.approx(high))
         assert figure.undefined_resamples == 0
-    # A stratum draws from its own generator, seeded by the seed and the group's name.
     wanted = {n for n, info in items.items() if info.stratum == "setting-05"}
     data, judge, majority = library_inputs(ratings, items, wanted)
-    rng = np.random.default_rng([7, zlib.crc32(b"stratum:'setting-05'")])
+    rng = np.random.default_rng([7, zlib.crc32(repr(sorted(wanted)).encode())])
     expected = bootstrap_by_library(data, judge, majority, rng, 300, level=level)
     group = report.by_stratum["setting-05"]
     for figure, (low, high) in zip((group.alpha, group.kappa), expected[:2], strict=True):
@@ -668,3 +677,41 @@ def test_ten_thousand_ratings_all_figures_with_intervals():
 def test_the_statistics_module_does_not_import_django():
     code = "import sys, annotation.stats; sys.exit('django' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0
+
+
+def test_the_same_items_give_the_same_interval_in_any_scope():
+    # One batch holding every rated item: "Batch 1" and "All items" are the same 24 items, so
+    # they must show the same intervals (each scope used to draw from its own seed).
+    ratings, items = paper_study()
+    chosen = sorted(items)[:24]
+    ratings = [r for r in ratings if r.item in chosen]
+    items = {
+        name: ItemInfo(judge=info.judge, stratum=info.stratum, batch=1)
+        for name, info in items.items()
+        if name in chosen
+    }
+    report = agreement_compute(ratings=ratings, items=items, labels=LABELS, seed=3, resamples=200)
+    batch, overall = report.by_batch[1], report.overall
+    for name in ("alpha", "kappa", "raw_agreement", "ac1"):
+        mine, theirs = getattr(batch, name), getattr(overall, name)
+        assert (mine.value, mine.low, mine.high) == (theirs.value, theirs.low, theirs.high), name
+    # A different item set draws differently (the seed is not simply shared).
+    fewer = agreement_compute(
+        ratings=[r for r in ratings if r.item != chosen[0]],
+        items={k: v for k, v in items.items() if k != chosen[0]},
+        labels=LABELS,
+        seed=3,
+        resamples=200,
+    )
+    assert (fewer.overall.kappa.low, fewer.overall.kappa.high) != (
+        overall.kappa.low,
+        overall.kappa.high,
+    )
+
+
+def test_single_rater_majorities_are_counted():
+    ratings = [Rating(1, "a", A), Rating(1, "b", A), Rating(2, "a", B), Rating(3, "b", A)]
+    items = {i: ItemInfo(judge=A) for i in (1, 2, 3)}
+    report = agreement_compute(ratings=ratings, items=items, labels=LABELS, resamples=0)
+    # Items 2 and 3 have one label each: their "majority" is one person.
+    assert report.overall.single_majority == 2

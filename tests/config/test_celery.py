@@ -66,6 +66,7 @@ def test_env_helpers_fail_loudly(monkeypatch):
 
 
 def test_beat_schedules_a_registered_task():
+    import leaderboard.accounts.tasks  # noqa: F401  (registers the task)
     import leaderboard.uploads.tasks  # noqa: F401  (registers the task)
 
     for entry in app.conf.beat_schedule.values():

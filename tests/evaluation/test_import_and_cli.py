@@ -107,7 +107,8 @@ def test_submit_rejected_bundle_exits_non_zero_with_the_problems(mpbench, mpbenc
     with pytest.raises(CommandError) as caught:
         call_command("submit", str(bundle), "--benchmark", "mp-bench", "--system", "X")
     assert "bundle rejected: 924 problem(s)" in str(caught.value)
-    assert "task folder missing (submit with --allow-partial" in str(caught.value)
+    assert "task folder missing; to score the other tasks anyway" in str(caught.value)
+    assert "--allow-partial on the command line" in str(caught.value)
     assert Submission.objects.filter(is_reported=False).count() == 0
 
 

@@ -104,7 +104,7 @@ def test_browse_sort_filter_switch_judge_and_charts(browser, live_server, rows):
     assert shown_systems(page) == ["Epsilon", "Alpha"]
 
     # Intervals: hidden, then shown in the cells without a reload; the permalink keeps them.
-    cell = page.locator('#board tr[data-system="Alpha"] td').nth(3 + 7)
+    cell = page.locator('#board tr[data-system="Alpha"] td').nth(5 + 7)  # rank..date, then metrics
     assert cell.get_attribute("title") == "72/256; 95% Wilson interval 22.97–33.92%"
     assert not cell.locator(".ci").is_visible()
     page.check("#show-ci")

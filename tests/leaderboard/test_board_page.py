@@ -419,6 +419,7 @@ def test_permalink_and_exports_keep_sort_and_filters(client, board):
         "architecture": None,
         "open_weights": True,
         "full_duplex": None,
+        "search": None,
     }
     assert parse_qs(urlsplit(json_rows["permalink"]).query) == params
 
@@ -613,7 +614,14 @@ def test_chart_figures(client, board):
     assert [b["label"] for b in buttons] == ["Discussion", "Turn-based"]
 
     # One subplot per split (x axes x, x2, x3), its accuracies as grouped bars.
-    bars = {(t.get("xaxis", "x"), t["name"]): t for t in splits["data"]}
+    bars = {
+        (t.get("xaxis", "x"), t["name"]): t
+        for t in splits["data"]
+        if t.get("legendgroup") != "note"
+    }
+    # The legend says what the error bars are; with no paper row, nothing about paper rows.
+    notes = [t["name"] for t in splits["data"] if t.get("legendgroup") == "note"]
+    assert notes == ["scored here: bars are 95% intervals"]
     assert set(bars) == {
         ("x", "Overall Acc"),
         ("x", "Spk Name Acc"),

@@ -85,6 +85,7 @@ def test_offline_scores_are_labelled_and_never_mixed(client, scored_offline):
         "flagged": False,
         "rescoring": False,
         "retrying_failed": False,
+        "anonymous": False,
     }
     assert entry["submission"] == scored_offline.pk
     page = client.get("/benchmarks/mp-bench/?judge=offline").content.decode()

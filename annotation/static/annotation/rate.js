@@ -5,7 +5,12 @@
  * the same label chosen and the players where they were.
  *
  * Keys: space play/pause the active player, left/right seek it 5 s, C moves to the next context
- * clip and R to the response, 1/2 choose a label, 0 or 3 "can't judge", Enter submit.
+ * clip and R to the response, 1/2 choose a label, 0 or 3 "can't judge", Enter submit, B back to
+ * the previous item of the batch (to change its answer), G opens or closes the guideline, N the
+ * comment box, F flags the item.
+ *
+ * After a gold item the rater sees the expected answer and goes on with Enter; after
+ * state.breakMinutes of work in a batch a reminder suggests a break (once per interval).
  */
 (function () {
   "use strict";
@@ -25,6 +30,14 @@
   var activeMs = 0;
   var visibleSince = document.visibilityState === "visible" ? performance.now() : null;
   var chosen = state.draftLabel || null;
+  var commentBox = document.getElementById("rate-comment");
+  var flagBox = document.getElementById("rate-flag");
+  var commentDetails = document.getElementById("comment-box");
+  var guideline = document.getElementById("guideline");
+  var feedback = document.getElementById("check-feedback");
+  var awaitingContinue = null; // the next URL while the gold feedback is shown
+  if (commentBox && state.comment) { commentBox.value = state.comment; commentDetails.open = true; }
+  if (flagBox && state.flagged) { flagBox.checked = true; commentDetails.open = true; }
   var submitting = false;
   var finished = false;
   var players = {};
@@ -173,7 +186,33 @@
     message.setAttribute("data-kind", "error");
   }
 
+  function labelText(value) {
+    var match = state.labels.filter(function (label) { return label.value === value; })[0];
+    return match ? match.text : value;
+  }
+
+  // A gold item's answer is known: say whether the rater's matched, then go on with Enter.
+  function showFeedback(result, next) {
+    awaitingContinue = next;
+    feedback.hidden = false;
+    feedback.className = "check-feedback " + (result.correct ? "right" : "wrong");
+    feedback.textContent = "";
+    var head = document.createElement("strong");
+    head.textContent = result.correct ? "Right: this was a check item with a known answer. " : "Not quite: this was a check item with a known answer. ";
+    var body = document.createElement("span");
+    body.textContent = "Expected “" + labelText(result.expected) + "”; you chose “" + labelText(result.given) + "”. ";
+    var go = document.createElement("button");
+    go.type = "button";
+    go.id = "feedback-continue";
+    go.textContent = "Continue (Enter)";
+    go.addEventListener("click", function () { window.location.assign(next); });
+    feedback.append(head, body, go);
+    message.textContent = "Saved.";
+    go.focus();
+  }
+
   function submit() {
+    if (awaitingContinue) { window.location.assign(awaitingContinue); return; }
     if (finished || submitting) return;
     if (!chosen) return showError("Choose a label first (1, 2, or 0 for can't judge).");
     if (mustPlay()) return showError("Play the response to the end to submit.");
@@ -186,6 +225,8 @@
       page: page,
       events: events,
       active_ms: takeActiveMs(),
+      comment: commentBox ? commentBox.value : "",
+      flagged: flagBox ? flagBox.checked : false,
     };
     post(state.submitUrl, payload, false)
       .then(function (response) {
@@ -194,8 +235,13 @@
       .then(function (result) {
         if (result.body.ok) {
           finished = true;
+          var next = state.review ? state.nextUrl : (result.body.next || state.nextUrl);
+          if (result.body.feedback) {
+            showFeedback(result.body.feedback, next);
+            return;
+          }
           message.textContent = "Saved.";
-          window.location.assign(result.body.next || state.nextUrl);
+          window.location.assign(next);
           return;
         }
         submitting = false;
@@ -234,6 +280,10 @@
     else if (key === "1" || key === "2") choose(labelFor(key));
     else if (key === "0" || key === "3") choose(labelFor("0"));
     else if (key === "Enter") submit();
+    else if ((key === "b" || key === "B") && state.backUrl) { flush(true); window.location.assign(state.backUrl); }
+    else if ((key === "g" || key === "G") && guideline) guideline.open = !guideline.open;
+    else if ((key === "n" || key === "N") && commentBox) { commentDetails.open = true; commentBox.focus(); }
+    else if ((key === "f" || key === "F") && flagBox) { commentDetails.open = true; flagBox.checked = !flagBox.checked; }
     else handled = false;
     if (handled) {
       event.preventDefault();
@@ -265,6 +315,32 @@
     }
   });
   window.addEventListener("pagehide", function () { flush(true); });
+
+  // --- break reminder ------------------------------------------------------------------------
+  var reminder = document.getElementById("break-reminder");
+  var breakMs = (state.breakMinutes || 0) * 60000;
+  var dismissedKey = "floorboard:break:" + state.batchKey;
+  function dismissedUpTo() {
+    try { return parseInt(window.localStorage.getItem(dismissedKey) || "0", 10) || 0; } catch (e) { return 0; }
+  }
+  function checkBreak() {
+    if (!reminder || !breakMs) return;
+    var spent = (state.batchActiveMs || 0) + activeMs + (visibleSince !== null ? performance.now() - visibleSince : 0);
+    var due = Math.floor(spent / breakMs);
+    if (due >= 1 && due > dismissedUpTo()) {
+      document.getElementById("break-minutes").textContent = String(Math.round(spent / 60000));
+      reminder.hidden = false;
+      reminder.setAttribute("data-due", String(due));
+    }
+  }
+  if (reminder) {
+    document.getElementById("break-dismiss").addEventListener("click", function () {
+      try { window.localStorage.setItem(dismissedKey, reminder.getAttribute("data-due") || "0"); } catch (e) { /* private mode */ }
+      reminder.hidden = true;
+    });
+    checkBreak();
+    setInterval(checkBreak, 15000);
+  }
   setInterval(function () { if (document.visibilityState === "visible") flush(false); }, FLUSH_MS);
 
   var order = [];
@@ -278,6 +354,7 @@
   refresh();
 
   window.floorboardRate = {
+    checkBreak: checkBreak,
     players: players,
     get chosen() { return chosen; },
     get active() { return active; },

@@ -12,7 +12,7 @@ from evaluation.bundles import ZIP_READ_ERRORS, Entry, ValidationReport, iter_ta
 from evaluation.jsonbounds import JsonRefused, loads_bounded, unstorable_text
 
 from . import limits
-from .detection import TRANSCRIPT_NAMES
+from .detection import TRANSCRIPT_NAMES, TRANSCRIPT_PAIRS, choose_pair
 from .limits import (
     MAX_CONVERSATION_SECONDS,
     MAX_JSON_DEPTH,
@@ -224,6 +224,7 @@ def validate_contents(
                     file=entry.relative,
                 )
         contents.tasks[task] = accepted
+        _warn_if_scored_silent(accepted, report, task)
 
     contents.missing = sorted(task_ids - contents.tasks.keys())
     if not contents.tasks and report.ok:
@@ -231,7 +232,33 @@ def validate_contents(
     elif contents.missing and not allow_partial:
         for task in contents.missing:
             report.add(
-                "task folder missing (submit with --allow-partial to accept an incomplete bundle)",
+                "task folder missing; to score the other tasks anyway, accept an incomplete "
+                "bundle (the submit page's checkbox, --allow-partial on the command line, "
+                "allow_partial=true in the API)",
                 task=task,
             )
     return contents
+
+
+# The output side of each transcript pair: a response the rules cannot pair with an input.
+OUTPUT_NAMES = tuple(dict.fromkeys(output for _, output in TRANSCRIPT_PAIRS))
+
+
+def _warn_if_scored_silent(accepted: dict[str, Entry], report: ValidationReport, task: str):
+    """The harness scores a task whose response has no input transcript beside it as silent
+    (no pair of files), which is kept; the submitter is told, so a missing file is noticed."""
+
+    def size(name: str) -> int | None:
+        entry = accepted.get(name)
+        return entry.info.file_size if entry is not None else None
+
+    if choose_pair(size, TRANSCRIPT_PAIRS) is not None:
+        return
+    answered = [name for name in OUTPUT_NAMES if size(name)]
+    if answered:
+        report.warn(
+            "scored as silent: no input transcript beside the response (the harness needs "
+            "both files of a pair, e.g. all_stitched.json with response.json)",
+            task=task,
+            file=answered[0],
+        )

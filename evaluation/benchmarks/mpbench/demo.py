@@ -1052,6 +1052,7 @@ def demo_manifest(
     organization: str = "Floorboard demo (fictional)",
     architecture: str = "end-to-end",
     open_weights: bool = False,
+    full_duplex: bool | None = None,
     description: str = "",
     url: str = "",
     extra: dict | None = None,
@@ -1067,6 +1068,7 @@ def demo_manifest(
         "system_type": system_type,
         "architecture": architecture,
         "open_weights": bool(open_weights),
+        **({} if full_duplex is None else {"full_duplex": bool(full_duplex)}),
         "description": description,
         "url": url,
         "benchmark": "mpbench",
@@ -1093,6 +1095,7 @@ def system_manifest(system: dict) -> dict:
         organization=system["organization"],
         architecture=system["architecture"],
         open_weights=system["open_weights"],
+        full_duplex=system.get("full_duplex"),
         description=system["description"],
         extra={"demo_profile": {"profile": system["profile"], "seed": system["seed"]}},
     )
@@ -1106,6 +1109,7 @@ DEMO_SYSTEMS: list[dict] = [
         "system_type": "non-realtime",
         "architecture": "end-to-end",
         "open_weights": False,
+        "full_duplex": False,
         "organization": "Floorboard demo (fictional)",
         "description": "Invented demo system: waits for the conversation to end, then answers "
         "correctly and keeps quiet when the game says so.",
@@ -1117,6 +1121,7 @@ DEMO_SYSTEMS: list[dict] = [
         "system_type": "realtime",
         "architecture": "end-to-end",
         "open_weights": True,
+        "full_duplex": True,
         "organization": "Floorboard demo (fictional)",
         "description": "Invented demo system: full-duplex, greets while people are talking, "
         "answers after them, sometimes wrongly or out of turn.",
@@ -1128,6 +1133,7 @@ DEMO_SYSTEMS: list[dict] = [
         "system_type": "realtime",
         "architecture": "cascaded",
         "open_weights": False,
+        "full_duplex": False,
         "organization": "Floorboard demo (fictional)",
         "description": "Invented demo system: a half-duplex ASR, LLM and TTS cascade that "
         "replies at the first pause, while the conversation is still going.",

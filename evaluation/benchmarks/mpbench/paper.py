@@ -70,5 +70,29 @@ def reported_rows() -> list[tuple[str, str, dict]]:
 
 
 # What the paper says of each system beyond its numbers (architecture, open weights, size, links),
-# keyed by the row's name; shown on the system page and used by the board's filters.
+# keyed by the row's name; shown on the system page and used by the board's filters. Table 3 and
+# the README name each system and its group (text LLM, non-realtime, realtime) only: they state
+# no architecture, open weights, parameter count or link for any of them, so none is filled in
+# rather than guessed from a name.
 FACTS: dict[str, dict] = {}
+
+# The BibTeX the benchmark's README gives.
+CITATION = """@misc{shih2026mpbench,
+      title={MP-Bench: Evaluating Voice Agents as a Multiparty Conversation Participant},
+      author={Yi-Jen Shih and Shih-Yun Shan Kuan and Guan-Ting Lin and Kai-Wei Chang and Siddhant Arora and Shu-wen Yang and Abdelrahman Mohamed and Shinji Watanabe and Hung-yi Lee and David Harwath},
+      year={2026},
+      eprint={2609.13076},
+      archivePrefix={arXiv},
+      primaryClass={eess.AS},
+      url={https://arxiv.org/abs/2609.13076},
+}"""
+
+# The paper's checks of its LLM judge (Sec. 7 and App. C).
+JUDGE_VALIDATION = (
+    "Human evaluation (paper, Sec. 7): 280 discussion-behaviour items (14 settings x 20), "
+    "3 annotators each, in batches of 30; Krippendorff's alpha 0.745 among the annotators; "
+    "Cohen's kappa 0.646 between the judge and the per-item human majority.",
+    "Judge robustness (paper, App. C): 720 items re-judged; Cohen's kappa against GPT-5: "
+    "Gemini-3.1-Flash-Lite 0.78 (88.9% exact agreement), Gemini-3.1-Pro 0.77 (88.8%), "
+    "Claude Opus 4.6 0.83 (91.7%).",
+)

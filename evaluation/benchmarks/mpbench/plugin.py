@@ -237,6 +237,8 @@ class MPBench(BenchmarkPlugin):
         "verdict where the agent rightly stayed silent.",
         "Percentages are rounded with Python's round() to 2 decimals, latencies to 1.",
     )
+    citation = paper.CITATION
+    judge_validation = paper.JUDGE_VALIDATION
     reported_source = paper.SOURCE
     default_row_group = "realtime"
     max_upload_bytes = bundle_limits.MAX_BUNDLE_UNCOMPRESSED_BYTES

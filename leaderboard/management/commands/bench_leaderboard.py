@@ -4,6 +4,10 @@ Seeds (once) a benchmark with --systems systems, --submissions scored and publis
 and --judges judges, then reports for the leaderboard HTML and JSON: SQL queries per request at
 two board sizes (they must not grow with the rows), median and p95 server time, and a load run of
 --clients concurrent clients on loopback (errors and throughput).
+
+The first screen (the page as linked: its first rows, the whole table one click away) is timed
+cold (cache emptied before every request) and warm (its rendered table cached under the score
+state); sizes are given as sent, plain and gzip-compressed, plotly.js included.
 """
 
 from __future__ import annotations
@@ -17,11 +21,14 @@ from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import httpx
+import plotly
+from django.core.cache import cache
 from django.core.management.base import BaseCommand
 from django.core.wsgi import get_wsgi_application
 from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 from rest_framework.settings import api_settings
 
 from evaluation.benchmarks import get_plugin, registry
@@ -126,6 +133,10 @@ def seed(
     return benchmark
 
 
+def _p95(sorted_values: list[float]) -> float:
+    return sorted_values[int(0.95 * (len(sorted_values) - 1))]
+
+
 class _ThreadingServer(ThreadingMixIn, WSGIServer):
     daemon_threads = True
 
@@ -175,6 +186,7 @@ class Command(BaseCommand):
             f"?judge=judge-1&sort=-{last}" + (f"&type={group}" if group else ""),
         }
         client = Client()
+        self._first_screen(client, large, systems, requests)
         for label, url in pages.items():
             counts = []
             for board in (small, large):
@@ -194,6 +206,52 @@ class Command(BaseCommand):
                 f"p95 {1000 * times[int(0.95 * (len(times) - 1))]:.0f} ms"
             )
         self._load(large, clients, load_seconds)
+
+    def _timed(
+        self, client, url: str, requests: int, *, cold: bool, **headers
+    ) -> tuple[list[float], list[float]]:
+        """Sorted wall-clock and CPU times of the requests. On a shared machine the CPU time
+        (this process's, SQLite included) says what a request costs when others compete."""
+        times, cpu = [], []
+        for _ in range(requests):
+            if cold:
+                cache.clear()
+            begin, begin_cpu = time.perf_counter(), time.process_time()
+            response = client.get(url, **headers)
+            times.append(time.perf_counter() - begin)
+            cpu.append(time.process_time() - begin_cpu)
+            assert response.status_code == 200, (url, response.status_code)
+        return sorted(times), sorted(cpu)
+
+    def _first_screen(self, client, benchmark, systems: int, requests: int):
+        """The board's first screen against the whole table, cold and warm, with sizes."""
+        gzip_ok = {"HTTP_ACCEPT_ENCODING": "gzip"}
+        for label, url in (
+            ("first screen", f"/benchmarks/{benchmark.slug}/"),
+            ("whole table (rows=all)", f"/benchmarks/{benchmark.slug}/?rows=all"),
+        ):
+            plain = client.get(url)
+            packed = client.get(url, **gzip_ok)
+            shown = plain.content.count(b" data-system=")
+            self.stdout.write(
+                f"HTML {label}: {shown} of {systems} rows, {len(plain.content) / 1024:.0f} KB, "
+                f"{len(packed.content) / 1024:.0f} KB gzip ({packed.get('Content-Encoding')})"
+            )
+            for warm in (False, True):
+                times, cpu = self._timed(client, url, requests, cold=not warm, **gzip_ok)
+                self.stdout.write(
+                    f"  {'warm (table cached)' if warm else 'cold (cache emptied)'}: median "
+                    f"{1000 * statistics.median(times):.1f} ms, "
+                    f"p95 {1000 * _p95(times):.1f} ms (CPU median "
+                    f"{1000 * statistics.median(cpu):.1f} ms, p95 {1000 * _p95(cpu):.1f} ms)"
+                )
+        plotly_url = reverse("plotly-js", args=[plotly.__version__])
+        raw = b"".join(client.get(plotly_url).streaming_content)
+        packed = client.get(plotly_url, **gzip_ok)
+        self.stdout.write(
+            f"plotly.js: {len(raw) / 1024**2:.1f} MB, sent {len(packed.content) / 1024**2:.1f} MB "
+            f"with {packed.get('Content-Encoding')}"
+        )
 
     def _load(self, benchmark, clients: int, seconds: float):
         server = make_server(

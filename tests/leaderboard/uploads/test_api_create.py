@@ -54,8 +54,14 @@ def test_token_create_streams_the_bundle_and_scores_it(
     assert response.status_code == 201, response.content
     body = response.json()
     submission = uploaded().get()
-    assert body["id"] == submission.pk and response["Location"] == f"/submissions/{submission.pk}/"
-    assert body["url"] == f"http://testserver/submissions/{submission.pk}/"
+    # url and Location name the submission in the API, as every list does; page is the site's.
+    assert body["id"] == submission.pk
+    assert response["Location"] == f"/api/submissions/{submission.pk}/"
+    assert body["url"] == f"http://testserver/api/submissions/{submission.pk}/"
+    assert body["page"] == f"http://testserver/submissions/{submission.pk}/"
+    listed = client.get("/api/submissions/", HTTP_AUTHORIZATION=f"Bearer {alice_token}").json()
+    assert body["url"] in [row["url"] for row in listed["results"]]
+    assert body["duplicate_of"] == []
     assert (body["team"], body["judge"], body["system"]) == ("alpha", "offline", "API Agent")
     assert body["published"] is True and body["incomplete"] is True
     assert body["missing_tasks"] == 927 - 3

@@ -38,7 +38,8 @@ def test_it_validates_team_membership_on_start(client, people, mpbench):
     client.force_login(people.alice)
     response = client.post(START, start_fields(team="beta", size=1000))
     assert response.status_code == 403
-    assert response.json()["error"] == "You are not a member of that team."
+    # Every form error names its field.
+    assert response.json()["error"] == "Team: You are not a member of that team."
     assert Upload.objects.count() == 0
     page = client.get("/benchmarks/mp-bench/submit/").content.decode()
     assert 'value="alpha"' in page and 'value="beta"' not in page
