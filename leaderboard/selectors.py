@@ -186,6 +186,8 @@ class Entry:
     intervals: dict = field(default_factory=dict)
     system_type_label: str = ""
     rescoring: bool = False
+    # (label, title) of the plug-in's badges that the submission's facts call for
+    badges: tuple[tuple[str, str], ...] = ()
 
 
 def leaderboard_judges(*, benchmark: Benchmark) -> list[Judge]:
@@ -374,6 +376,11 @@ def _entry(submission: Submission, judge: Judge | None, judge_slug: str, columns
         facets=_facets(system),
         intervals={c.key: c.interval(results) for c in columns if c.metric.interval != "none"},
         rescoring=not reported and submission.status != Submission.Status.SCORED,
+        badges=tuple(
+            (badge.label, badge.title)
+            for badge in plugin.fact_badges
+            if (submission.facts or {}).get(badge.fact) == badge.value
+        ),
     )
 
 

@@ -330,6 +330,7 @@ def _entry_json(entry) -> dict:
             "flagged": entry.flagged,
         },
         "flag_reason": entry.flag_reason,
+        "badges": [{"label": label, "title": title} for label, title in entry.badges],
         "reported_source": entry.reported_source,
         "facets": entry.facets,
         "results": entry.results,

@@ -288,11 +288,11 @@ def _task_step(submission: Submission, plugin, step, index: int) -> bool:
             rows = _rows_claim(submission.pk, index, owner, step.chunk_size)
             if not rows:
                 break
+            found = plugin.run_task_step_batch(
+                step, [task_input(row, archive) for row in rows], facts=submission.facts
+            )
             for row in rows:
-                output = plugin.run_task_step(
-                    step, task_input(row, archive), facts=submission.facts
-                )
-                row.detection = {**row.detection, **output}
+                row.detection = {**row.detection, **found.get(row.task.task_id, {})}
                 row.steps_done = index + 1
                 row.lease_owner, row.lease_until = "", None
             TaskResult.objects.bulk_update(
