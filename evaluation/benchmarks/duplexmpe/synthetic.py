@@ -59,7 +59,7 @@ TEXTS = {
             "No need, Ben already booked one for us."),
 }  # fmt: skip
 ACK, INTRUSION, WRONG = (
-    "Mm-hm.",
+    "Okay, understood.",  # long enough for the VAD to find in synthetic speech
     "Actually, I can help with that, let me explain.",
     "I am not sure.",
 )
