@@ -11,6 +11,7 @@ row, which also keeps one rater's overlapping requests from deadlocking each oth
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import secrets
@@ -45,6 +46,10 @@ MAX_EVENTS_PER_CALL = 500
 CLAIM_PATIENCE_SECONDS = 5.0
 # Time on task arrives as deltas; one call never adds more than this (a sleeping laptop).
 MAX_ACTIVE_DELTA_MS = 10 * 60 * 1000
+# The columns' ranges: seq is a 32-bit positive integer, client_ms a 64-bit one (ms since the
+# page loaded: a week is far beyond any rating session).
+MAX_SEQ = 2**31 - 1
+MAX_CLIENT_MS = 7 * 24 * 3600 * 1000
 
 
 class RatingError(ValueError):
@@ -301,6 +306,10 @@ def rater_progress(*, rater: Rater, assignment: Assignment | None) -> Progress:
 # --- What the rater did --------------------------------------------------------------------
 
 
+def _finite(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _clean_events(events) -> list[dict]:
     if not isinstance(events, list):
         raise RatingError("events must be a list")
@@ -317,11 +326,11 @@ def _clean_events(events) -> list[dict]:
             raise RatingError(f"event {number}: unknown kind {kind!r}")
         if not isinstance(player, str) or not PLAYER.fullmatch(player):
             raise RatingError(f"event {number}: unknown player {player!r}")
-        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
-            raise RatingError(f"event {number}: seq must be a non-negative integer")
-        if not isinstance(at, int | float) or at < 0:
-            raise RatingError(f"event {number}: t must be a non-negative number of ms")
-        if position is not None and not isinstance(position, int | float):
+        if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= MAX_SEQ:
+            raise RatingError(f"event {number}: seq must be an integer from 0 to {MAX_SEQ}")
+        if not _finite(at) or not 0 <= at <= MAX_CLIENT_MS:
+            raise RatingError(f"event {number}: t must be a number of ms from 0 to {MAX_CLIENT_MS}")
+        if position is not None and not (_finite(position) and abs(position) <= MAX_CLIENT_MS):
             raise RatingError(f"event {number}: position must be a number of seconds")
         cleaned.append(
             {
@@ -376,7 +385,7 @@ def _record(assignment: Assignment, study: Study, page: str, events, active_ms, 
         ignore_conflicts=True,
     )
     if active_ms is not None:
-        if not isinstance(active_ms, int | float) or active_ms < 0:
+        if not _finite(active_ms) or active_ms < 0:
             raise RatingError("active_ms must be a non-negative number")
         assignment.active_ms += int(min(active_ms, MAX_ACTIVE_DELTA_MS))
     if positions is not None:
@@ -384,9 +393,8 @@ def _record(assignment: Assignment, study: Study, page: str, events, active_ms, 
             isinstance(key, str)
             and PLAYER.fullmatch(key)
             and key
-            and isinstance(value, int | float)
-            and not isinstance(value, bool)
-            and 0 <= value < 1e7
+            and _finite(value)
+            and 0 <= value <= MAX_CLIENT_MS
             for key, value in positions.items()
         ):
             raise RatingError("positions must map the item's players to seconds")

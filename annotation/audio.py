@@ -7,18 +7,15 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core import signing
-from django.core.cache import cache
-from django.core.files.storage import default_storage
-from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse
 from django.urls import reverse
 
-from evaluation.audio import Unsatisfiable, parse_range, wav_peaks
+from evaluation.stored import peak_buckets, stored_peaks
+from evaluation.stored import ranged_response as stored_ranged_response
 
 from .models import Assignment, item_clip
 
 SALT = "annotation.rater-audio"
-CHUNK = 256 * 1024
-PEAK_BUCKETS_MAX = 4000
 
 
 def _token(assignment: Assignment, which: str) -> str:
@@ -65,71 +62,12 @@ def audio_assignment(token: str) -> tuple[Assignment, str]:
     return assignment, which
 
 
-def _s3_range(key: str, start: int, end: int):
-    """A streaming body of bytes [start, end] of an S3 object."""
-    from storages.utils import clean_name
-
-    name = default_storage._normalize_name(clean_name(key))
-    return default_storage.bucket.Object(name).get(Range=f"bytes={start}-{end}")["Body"]
-
-
-def _storage_is_s3() -> bool:
-    return hasattr(default_storage, "bucket")
-
-
-def _stream(handle, length: int):
-    try:
-        while length > 0:
-            chunk = handle.read(min(CHUNK, length))
-            if not chunk:
-                break
-            length -= len(chunk)
-            yield chunk
-    finally:
-        handle.close()
-
-
-def ranged_response(request, key: str, content_type: str = "audio/wav") -> HttpResponse:
-    try:
-        size = default_storage.size(key)
-    except FileNotFoundError:
-        raise Http404("the clip is missing from storage") from None
-    try:
-        wanted = parse_range(request.headers.get("Range"), size)
-    except Unsatisfiable:
-        response = HttpResponse(status=416)
-        response["Content-Range"] = f"bytes */{size}"
-        return response
-    start, end = wanted if wanted else (0, size - 1)
-    length = max(0, end - start + 1)
-    if _storage_is_s3() and length:
-        handle = _s3_range(key, start, end)
-    else:
-        handle = default_storage.open(key, "rb")
-        if start:
-            handle.seek(start)
-    response = StreamingHttpResponse(
-        _stream(handle, length), status=206 if wanted else 200, content_type=content_type
-    )
-    response["Content-Length"] = str(length)
-    response["Accept-Ranges"] = "bytes"
-    if wanted:
-        response["Content-Range"] = f"bytes {start}-{end}/{size}"
+def ranged_response(request, key: str) -> HttpResponse:
+    """The clip's bytes, proxied (never a presigned URL, which would carry the key)."""
+    response = stored_ranged_response(request, key, named=False)
     response["Cache-Control"] = "private, max-age=3600"
-    response["X-Content-Type-Options"] = "nosniff"
     return response
 
 
-# --- Waveform peaks ---------------------------------------------------------------------------
-
-
-def item_peaks(*, key: str, sha256: str, buckets: int) -> dict:
-    """Peaks of an item's clip, cached by the audio's own hash (the bytes never change)."""
-    buckets = min(PEAK_BUCKETS_MAX, max(100, (buckets + 99) // 100 * 100))
-    cache_key = f"annotation:peaks:{sha256 or key}:{buckets}"
-    peaks = cache.get(cache_key)
-    if peaks is None:
-        with default_storage.open(key, "rb") as handle:
-            peaks = wav_peaks(handle, buckets=buckets)
-        cache.set(cache_key, peaks, 7 * 24 * 3600)
-    return peaks
+def item_peaks(*, key: str, buckets: int) -> dict:
+    return stored_peaks(name=key, buckets=peak_buckets(buckets))

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import html
 import json
 
 import plotly.graph_objects as go
 from plotly.utils import PlotlyJSONEncoder
 
 UNDEFINED_COLOUR = "#9aa1ad"
+
+
+def plain(text) -> str:
+    """Names (systems, raters) shown as text: plotly renders a subset of HTML, links included,
+    in labels and hover text, and decodes entities for display."""
+    return html.escape(str(text), quote=True)
 
 
 def undefined_text(figure: dict) -> str:
@@ -41,7 +48,7 @@ def _error_bars(figures: list[dict]) -> dict:
 def strata_chart(report: dict, names: dict[str, str]) -> go.Figure:
     """Agreement per stratum with 95% bootstrap intervals: judge x majority kappa, human alpha."""
     keys = list(report["by_stratum"])
-    labels = [names.get(key, f"stratum {key}") for key in keys]
+    labels = [plain(names.get(key, f"stratum {key}")) for key in keys]
     fig = go.Figure()
     for measure, title in (
         ("kappa", "Cohen's kappa (judge vs majority)"),
@@ -83,8 +90,8 @@ def confusion_chart(report: dict, labels: list[str]) -> go.Figure:
     fig = go.Figure(
         go.Heatmap(
             z=confusion,
-            x=[f"majority: {label}" for label in labels],
-            y=[f"judge: {label}" for label in labels],
+            x=[plain(f"majority: {label}") for label in labels],
+            y=[plain(f"judge: {label}") for label in labels],
             text=[[str(v) for v in row] for row in confusion],
             texttemplate="%{text}",
             colorscale="Blues",
@@ -114,7 +121,7 @@ def raters_chart(report: dict) -> go.Figure:
             x=[r["median_seconds"]["value"] for r in shown],
             y=[r["agreement"]["value"] for r in shown],
             mode="markers+text",
-            text=[r["name"] for r in shown],
+            text=[plain(r["name"]) for r in shown],
             textposition="top center",
             cliponaxis=False,
             marker={

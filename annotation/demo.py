@@ -9,7 +9,7 @@ import sys
 
 from django.db import transaction
 
-from evaluation.benchmarks import get_plugin
+from evaluation.benchmarks import get_plugin, registry
 from evaluation.models import Benchmark, Submission
 from evaluation.services.pipeline import inline, submission_ingest
 
@@ -26,7 +26,6 @@ from .services import (
 )
 from .services import study_set_status as set_status
 
-DEMO_BENCHMARK = "mp-bench-demo"  # the first plug-in's demo board
 DEMO_STUDY = "demo-discussion"
 PER_STRATUM = 4
 # (name, accuracy against the simulated truth, batches rated, excluded from the figures)
@@ -102,9 +101,11 @@ def _simulate(study: Study, rater, accuracy: float, batches: int, rng: random.Ra
 def seed_demo_study(*, base_url: str = "http://127.0.0.1:8000", stdout=None) -> Study | None:
     """Create (once) the demo study and print its invite links."""
     out = stdout or sys.stdout
-    benchmark = Benchmark.objects.filter(slug=DEMO_BENCHMARK).first()
+    # The first registered plug-in's demo board (seed_demo makes one per plug-in).
+    demo_slug = f"{next(iter(registry()))}-demo"
+    benchmark = Benchmark.objects.filter(slug=demo_slug).first()
     if benchmark is None:
-        out.write(f"{DEMO_STUDY}: no {DEMO_BENCHMARK} benchmark (run seed_demo first)\n")
+        out.write(f"{DEMO_STUDY}: no {demo_slug} benchmark (run seed_demo first)\n")
         return None
     study = Study.objects.filter(slug=DEMO_STUDY).first()
     if study is None:

@@ -27,6 +27,10 @@ class StudyError(ValueError):
     """A study set-up request that cannot be carried out; the message names the problem."""
 
 
+class OwnWorkExcluded(StudyError):
+    """The user's team made a submission the study samples: they would rate their own work."""
+
+
 @dataclass(frozen=True)
 class StudyPlan:
     """Everything that defines a study before it exists."""
@@ -372,6 +376,12 @@ def rater_for_user(*, study: Study, user) -> Rater:
         return rater
     if not study.allow_accounts:
         raise StudyError("this study takes raters by invitation only")
+    own = study.strata.filter(team__memberships__user=user).values_list("pk", flat=True)
+    if own:
+        raise OwnWorkExcluded(
+            f"You cannot rate in {study.name}: it samples responses of your team's submissions "
+            f"({', '.join(f'#{pk}' for pk in sorted(own))}), and raters judge others' work only."
+        )
     return rater_invite(study=study, name=user.get_username(), user=user)
 
 

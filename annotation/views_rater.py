@@ -3,7 +3,6 @@ render only what annotation.selectors.rater_item returns, and answer JSON with n
 
 from __future__ import annotations
 
-import json
 import wave
 
 from django.contrib.auth.decorators import login_required
@@ -14,11 +13,15 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from evaluation.jsonbounds import JsonRefused, loads_bounded, non_finite_path
+
 from . import assignment as rating
 from . import audio, selectors, services
 from .models import Rater, Study, item_clip
 
 MAX_BODY = 256 * 1024
+# {"events": [{...}], "positions": {...}} nests three levels.
+MAX_BODY_DEPTH = 8
 
 
 def _rater(request, token: str) -> Rater:
@@ -124,11 +127,16 @@ def _json_body(request) -> dict:
     if len(request.body) > MAX_BODY:
         raise rating.RatingError("request too large")
     try:
-        body = json.loads(request.body or b"{}")
+        body = loads_bounded(request.body or b"{}", max_depth=MAX_BODY_DEPTH)
+    except JsonRefused as error:
+        raise rating.RatingError(f"the request body {error}") from None
     except ValueError:
         raise rating.RatingError("the request body is not JSON") from None
     if not isinstance(body, dict):
         raise rating.RatingError("the request body must be a JSON object")
+    where = non_finite_path(body)
+    if where:
+        raise rating.RatingError(f"{where} is NaN or Infinity; send a finite number")
     return body
 
 
@@ -194,13 +202,13 @@ def rater_audio(request, token: str):
 
 @require_GET
 def rater_audio_peaks(request, token: str):
-    key, sha256 = _clip(token)
+    key, _ = _clip(token)
     try:
         buckets = int(request.GET.get("buckets", 1000))
     except ValueError:
         buckets = 1000
     try:
-        peaks = audio.item_peaks(key=key, sha256=sha256, buckets=buckets)
+        peaks = audio.item_peaks(key=key, buckets=buckets)
     except (wave.Error, EOFError) as error:
         return JsonResponse({"error": f"not a PCM WAV file: {error}"}, status=422)
     response = JsonResponse(peaks)
@@ -214,6 +222,13 @@ def study_join(request, slug: str):
     study = get_object_or_404(Study, slug=slug)
     try:
         rater = services.rater_for_user(study=study, user=request.user)
+    except services.OwnWorkExcluded as error:
+        return render(
+            request,
+            "annotation/rate_between.html",
+            {"study_name": study.name, "error": str(error), "is_open": False},
+            status=403,
+        )
     except services.StudyError as error:
         raise Http404(str(error)) from None
     return redirect("annotation:rate", rater.token)

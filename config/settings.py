@@ -21,6 +21,35 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
+# --- HTTPS and browser protections ---------------------------------------------------------
+# Production defaults (FLOORBOARD_PRODUCTION=1) pass `manage.py check --deploy`; each can be
+# turned off from the environment, e.g. for a local Compose stack served over plain HTTP.
+PRODUCTION = env_bool("FLOORBOARD_PRODUCTION", False)
+SECURE_HSTS_SECONDS = env_int("FLOORBOARD_HSTS_SECONDS", 365 * 24 * 3600 if PRODUCTION else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("FLOORBOARD_HSTS_INCLUDE_SUBDOMAINS", PRODUCTION)
+SECURE_HSTS_PRELOAD = env_bool("FLOORBOARD_HSTS_PRELOAD", PRODUCTION)
+SECURE_SSL_REDIRECT = env_bool("FLOORBOARD_SSL_REDIRECT", PRODUCTION)
+SESSION_COOKIE_SECURE = env_bool("FLOORBOARD_SECURE_COOKIES", PRODUCTION)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# Trust the proxy's X-Forwarded-Proto (docker/nginx.conf sets it; never enable it without a
+# proxy that overwrites the header, or clients could claim HTTPS).
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https")
+    if env_bool("FLOORBOARD_TRUST_X_FORWARDED_PROTO", PRODUCTION)
+    else None
+)
+# Scripts only from this site (plotly.js included); inline styles for the timeline and plotly;
+# media and uploads may go to the S3 bucket's presigned URLs. Empty: no header.
+CONTENT_SECURITY_POLICY = env_str(
+    "FLOORBOARD_CONTENT_SECURITY_POLICY",
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; media-src 'self' blob: https:; connect-src 'self' https:; "
+    "font-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; "
+    "frame-ancestors 'none'"
+    if PRODUCTION
+    else "",
+)
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -37,10 +66,8 @@ INSTALLED_APPS = [
     "annotation",
 ]
 # Benchmark plug-ins: each package is a Django app exposing `plugin` (evaluation/benchmarks/base.py).
-FLOORBOARD_BENCHMARKS = env_list(
-    "FLOORBOARD_BENCHMARKS",
-    ["evaluation.benchmarks.mpbench", "evaluation.benchmarks.duplexmpe"],
-)
+FLOORBOARD_BENCHMARKS = ["evaluation.benchmarks.mpbench", "evaluation.benchmarks.duplexmpe"]
+FLOORBOARD_BENCHMARKS = env_list("FLOORBOARD_BENCHMARKS", FLOORBOARD_BENCHMARKS)
 INSTALLED_APPS += [path for path in FLOORBOARD_BENCHMARKS if path not in INSTALLED_APPS]
 
 MIDDLEWARE = [
@@ -52,6 +79,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -82,8 +110,9 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     # WAL and IMMEDIATE transactions let the web process and the demo worker write side by side.
+    # synchronous=NORMAL: in WAL mode a commit is safe against corruption without an fsync each.
     DATABASES["default"]["OPTIONS"] = {
-        "init_command": "PRAGMA journal_mode=WAL;",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         "transaction_mode": "IMMEDIATE",
         "timeout": 30,
     }
@@ -183,13 +212,22 @@ CELERY_BEAT_SCHEDULE = {
         "task": "leaderboard.uploads.tasks.expire_abandoned_uploads",
         "schedule": 24 * 3600,
     },
+    "sweep-upload-temp-files": {
+        "task": "leaderboard.uploads.tasks.sweep_upload_temp_files",
+        "schedule": 3600,
+    },
 }
 
 # --- Floorboard -----------------------------------------------------------------------------
 # Bundle limits (issue: zip bombs and runaway uploads are rejected before anything is stored).
-# 0: each benchmark's own limit (an MP-Bench bundle is a few GB, a Duplex-MPE one ~17 GB).
-BUNDLE_MAX_UNCOMPRESSED_BYTES = env_int("FLOORBOARD_BUNDLE_MAX_UNCOMPRESSED_BYTES", 0)
+# Site-wide ceiling; each benchmark declares its own limit (a few GB for transcripts with audio,
+# tens of GB for hours of output audio) and the smaller applies.
+BUNDLE_MAX_UNCOMPRESSED_BYTES = env_int("FLOORBOARD_BUNDLE_MAX_UNCOMPRESSED_BYTES", 32 * 1024**3)
 BUNDLE_MAX_COMPRESSION_RATIO = env_float("FLOORBOARD_BUNDLE_MAX_COMPRESSION_RATIO", 100.0)
+# A validation report keeps this many problems (and warnings) per file and per bundle; the rest
+# are counted and shown as "and N more".
+REPORT_MAX_PER_FILE = env_int("FLOORBOARD_REPORT_MAX_PER_FILE", 20)
+REPORT_MAX_PROBLEMS = env_int("FLOORBOARD_REPORT_MAX_PROBLEMS", 500)
 
 # LLM judges. OPENAI_BASE_URL / OPENAI_API_KEY follow the OpenAI SDK's conventions.
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1")
@@ -205,23 +243,56 @@ JUDGE_BACKOFF_BASE_SECONDS = env_float("FLOORBOARD_JUDGE_BACKOFF_BASE_SECONDS", 
 JUDGE_BACKOFF_MAX_SECONDS = env_float("FLOORBOARD_JUDGE_BACKOFF_MAX_SECONDS", 60.0)
 # Work a worker holds (a judgment, a task in a processing step) is leased for this long and the
 # lease is renewed every quarter of it while the worker lives; a dead worker's lapses.
-JUDGE_LEASE_SECONDS = env_int("FLOORBOARD_LEASE_SECONDS", 60)
+JUDGE_LEASE_SECONDS = env_int("FLOORBOARD_LEASE_SECONDS", 30)
 # The pipeline (evaluation/services/pipeline.py): a worker message works this long at most, then
 # queues its continuation; a submission's work runs in this many messages at once; a submission
 # no worker has touched for PIPELINE_STALL_SECONDS (a queued one: PIPELINE_QUEUED_STALL_SECONDS)
 # is re-queued by the sweeper, which beat runs every FLOORBOARD_SWEEP_SECONDS.
 PIPELINE_WORK_SECONDS = env_float("FLOORBOARD_WORK_SECONDS", 240.0)
 PIPELINE_PARALLEL_TASKS = env_int("FLOORBOARD_PARALLEL_TASKS", 4)
-PIPELINE_STALL_SECONDS = env_float("FLOORBOARD_STALL_SECONDS", 60.0)
+PIPELINE_STALL_SECONDS = env_float("FLOORBOARD_STALL_SECONDS", 45.0)
 PIPELINE_QUEUED_STALL_SECONDS = env_float("FLOORBOARD_QUEUED_STALL_SECONDS", 300.0)
+# A score with failed judgments (a judge outage that outlasted the call's own retries) is
+# re-judged after this pause, up to this many times, before its numbers count as final.
+FAILED_RETRY_PAUSE_SECONDS = env_float("FLOORBOARD_FAILED_RETRY_PAUSE_SECONDS", 300.0)
+FAILED_RETRY_ATTEMPTS = env_int("FLOORBOARD_FAILED_RETRY_ATTEMPTS", 3)
 
 # Per-team limits (a team's own values override these). Failed submissions count against neither.
 MAX_SUBMISSIONS_PER_DAY = env_int("FLOORBOARD_MAX_SUBMISSIONS_PER_DAY", 10)
 MAX_CONCURRENT_EVALUATIONS = env_int("FLOORBOARD_MAX_CONCURRENT_EVALUATIONS", 2)
+# The same limits per account, over all of its teams (a new team does not make more room).
+MAX_SUBMISSIONS_PER_DAY_PER_ACCOUNT = env_int(
+    "FLOORBOARD_MAX_SUBMISSIONS_PER_DAY_PER_ACCOUNT", MAX_SUBMISSIONS_PER_DAY
+)
+MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT = env_int(
+    "FLOORBOARD_MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT", MAX_CONCURRENT_EVALUATIONS
+)
+# Unfinished browser uploads per user, and the bytes they may announce together.
+UPLOAD_MAX_OPEN_PER_USER = env_int("FLOORBOARD_UPLOAD_MAX_OPEN_PER_USER", 3)
+UPLOAD_MAX_OPEN_BYTES_PER_USER = env_int("FLOORBOARD_UPLOAD_MAX_OPEN_BYTES_PER_USER", 8 * 1024**3)
+# Uploaded files wait here while a request reads them; the beat sweeps what a killed request
+# left behind once it is this old.
+FILE_UPLOAD_TEMP_DIR = env_str("FLOORBOARD_UPLOAD_TEMP_DIR", str(VAR_DIR / "tmp"))
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
+UPLOAD_TEMP_MAX_AGE_SECONDS = env_int("FLOORBOARD_UPLOAD_TEMP_MAX_AGE_SECONDS", 6 * 3600)
+# Sign-ups per client address and team creations per account and per address.
+SIGNUPS_PER_ADDRESS_PER_HOUR = env_int("FLOORBOARD_SIGNUPS_PER_ADDRESS_PER_HOUR", 5)
+TEAMS_PER_ACCOUNT_PER_DAY = env_int("FLOORBOARD_TEAMS_PER_ACCOUNT_PER_DAY", 3)
+TEAMS_PER_ADDRESS_PER_DAY = env_int("FLOORBOARD_TEAMS_PER_ADDRESS_PER_DAY", 10)
+# Logins: after this many failures for one account (or from one address) within the window,
+# no password is checked for it until the window ends, not even the right one.
+LOGIN_MAX_FAILURES_PER_ACCOUNT = env_int("FLOORBOARD_LOGIN_MAX_FAILURES_PER_ACCOUNT", 10)
+LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("FLOORBOARD_LOGIN_MAX_FAILURES_PER_ADDRESS", 50)
+LOGIN_FAILURE_WINDOW_SECONDS = env_int("FLOORBOARD_LOGIN_FAILURE_WINDOW_SECONDS", 15 * 60)
+# The client's address comes from the proxy's X-Real-IP (docker/nginx.conf sets it) when
+# trusted, else from the connection.
+TRUST_X_REAL_IP = env_bool("FLOORBOARD_TRUST_X_REAL_IP", PRODUCTION)
 # Private audio and files are reached only through signed URLs that expire this soon.
 SIGNED_URL_SECONDS = env_int("FLOORBOARD_SIGNED_URL_SECONDS", 300)
 # Browser uploads on the filesystem default arrive in chunks of this size.
 UPLOAD_CHUNK_BYTES = env_int("FLOORBOARD_UPLOAD_CHUNK_BYTES", 8 * 1024 * 1024)
+# A finish still validating after this long died with its process: it may be retried or cancelled.
+UPLOAD_VALIDATING_STALE_SECONDS = env_int("FLOORBOARD_UPLOAD_VALIDATING_STALE_SECONDS", 15 * 60)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -238,6 +309,11 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_PARSER_CLASSES": [
+        "leaderboard.api.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "leaderboard.accounts.authentication.ApiTokenAuthentication",

@@ -6,23 +6,62 @@ benchmark plug-in decides what a task folder must contain (see benchmarks/<name>
 
 from __future__ import annotations
 
+import lzma
 import os
 import shutil
 import stat
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
+from evaluation.audio import WAV_HEAD_BYTES, AudioLimits, NotAWav, wav_format, wav_problem
+
+# What reading a damaged or unusual entry can raise (bad CRC, truncated deflate data, a
+# compression method Python lacks); reported in our words, never passed on.
+ZIP_READ_ERRORS = (
+    zipfile.BadZipFile,
+    OSError,
+    EOFError,
+    NotImplementedError,
+    RuntimeError,
+    ValueError,
+    zlib.error,
+    lzma.LZMAError,
+)
+# Files are stored under their names: no file system takes a name component over 255 bytes,
+# and S3 keys (submissions/<id>/<task>/<path>) end at 1,024.
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 768
 # Entries that archivers add on their own; never part of a result bundle.
 IGNORED_PREFIXES = ("__MACOSX/",)
 IGNORED_NAMES = {".DS_Store", "Thumbs.db"}
 # Below this size a high compression ratio is normal (padding, whitespace).
 RATIO_CHECK_MIN_BYTES = 1024 * 1024
-# Digital silence compresses past 1000:1: an agent that never spoke leaves such WAVs. Audio is
-# exempt from the ratio test and bounded by the uncompressed-size cap alone.
+# Digital silence compresses past 1000:1: an agent that never spoke leaves such WAVs. A WAV is
+# exempt from the ratio test when its header is PCM audio the benchmark takes (see AudioLimits)
+# and the file holds no more than the header declares, plus this much for trailing chunks.
 RATIO_EXEMPT_SUFFIXES = (".wav",)
+WAV_TRAILER_BYTES = 1024 * 1024
+
+
+# A report keeps this many problems (and warnings) per file and per bundle; the rest are
+# counted and summed up as "and N more", so a bundle of bad chunks cannot make it huge.
+REPORT_MAX_PER_FILE = 20
+REPORT_MAX_TOTAL = 500
+# Messages, task and file names are cut to this many characters in a report.
+REPORT_MAX_TEXT = 300
+
+
+def _cut(text: str | None) -> str | None:
+    """Short, and storable (a NUL or an unpaired surrogate in a file name is shown escaped)."""
+    if text is None:
+        return None
+    if len(text) > REPORT_MAX_TEXT:
+        text = text[: REPORT_MAX_TEXT - 1] + "…"
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -36,37 +75,101 @@ class Problem:
         return f"{where}: {self.message}" if where else self.message
 
 
-@dataclass
+class _Capped:
+    """Every item counted, the first `per_file` of each (task, file) and `total` overall kept."""
+
+    def __init__(self, per_file: int, total: int):
+        self.per_file, self.total = per_file, total
+        self.kept: list[Problem] = []
+        self.count = 0
+        self._seen: dict[tuple, int] = {}
+        self._kept_in: dict[tuple, int] = {}
+
+    def add(self, problem: Problem) -> None:
+        self.count += 1
+        where = (problem.task, problem.file)
+        self._seen[where] = self._seen.get(where, 0) + 1
+        if self._seen[where] <= self.per_file and len(self.kept) < self.total:
+            self.kept.append(problem)
+            self._kept_in[where] = self._kept_in.get(where, 0) + 1
+
+    @property
+    def omitted(self) -> int:
+        return self.count - len(self.kept)
+
+    def listed(self, noun: str) -> list[Problem]:
+        """The kept items, then one "and N more" line per file that has some left out, then one
+        for the files none of whose items were kept."""
+        lines = list(self.kept)
+        rest = self.omitted
+        for (task, file), kept in self._kept_in.items():
+            more = self._seen[(task, file)] - kept
+            if more:
+                lines.append(Problem(f"and {more:,} more {noun}(s) in this file", task, file))
+                rest -= more
+        if rest:
+            lines.append(Problem(f"and {rest:,} more {noun}(s) elsewhere, not listed"))
+        return lines
+
+
 class ValidationReport:
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[Problem] = field(default_factory=list)
+    """Problems (the bundle is refused) and warnings (it is not), each counted in full but kept
+    only up to `max_per_file` per file and `max_total` per bundle."""
+
+    def __init__(
+        self, *, max_per_file: int = REPORT_MAX_PER_FILE, max_total: int = REPORT_MAX_TOTAL
+    ):
+        self._problems = _Capped(max_per_file, max_total)
+        self._warnings = _Capped(max_per_file, max_total)
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return self._problems.count == 0
+
+    @property
+    def problems(self) -> list[Problem]:
+        """The kept problems (problem_count says how many there are in all)."""
+        return self._problems.kept
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return self._warnings.kept
+
+    @property
+    def problem_count(self) -> int:
+        return self._problems.count
+
+    @property
+    def warning_count(self) -> int:
+        return self._warnings.count
 
     def add(self, message: str, *, task: str | None = None, file: str | None = None) -> None:
-        self.problems.append(Problem(message, task, file))
+        self._problems.add(Problem(_cut(message), _cut(task), _cut(file)))
 
     def warn(self, message: str, *, task: str | None = None, file: str | None = None) -> None:
-        self.warnings.append(Problem(message, task, file))
+        self._warnings.add(Problem(_cut(message), _cut(task), _cut(file)))
+
+    def lines(self) -> list[str]:
+        return [str(p) for p in self._problems.listed("problem")]
 
     def as_dict(self) -> dict:
         return {
             "ok": self.ok,
-            "problems": [asdict(p) for p in self.problems],
-            "warnings": [asdict(p) for p in self.warnings],
+            "problem_count": self._problems.count,
+            "problems_omitted": self._problems.omitted,
+            "problems": [asdict(p) for p in self._problems.listed("problem")],
+            "warning_count": self._warnings.count,
+            "warnings_omitted": self._warnings.omitted,
+            "warnings": [asdict(p) for p in self._warnings.listed("warning")],
         }
 
 
 class BundleRejected(Exception):
     def __init__(self, report: ValidationReport):
         self.report = report
-        lines = [str(p) for p in report.problems]
-        shown = lines[:50] + ([f"... and {len(lines) - 50} more"] if len(lines) > 50 else [])
         super().__init__(
-            f"bundle rejected: {len(lines)} problem(s)\n"
-            + "\n".join(f"  - {line}" for line in shown)
+            f"bundle rejected: {report.problem_count:,} problem(s)\n"
+            + "\n".join(f"  - {line}" for line in report.lines())
         )
 
 
@@ -93,6 +196,35 @@ def _unsafe_path_reason(name: str) -> str | None:
         return "has an absolute path"
     if ".." in PurePosixPath(name).parts:
         return "has '..' in its path"
+    if len(name.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
+        return f"has a path over {MAX_PATH_BYTES} bytes"
+    longest = max(
+        (len(part.encode("utf-8", "surrogateescape")) for part in PurePosixPath(name).parts),
+        default=0,
+    )
+    if longest > MAX_NAME_BYTES:
+        return f"has a name of {longest} bytes in its path; at most {MAX_NAME_BYTES} per name"
+    return None
+
+
+def _wav_exemption_refused(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: AudioLimits
+) -> str | None:
+    """Why this WAV does not get the compression-ratio exemption, or None when it does."""
+    try:
+        with archive.open(info) as handle:
+            head = handle.read(WAV_HEAD_BYTES)
+    except ZIP_READ_ERRORS:
+        return "it cannot be read"
+    try:
+        fmt = wav_format(head)
+    except NotAWav as exc:
+        return str(exc)
+    problem = wav_problem(fmt, limits)
+    if problem:
+        return f"the WAV {problem}"
+    if info.file_size > fmt.data_offset + fmt.data_bytes + WAV_TRAILER_BYTES:
+        return "the file is larger than the audio its header declares"
     return None
 
 
@@ -103,13 +235,16 @@ def scan_zip(
     is_task_folder,
     max_uncompressed: int,
     max_ratio: float,
+    audio_limits: AudioLimits | None = None,
 ) -> tuple[zipfile.ZipFile | None, list[Entry]]:
     """Open the zip (a path or a seekable file) and list its safe regular files, reporting every
-    unsafe entry."""
+    unsafe entry. With `audio_limits` (validation), a WAV escapes the compression-ratio test only
+    when its header declares audio within them; without (re-reading a bundle that was validated
+    so), every WAV does."""
     try:
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        report.add(f"not a readable zip archive ({exc})")
+    except ZIP_READ_ERRORS:
+        report.add("not a readable zip archive (no zip directory found, or it is damaged)")
         return None, []
     entries: list[Entry] = []
     seen: set[str] = set()
@@ -133,11 +268,17 @@ def scan_zip(
             report.add("zip entry is encrypted", file=name)
             continue
         total_uncompressed += info.file_size
-        if not name.lower().endswith(RATIO_EXEMPT_SUFFIXES):
-            ratio = info.file_size / max(info.compress_size, 1)
+        ratio = info.file_size / max(info.compress_size, 1)
+        is_audio = name.lower().endswith(RATIO_EXEMPT_SUFFIXES)
+        suspicious = info.file_size >= RATIO_CHECK_MIN_BYTES and ratio > max_ratio
+        refused = None
+        if is_audio and audio_limits is not None and suspicious:
+            refused = _wav_exemption_refused(archive, info, audio_limits)
+        if not is_audio or refused:
             if info.file_size >= RATIO_CHECK_MIN_BYTES and ratio > max_ratio:
                 report.add(
-                    f"compression ratio {ratio:.0f}:1 exceeds the limit of {max_ratio:.0f}:1",
+                    f"compression ratio {ratio:.0f}:1 exceeds the limit of {max_ratio:.0f}:1"
+                    + (f"; a WAV is exempt only as valid audio, and {refused}" if refused else ""),
                     file=name,
                 )
                 continue
@@ -159,6 +300,7 @@ def scan_zip(
                     "/".join(parts[index + 1 :]),
                 )
             )
+    _report_file_folder_clashes(entries, report)
     if total_uncompressed > max_uncompressed:
         report.add(
             f"uncompressed size {total_uncompressed:,} bytes exceeds the limit of "
@@ -172,6 +314,61 @@ def scan_zip(
             f"exceeds the limit of {max_ratio:.0f}:1"
         )
     return archive, entries
+
+
+def _report_file_folder_clashes(entries: list[Entry], report: ValidationReport) -> None:
+    """x.wav beside x.wav/y.wav cannot both be stored: one name would be a file and a folder."""
+    files = {entry.path for entry in entries}
+    folders = {
+        "/".join(parts[:i])
+        for entry in entries
+        for parts in [PurePosixPath(entry.path).parts]
+        for i in range(1, len(parts))
+    }
+    for clash in sorted(files & folders):
+        report.add("is a file, and a folder of the same name holds other files", file=clash)
+
+
+def manifest_check(
+    manifest: dict,
+    report: ValidationReport,
+    *,
+    choices: dict[str, list[str]],
+    max_lengths: dict[str, int],
+) -> None:
+    """The root manifest's fields that become columns: each of `choices` must be one of its
+    values, each of `max_lengths` a string that fits; and nothing a database refuses anywhere
+    (NaN or Infinity, NUL characters)."""
+    from evaluation.jsonbounds import non_finite_path, unstorable_path
+
+    where = non_finite_path(manifest)
+    if where:
+        report.add(
+            f"field '{where}' is NaN or Infinity, which JSON has no place for; "
+            "use a number or null",
+            file="manifest.json",
+        )
+    found = unstorable_path(manifest)
+    if found:
+        report.add(
+            f"field '{found[0]}' holds {found[1]}, which cannot be stored", file="manifest.json"
+        )
+    for name, allowed in choices.items():
+        value = manifest.get(name)
+        if value not in (None, "") and value not in allowed:
+            report.add(
+                f"field '{name}' is {str(value)[:50]!r}; it must be one of {', '.join(allowed)}",
+                file="manifest.json",
+            )
+    for name, limit in max_lengths.items():
+        value = manifest.get(name)
+        if value is not None and not isinstance(value, str):
+            report.add(f"field '{name}' must be a string", file="manifest.json")
+        elif value is not None and len(value) > limit:
+            report.add(
+                f"field '{name}' has {len(value):,} characters; at most {limit}",
+                file="manifest.json",
+            )
 
 
 def zip_directory(directory: Path) -> Path:

@@ -44,7 +44,7 @@ class Membership(models.Model):
 class Benchmark(models.Model):
     slug = models.SlugField(unique=True)
     name = models.CharField(max_length=200)
-    plugin = models.CharField(max_length=50, help_text="Evaluation plug-in, e.g. mp-bench")
+    plugin = models.CharField(max_length=50, help_text="The slug of a registered benchmark plug-in")
     description = models.TextField(blank=True)
     is_demo = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -253,6 +253,10 @@ class Submission(models.Model):
     # Last sign of a live worker on this submission; the sweeper re-queues stalled work.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     requeued_at = models.DateTimeField(null=True, blank=True)
+    # Failed judgments are retried on their own after a pause, a few times, before the numbers
+    # count as final; until then the board marks the row.
+    failed_retries = models.PositiveSmallIntegerField(default=0)
+    retry_failed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -387,6 +391,10 @@ class Score(models.Model):
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="scores")
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="scores")
     results = models.JSONField()
+    # What each task adds to each metric ({"tasks": [...], "metrics": {key: [[num, den], ...]}}):
+    # slices of the board and paired comparisons are recomputed from it (plug-ins that declare
+    # metric_contributions).
+    contributions = models.JSONField(null=True, blank=True)
     judgments_total = models.PositiveIntegerField(default=0)
     judgments_failed = models.PositiveIntegerField(default=0)
     computed_at = models.DateTimeField(auto_now=True)

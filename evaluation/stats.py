@@ -120,3 +120,36 @@ def merge_tables(
     for table in tables:
         merged.update(table)
     return dict(merged)
+
+
+# --- Paired comparisons -----------------------------------------------------------------------
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value: min(1, 2 P[X <= min(b, c)]), X ~ Binomial(b + c, 1/2).
+    b: units only the first system passed; c: units only the second passed."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    k = min(b, c)
+    tail = sum(math.comb(n, i) for i in range(k + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+def bootstrap_weights(n: int, *, draws: int, seed: int) -> np.ndarray:
+    """(draws, n) counts of how often each of n tasks is drawn in each resample: tasks
+    resampled with replacement, numpy's default generator seeded with ``seed``."""
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, n, size=(draws, n))
+    weights = np.zeros((draws, n), dtype=np.float64)
+    np.add.at(weights, (np.arange(draws)[:, None], picks), 1.0)
+    return weights
+
+
+def percentile_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    finite = values[np.isfinite(values)]
+    if not len(finite):
+        return (math.nan, math.nan)
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(finite, [tail, 100 - tail])
+    return float(low), float(high)

@@ -8,6 +8,7 @@ dead worker left (evaluation.services.pipeline).
 """
 
 import logging
+from contextlib import contextmanager
 
 from celery import Task, shared_task
 from django.db import InterfaceError, OperationalError
@@ -15,6 +16,30 @@ from django.db import InterfaceError, OperationalError
 from evaluation import services
 
 logger = logging.getLogger(__name__)
+RETRIED = (OperationalError, InterfaceError)
+
+
+def failure_message(stage: str, exc: BaseException) -> str:
+    """What the submission's page says: the stage and the kind of error, never its text (which
+    can carry paths, SQL or data); the details go to the worker's log."""
+    return (
+        f"{stage} failed ({type(exc).__name__}); staff can see the details in the worker log. "
+        "Retry once the cause is fixed: what was stored is kept."
+    )
+
+
+@contextmanager
+def failing(submission_id: int, stage: str):
+    """A stage that raises leaves its submission FAILED with a message for people, whether it
+    runs on a worker or in this process (inline, eager)."""
+    try:
+        yield
+    except RETRIED:
+        raise  # retried by Celery; the submission stays where it was
+    except Exception as exc:
+        logger.exception("submission %s: %s failed", submission_id, stage)
+        services.submission_fail(submission_id=submission_id, error=failure_message(stage, exc))
+        raise
 
 
 class SubmissionTask(Task):
@@ -27,43 +52,43 @@ class SubmissionTask(Task):
     max_retries = 5
 
     def on_failure(self, exc, task_id, args, kwargs, einfo):
-        # The full error goes to the log; the submission's page says what failed in words.
-        logger.error("submission %s: %s failed: %r", args[0], self.name, exc)
+        # Retries ran out (a database that stayed away): the page says so in words.
         stage = self.name.rsplit(".", 1)[-1].replace("_", " ")
-        services.submission_fail(
-            submission_id=args[0],
-            error=f"{stage} failed ({type(exc).__name__}); staff can see the details in the "
-            "worker log. Retry once the cause is fixed.",
-        )
+        services.submission_fail(submission_id=args[0], error=failure_message(stage, exc))
 
 
 @shared_task(base=SubmissionTask)
 def ingest_submission(submission_id: int) -> None:
-    services.submission_ingest(submission_id=submission_id)
+    with failing(submission_id, "ingest"):
+        services.submission_ingest(submission_id=submission_id)
 
 
 @shared_task(base=SubmissionTask)
 def run_step(submission_id: int, index: int) -> None:
     from evaluation.services.pipeline import step_run
 
-    step_run(submission_id=submission_id, index=index)
+    with failing(submission_id, "processing"):
+        step_run(submission_id=submission_id, index=index)
 
 
 @shared_task(base=SubmissionTask)
 def judge_submission(submission_id: int, judge_id: int) -> None:
-    services.submission_judge(submission_id=submission_id, judge_id=judge_id)
+    with failing(submission_id, "judging"):
+        services.submission_judge(submission_id=submission_id, judge_id=judge_id)
 
 
 @shared_task(base=SubmissionTask)
 def judge_work(submission_id: int, judge_id: int) -> None:
     from evaluation.services.pipeline import judge_run
 
-    judge_run(submission_id=submission_id, judge_id=judge_id)
+    with failing(submission_id, "judging"):
+        judge_run(submission_id=submission_id, judge_id=judge_id)
 
 
 @shared_task(base=SubmissionTask)
 def finish_judging(submission_id: int, judge_id: int) -> None:
-    services.judging_finish(submission_id=submission_id, judge_id=judge_id)
+    with failing(submission_id, "aggregation"):
+        services.judging_finish(submission_id=submission_id, judge_id=judge_id)
 
 
 @shared_task(acks_late=True, ignore_result=True)

@@ -9,17 +9,12 @@ to a presigned URL and S3 answers the ranges.
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
-import math
 import wave
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core import signing
-from django.core.cache import cache
 from django.core.files.storage import default_storage
 from django.http import (
     Http404,
@@ -27,13 +22,18 @@ from django.http import (
     HttpResponseForbidden,
     HttpResponseRedirect,
     JsonResponse,
-    StreamingHttpResponse,
 )
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
-from evaluation.audio import Unsatisfiable, parse_range, wav_peaks
 from evaluation.selectors import submissions_visible_to
+from evaluation.stored import (
+    content_type,
+    peak_buckets,
+    ranged_response,
+    storage_is_s3,
+    stored_peaks,
+)
 
 SALT = "floorboard.audio"
 BLOCK_BYTES = 64 * 1024
@@ -124,137 +124,6 @@ def key_from_token(token: str, *, user) -> str:
     return payload["k"]
 
 
-# --- Storage ----------------------------------------------------------------------------------
-
-
-def storage_is_s3() -> bool:
-    try:
-        from storages.backends.s3 import S3Storage
-    except ImportError:  # pragma: no cover - django-storages is a dependency
-        return False
-    return isinstance(default_storage, S3Storage)
-
-
-class _RangedObject(io.RawIOBase):
-    """A seekable read-only view of an S3 object that fetches only the bytes asked for, so a zip's
-    directory and one member can be read without downloading the whole bundle."""
-
-    def __init__(self, obj):
-        self._obj = obj
-        self._size = obj.content_length
-        self._position = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._position
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
-        self._position = max(0, base + offset)
-        return self._position
-
-    def readinto(self, buffer) -> int:
-        if self._position >= self._size or len(buffer) == 0:
-            return 0
-        last = min(self._position + len(buffer), self._size) - 1
-        data = self._obj.get(Range=f"bytes={self._position}-{last}")["Body"].read()
-        buffer[: len(data)] = data
-        self._position += len(data)
-        return len(data)
-
-
-def _s3_object(name: str):
-    from storages.utils import clean_name
-
-    return default_storage.bucket.Object(default_storage._normalize_name(clean_name(name)))
-
-
-def open_stored_seekable(name: str):
-    """A seekable binary file for a stored object; on S3 it reads by ranges, never the whole
-    object (django-storages' own S3 files download everything first)."""
-    if storage_is_s3():
-        return io.BufferedReader(_RangedObject(_s3_object(name)), buffer_size=256 * 1024)
-    return default_storage.open(name, "rb")
-
-
-def open_stored_stream(name: str):
-    """A front-to-back binary stream of a stored object."""
-    if storage_is_s3():
-        return _s3_object(name).get()["Body"]
-    return default_storage.open(name, "rb")
-
-
-# --- Byte ranges -------------------------------------------------------------------------------
-
-
-class _RangeStream:
-    """Yields bytes [first, last] of an open file in blocks and closes it when done or closed."""
-
-    def __init__(self, handle, first: int, last: int):
-        self._handle = handle
-        self._remaining = last - first + 1
-        handle.seek(first)
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self
-
-    def __next__(self) -> bytes:
-        if self._remaining <= 0:
-            self.close()
-            raise StopIteration
-        block = self._handle.read(min(BLOCK_BYTES, self._remaining))
-        if not block:
-            self.close()
-            raise StopIteration
-        self._remaining -= len(block)
-        return block
-
-    def close(self) -> None:
-        self._handle.close()
-
-
-def _content_type(name: str) -> str:
-    return "audio/wav" if name.lower().endswith(".wav") else "application/octet-stream"
-
-
-def _range_response(request, name: str) -> HttpResponse:
-    try:
-        size = default_storage.size(name)
-    except (FileNotFoundError, OSError) as exc:
-        raise Http404("no such audio file") from exc
-    # An If-Range we cannot validate (we send no validators) means: send the whole file.
-    header = None if request.headers.get("If-Range") else request.headers.get("Range")
-    try:
-        span = parse_range(header, size)
-    except Unsatisfiable:
-        response = HttpResponse(status=416)
-        response["Content-Range"] = f"bytes */{size}"
-        response["Accept-Ranges"] = "bytes"
-        return response
-    first, last = span if span else (0, size - 1)
-    length = max(0, last - first + 1)
-    if request.method == "HEAD" or length == 0:
-        response = HttpResponse(status=206 if span else 200)
-    else:
-        handle = default_storage.open(name, "rb")
-        response = StreamingHttpResponse(
-            _RangeStream(handle, first, last), status=206 if span else 200
-        )
-    if span:
-        response["Content-Range"] = f"bytes {first}-{last}/{size}"
-    response["Content-Length"] = str(length)
-    response["Accept-Ranges"] = "bytes"
-    response["Content-Type"] = _content_type(name)
-    filename = name.rsplit("/", 1)[-1].replace('"', "")
-    response["Content-Disposition"] = f'inline; filename="{filename}"'
-    return response
-
-
 def _private(response: HttpResponse) -> HttpResponse:
     response["Cache-Control"] = f"private, max-age={settings.SIGNED_URL_SECONDS}"
     return response
@@ -270,11 +139,11 @@ def audio_file(request, token: str):
     if storage_is_s3():
         url = default_storage.url(
             name,
-            parameters={"ResponseContentType": _content_type(name)},
+            parameters={"ResponseContentType": content_type(name)},
             expire=settings.SIGNED_URL_SECONDS,
         )
         return _private(HttpResponseRedirect(url))
-    return _private(_range_response(request, name))
+    return _private(ranged_response(request, name))
 
 
 # --- Waveform peaks ---------------------------------------------------------------------------
@@ -285,24 +154,7 @@ def _bucket_count(raw: str | None) -> int:
         wanted = int(raw) if raw else PEAK_BUCKETS_DEFAULT
     except ValueError:
         wanted = PEAK_BUCKETS_DEFAULT
-    # Rounded to hundreds so a handful of sizes share the cache.
-    return min(PEAK_BUCKETS_MAX, max(100, int(math.ceil(wanted / 100.0)) * 100))
-
-
-def stored_peaks(*, name: str, buckets: int) -> dict:
-    """wav_peaks of a stored clip, cached (stored clips never change under the same key)."""
-    size = default_storage.size(name)
-    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:32]
-    cache_key = f"floorboard:peaks:v1:{digest}:{size}:{buckets}"
-    peaks = cache.get(cache_key)
-    if peaks is None:
-        stream = open_stored_stream(name)
-        try:
-            peaks = wav_peaks(stream, buckets=buckets)
-        finally:
-            stream.close()
-        cache.set(cache_key, peaks, PEAK_CACHE_SECONDS)
-    return peaks
+    return peak_buckets(wanted)
 
 
 @require_safe

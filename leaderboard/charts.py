@@ -31,7 +31,9 @@ LAYOUT = {
 
 
 def _text(value: str) -> str:
-    return escape(value, quote=False)
+    """Text as plotly shows it, never as markup: plotly renders a subset of HTML (links
+    included) in labels, hover text and tick labels, and decodes entities for display."""
+    return escape(str(value), quote=True)
 
 
 def _interval_text(interval, unit: str) -> str:

@@ -186,6 +186,9 @@ class Entry:
     intervals: dict = field(default_factory=dict)
     system_type_label: str = ""
     rescoring: bool = False
+    # Judgments that failed under this judge (counted as wrong); retrying: another try is due.
+    failed_judgments: int = 0
+    retrying_failed: bool = False
     # (label, title) of the plug-in's badges that the submission's facts call for
     badges: tuple[tuple[str, str], ...] = ()
 
@@ -278,6 +281,7 @@ def _board_queryset(*, benchmark: Benchmark, judge: Judge | None, user, filters:
             judged=FilteredRelation("scores", condition=Q(scores__judge=judge))
         )
         results = Coalesce("reported_results", "judged__results", output_field=JSONField())
+        queryset = queryset.annotate(board_failed=F("judged__judgments_failed"))
     return (
         queryset.annotate(board_results=results)
         .select_related("system")
@@ -376,6 +380,8 @@ def _entry(submission: Submission, judge: Judge | None, judge_slug: str, columns
         facets=_facets(system),
         intervals={c.key: c.interval(results) for c in columns if c.metric.interval != "none"},
         rescoring=not reported and submission.status != Submission.Status.SCORED,
+        failed_judgments=getattr(submission, "board_failed", 0) or 0,
+        retrying_failed=submission.retry_failed_at is not None,
         badges=tuple(
             (badge.label, badge.title)
             for badge in plugin.fact_badges

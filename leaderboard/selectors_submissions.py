@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db.models import Q
+from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import Timeline
@@ -100,6 +102,23 @@ def submission_steps(*, submission: Submission, progress: dict) -> list[dict]:
     ]
 
 
+def submission_stall(*, submission: Submission) -> dict | None:
+    """How long an active submission has gone without a sign of a worker, when that is longer
+    than the sweeper waits before re-queueing it (None while it moves, or once it is final)."""
+    if submission.status in FINAL_STATUSES or submission.is_reported:
+        return None
+    last = submission.heartbeat_at or submission.created_at
+    quiet = (timezone.now() - last).total_seconds()
+    limit = (
+        settings.PIPELINE_QUEUED_STALL_SECONDS
+        if submission.status == S.QUEUED
+        else settings.PIPELINE_STALL_SECONDS
+    )
+    if quiet < limit:
+        return None
+    return {"minutes": int(quiet // 60), "seconds": int(quiet), "since": last}
+
+
 @dataclass(frozen=True)
 class ScoreTable:
     """One split's metrics as the submission page shows them."""
@@ -139,14 +158,18 @@ def submission_facts(*, submission: Submission) -> list[tuple[str, object]]:
 # --- Task page -------------------------------------------------------------------------------
 
 
+TICK_STEPS = (0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
+
+
 def _tick_step(duration: float) -> float:
-    """A round step (1, 2 or 5 times a power of ten seconds) giving at most MAX_TICKS ticks."""
-    raw = duration / MAX_TICKS
-    power = 10 ** math.floor(math.log10(raw))
-    for factor in (1, 2, 5, 10):
-        if factor * power >= raw:
-            return factor * power
-    return 10 * power
+    """The first of TICK_STEPS leaving at most MAX_TICKS steps over the duration; beyond 12
+    hours, 1, 2 or 5 x 10^k hours. The tick count never depends on how large the values are."""
+    for step in TICK_STEPS:
+        if duration / step <= MAX_TICKS:
+            return step
+    hours = duration / 3600 / MAX_TICKS
+    power = 10.0 ** math.floor(math.log10(hours))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= hours) * 3600
 
 
 def timeline_layout(timeline: Timeline | None) -> dict:
@@ -156,13 +179,12 @@ def timeline_layout(timeline: Timeline | None) -> dict:
         return {}
     ends = [span.end for lane in timeline.lanes for span in lane.spans]
     ends += [time for time, _ in timeline.markers]
-    finite = [float(end) for end in ends if math.isfinite(end)]
-    duration = max(finite, default=0.0) + 0.5
-    if duration <= 0.5:
+    duration = max((float(end) for end in ends), default=0.0) + 0.5
+    if duration <= 0.5 or not math.isfinite(duration):
         return {}
 
     def left(seconds: float) -> float:
-        return round(100 * max(0.0, min(seconds, duration)) / duration, 3)
+        return round(100 * (max(0.0, min(seconds, duration)) / duration), 3)
 
     lanes = []
     for lane in timeline.lanes:

@@ -7,7 +7,9 @@ duplex), so every URL is a permalink and the exports show exactly the rows of th
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass
+from functools import wraps
 from urllib.parse import urlencode
 
 import plotly
@@ -23,8 +25,11 @@ from django.http import (
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
+from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
 from evaluation.benchmarks import get_plugin
 from evaluation.models import Benchmark, Judge, System
@@ -328,7 +333,10 @@ def _entry_json(entry) -> dict:
             "private": entry.private,
             "hidden": entry.hidden,
             "flagged": entry.flagged,
+            "rescoring": entry.rescoring,
+            "retrying_failed": entry.retrying_failed,
         },
+        "failed_judgments": entry.failed_judgments,
         "flag_reason": entry.flag_reason,
         "badges": [{"label": label, "title": title} for label, title in entry.badges],
         "reported_source": entry.reported_source,
@@ -338,6 +346,9 @@ def _entry_json(entry) -> dict:
     }
 
 
+@extend_schema(
+    responses=OpenApiResponse(OpenApiTypes.OBJECT, description="The board's rows and columns")
+)
 @api_view(["GET"])
 def leaderboard_api(request, slug: str):
     """The board's rows as JSON, with the same parameters and rows as the page. flags.verified
@@ -381,11 +392,33 @@ def leaderboard_api(request, slug: str):
     )
 
 
+def throttled_like_the_api(view):
+    """The API's per-client rates (anonymous by address, signed-in by account) for HTML
+    exports, which cost as much to build as the API's answers: 429 with Retry-After beyond."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        for throttle in (AnonRateThrottle(), UserRateThrottle()):
+            if not throttle.allow_request(request, None):
+                wait = max(1, math.ceil(throttle.wait() or 1))
+                response = HttpResponse(
+                    f"Too many requests; try again in {wait} s.",
+                    status=429,
+                    content_type="text/plain; charset=utf-8",
+                )
+                response["Retry-After"] = str(wait)
+                return response
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
 def _yes_no_cell(value) -> str:
     return "" if value is None else ("yes" if value else "no")
 
 
 @require_GET
+@throttled_like_the_api
 def leaderboard_csv(request, slug: str):
     """Exactly the rows of the page, in its order, one line each."""
     try:
@@ -401,7 +434,7 @@ def leaderboard_csv(request, slug: str):
     writer = csv.writer(response)
     header = ["rank", "group", "system", "system_id", "submission", "judge"]
     header += ["scored_here", "staff_verified", "reported_in_paper", "incomplete"]
-    header += ["offline_judge", "private", "flagged", "flag_reason"]
+    header += ["offline_judge", "private", "flagged", "flag_reason", "failed_judgments"]
     header += ["architecture", "open_weights", "full_duplex"]
     for column in columns:
         header.append(column.key)
@@ -415,7 +448,7 @@ def leaderboard_csv(request, slug: str):
         row += [e.system_id, e.submission_id, e.judge]
         flags = (e.verified, e.staff_verified, e.reported_in_paper, e.incomplete)
         row += [_yes_no_cell(v) for v in (*flags, e.offline_judge, e.private, e.flagged)]
-        row += [e.flag_reason, e.facets.get("architecture", "")]
+        row += [e.flag_reason, e.failed_judgments, e.facets.get("architecture", "")]
         row += [_yes_no_cell(e.facets.get(k)) for k in ("open_weights", "full_duplex")]
         for column in columns:
             value = column.value(e.results)
@@ -435,6 +468,7 @@ def leaderboard_csv(request, slug: str):
 
 
 @require_GET
+@throttled_like_the_api
 def leaderboard_charts(request, slug: str):
     """Plotly figure JSON for the board as filtered, cached until its scores or visibility
     change. The key carries the viewer's class, so no team's private points reach others."""

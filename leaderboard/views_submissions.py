@@ -28,6 +28,7 @@ from leaderboard.selectors_submissions import (
     score_tables,
     submission_facts,
     submission_queue_ahead,
+    submission_stall,
     submission_steps,
     task_judgment_groups,
     task_page_context,
@@ -111,6 +112,7 @@ def _progress_context(request, submission: Submission) -> dict:
         "steps": submission_steps(submission=submission, progress=progress),
         "queue_ahead": submission_queue_ahead(submission=submission),
         "final": submission.status in FINAL_STATUSES,
+        "stall": submission_stall(submission=submission),
         "may_manage": user_may_manage(user=request.user, submission=submission),
     }
 
@@ -174,6 +176,10 @@ def submission_retry(request, pk: int):
     submission = _visible_submission(request, pk)
     if not user_may_manage(user=request.user, submission=submission):
         return HttpResponseForbidden("only the submission's team and staff may retry it")
+    if submission_stall(submission=submission) is not None:
+        # No worker has touched it for a while: queue the stage it stopped in again.
+        submission_resume(submission=submission)
+        return redirect(reverse("submission", args=[submission.pk]))
     if submission.status not in FINAL_STATUSES:
         return HttpResponse(
             f"submission {submission.pk} is still {submission.get_status_display().lower()}; "

@@ -20,6 +20,20 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SHARED_MPBENCH = REPO.parent / "shared" / "benchmarks" / "mpbench"
 REQUIRE_SERVICES = os.environ.get("FLOORBOARD_REQUIRE_SERVICES") == "1"
+# The services tier (PostgreSQL, Redis, worker processes, SIGKILL runs, headless Chromium) runs
+# in CI, or with FLOORBOARD_RUN_SERVICES=1; plain `make test` is the quick tier.
+RUN_SERVICES = REQUIRE_SERVICES or os.environ.get("FLOORBOARD_RUN_SERVICES") == "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    if RUN_SERVICES:
+        return
+    skip = pytest.mark.skip(
+        reason="services tier: set FLOORBOARD_RUN_SERVICES=1 (CI runs it, through .ci/run)"
+    )
+    for item in items:
+        if "services" in item.keywords or "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +53,9 @@ def mpbench_tasks(mpbench_dir) -> dict[str, dict]:
 def mpbench(db, mpbench_dir):
     from evaluation.services import benchmark_import
 
-    return benchmark_import(slug="mp-bench", directory=mpbench_dir, name="MP-Bench").benchmark
+    return benchmark_import(
+        slug="mp-bench", directory=mpbench_dir, plugin="mp-bench", name="MP-Bench"
+    ).benchmark
 
 
 @pytest.fixture
@@ -96,6 +112,28 @@ def write_task(folder: Path, files: dict[str, dict | str | bytes]) -> None:
             path.write_text(json.dumps(content))
 
 
+def wav_header(data_bytes: int, *, channels: int = 1, rate: int = 16_000, bits: int = 16) -> bytes:
+    """A PCM WAV header (RIFF, fmt, data) for `data_bytes` bytes of samples, written by hand."""
+    import struct
+
+    block = channels * bits // 8
+    # Header fields wrap as a hand-made header's would, for formats past their range.
+    fmt = struct.pack("<HHIIHH", 1, channels, rate, rate * block % 2**32, block % 2**16, bits)
+    return (
+        b"RIFF"
+        + struct.pack("<I", 36 + data_bytes)
+        + b"WAVEfmt "
+        + struct.pack("<I", 16)
+        + fmt
+        + b"data"
+        + struct.pack("<I", data_bytes)
+    )
+
+
+def wav_file(samples: bytes, **format) -> bytes:
+    return wav_header(len(samples), **format) + samples
+
+
 def zip_tree(source: Path, target: Path) -> Path:
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in sorted(source.rglob("*")):
@@ -121,7 +159,7 @@ class JudgeServer:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def prompts(self) -> list[str]:
-        return [r["messages"][0]["content"] for r in self.requests]
+        return [r["messages"][-1]["content"] for r in self.requests]
 
 
 def _default_answer(body: dict) -> dict:
@@ -160,7 +198,7 @@ def judge_server():
             body["_path"] = self.path
             body["_auth"] = self.headers.get("Authorization")
             body["_headers"] = {key.lower(): value for key, value in self.headers.items()}
-            prompt = body.get("messages", [{}])[0].get("content", "")
+            prompt = body.get("messages", [{}])[-1].get("content", "")
             with state.lock:
                 state.requests.append(body)
                 counts[prompt] = counts.get(prompt, 0) + 1
@@ -187,6 +225,33 @@ def judge_server():
     yield state
     server.shutdown()
     server.server_close()
+
+
+# --- Memory ---------------------------------------------------------------------------------
+
+
+def _status_mib(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise LookupError(field)
+
+
+@contextlib.contextmanager
+def peak_rss_growth():
+    """{"mib": growth} of this process's peak resident memory inside the block: the kernel's
+    high-water mark is reset on entry (Linux's clear_refs), so earlier peaks do not hide it."""
+    status = Path("/proc/self/status")
+    if not status.exists():
+        pytest.skip("peak memory is read from /proc/self/status (Linux)")
+    import gc
+
+    gc.collect()
+    Path("/proc/self/clear_refs").write_text("5")
+    before = _status_mib("VmRSS")
+    measured: dict[str, float] = {}
+    yield measured
+    measured["mib"] = _status_mib("VmHWM") - before
 
 
 def port_open(host: str, port: int) -> bool:

@@ -381,6 +381,16 @@ class TaskFilter:
 
 
 @dataclass(frozen=True)
+class SliceAttribute:
+    """A task attribute the board can be sliced by (every metric recomputed on the tasks that
+    have a value): ``name`` is the key task_attributes() returns; ``type`` "choice" or "bool"."""
+
+    name: str
+    label: str
+    type: Literal["choice", "bool"] = "choice"
+
+
+@dataclass(frozen=True)
 class TaskColumn:
     """A column of the per-task table: the value at ``field`` of the task's spec, data or
     detection; ``format`` "text", "bool", "seconds" or "truncate"."""
@@ -520,6 +530,7 @@ class BenchmarkPlugin:
     rank_keys: ClassVar[tuple[str, ...]] = ()
     charts: ClassVar[tuple[Chart, ...]] = ()
     task_filters: ClassVar[tuple[TaskFilter, ...]] = ()
+    slices: ClassVar[tuple[SliceAttribute, ...]] = ()
     task_columns: ClassVar[tuple[TaskColumn, ...]] = ()
     study_kinds: ClassVar[tuple[StudyKind, ...]] = ()
     # The drill-down of one task: a template of the plug-in's package, given task_context().
@@ -609,6 +620,30 @@ class BenchmarkPlugin:
     def aggregate(self, outcomes: Sequence[TaskOutcome], *, facts: Mapping) -> dict:
         """The benchmark's results from every task's outcome; never calls a judge."""
         raise NotImplementedError
+
+    def metric_contributions(self, outcome: TaskOutcome, *, facts: Mapping) -> dict:
+        """What one task adds to each metric, as (numerator, denominator) by the column's key
+        (the split's key first where there are splits): every metric of the board is then
+        sum(numerators) / sum(denominators) over its tasks, so any subset of tasks (a slice)
+        and any two systems on the same tasks (a paired comparison) can be recomputed from the
+        stored contributions. A metric a task does not count in gets (0, 0). Empty: the
+        benchmark offers no slices or comparisons."""
+        return {}
+
+    def metric_value(self, metric: Metric, numerator: float, denominator: float):
+        """A metric's value from its summed contributions, rounded as the benchmark rounds
+        (None where it is undefined). The default: percent with Python's round() for rates and
+        percent means, the value itself otherwise."""
+        if not denominator:
+            return None
+        value = numerator / denominator
+        if metric.unit == "%":
+            value *= 100
+        return round(value, metric.decimals)
+
+    def task_attributes(self, task_id: str, spec: Mapping) -> dict:
+        """The values of the slice attributes for one task (default: the spec's fields)."""
+        return {attribute.name: spec.get(attribute.name) for attribute in self.slices}
 
     # --- pages ---
 

@@ -10,6 +10,23 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        # Defaults for the columns 0005 removes, so that migrating back can add them again to
+        # tables that have rows (the data migration then restores their values).
+        migrations.AlterField(
+            model_name="task",
+            name="family",
+            field=models.CharField(default="", max_length=50),
+        ),
+        migrations.AlterField(
+            model_name="task",
+            name="should_speak",
+            field=models.BooleanField(default=False),
+        ),
+        migrations.AlterField(
+            model_name="task",
+            name="metatranscript",
+            field=models.TextField(default="", help_text="The raw string from tasks.jsonl, as judges see it"),
+        ),
         migrations.AddField(
             model_name='judgment',
             name='context',

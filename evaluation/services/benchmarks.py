@@ -47,7 +47,7 @@ def benchmark_import(
     *,
     slug: str,
     directory: Path,
-    plugin: str = "mp-bench",
+    plugin: str,
     name: str = "",
     is_demo: bool = False,
     options: dict | None = None,

@@ -13,6 +13,7 @@ from django.core.files.storage import default_storage
 
 from evaluation.benchmarks.base import TaskFiles, TaskInput
 from evaluation.models import Submission, TaskResult
+from evaluation.stored import open_stored_seekable, open_stored_stream
 
 HASH_BLOCK = 1024 * 1024
 
@@ -57,7 +58,7 @@ class StoredFiles(TaskFiles):
             if self.archive is None:
                 raise FileNotFoundError(f"{name}: the upload is not open")
             return self.archive.open(info["entry"])
-        return default_storage.open(info["key"], "rb")
+        return open_stored_stream(info["key"])
 
     def read(self, name: str) -> bytes:
         with self.open(name) as handle:
@@ -70,7 +71,8 @@ def open_upload(submission: Submission) -> Iterator[zipfile.ZipFile | None]:
     if not submission.bundle:
         yield None
         return
-    with submission.bundle.open("rb") as handle:
+    # On S3 by range reads: a zip's directory and the members asked for, not the whole upload.
+    with open_stored_seekable(submission.bundle.name) as handle:
         try:
             archive = zipfile.ZipFile(handle)
         except zipfile.BadZipFile:

@@ -13,11 +13,13 @@ import json
 import logging
 import time
 import uuid
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -39,6 +41,20 @@ from evaluation.throttle import EndpointSlots
 logger = logging.getLogger(__name__)
 
 OFFLINE_MODEL = "offline-heuristic-v1"
+# Answers wait at most this long before they are stored.
+FLUSH_SECONDS = 0.25
+# What the offline judge writes on a judgment.
+OFFLINE_FIELDS = (
+    "raw_output",
+    "output",
+    "verdict",
+    "reasoning",
+    "error",
+    "status",
+    "attempts",
+    "latency_ms",
+    "completed_at",
+)
 SQL_IN_BATCH = 500
 
 
@@ -159,9 +175,21 @@ def judgments_prepare(*, submission: Submission, judge: Judge) -> int:
             judge_identity__in={k[0] for k in batch}, prompt_sha256__in={k[1] for k in batch}
         ).values_list("pk", "judge_identity", "prompt_sha256", "status")
         for pk, identity, sha, status in found:
-            if (identity, sha) in wanted:
-                ids[(identity, sha)] = pk
-                open_count += status in (Judgment.Status.PENDING, Judgment.Status.RUNNING)
+            if (identity, sha) not in wanted:
+                continue
+            ids[(identity, sha)] = pk
+            unsettled = status in (Judgment.Status.PENDING, Judgment.Status.RUNNING)
+            if judge.is_offline and (unsettled or status == Judgment.Status.FAILED):
+                # Stored earlier and put back to pending (a retry): the offline judge answers
+                # it here, as it answered the new ones.
+                answered = wanted[(identity, sha)]
+                Judgment.objects.filter(pk=pk).update(
+                    **{field: getattr(answered, field) for field in OFFLINE_FIELDS},
+                    lease_owner="",
+                    lease_until=None,
+                )
+                continue
+            open_count += unsettled
     now = timezone.now()
     TaskJudgment.objects.bulk_create(
         [
@@ -348,10 +376,20 @@ def _record(judgment: Judgment, outcome: _CallOutcome, plugin) -> None:
     ).update(**values)
 
 
+def _record_all(answered: list, plugin) -> float:
+    """Store the answers gathered so far in one transaction; returns when."""
+    if answered:
+        with transaction.atomic():
+            for judgment, outcome in answered:
+                _record(judgment, outcome, plugin)
+        answered.clear()
+    return time.monotonic()
+
+
 def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> bool:
     """Call the judge for this submission's open judgments, at most the judge's concurrency at
-    a time, until none is left to take or the deadline passes. Each answer is committed as it
-    arrives. Returns True when every judgment of the submission is settled."""
+    a time, until none is left to take or the deadline passes. Answers are committed within a
+    quarter of a second. Returns True when every judgment of the submission is settled."""
     judge = Judge.objects.select_related("benchmark").get(pk=judge_id)
     if judge.is_offline:
         return not open_judgments(submission_id=submission_id, judge_id=judge_id).exists()
@@ -363,36 +401,58 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
     slots = judge_slots(judge, client, limit)
     from evaluation.services.pipeline import heartbeat  # the pipeline imports this module
 
+    # Answers are stored a few at a time, each batch in one transaction: at most a fraction of
+    # a second of answers is asked again if this worker dies.
+    answered: list = []
     try:
         with (
             heartbeat(submission_id, renew=lambda: leases_renew(owner=owner)),
             ThreadPoolExecutor(max_workers=limit, thread_name_prefix="judge") as pool,
         ):
+            # Claimed ahead (leased, renewed by the heartbeat): a call starts the moment a slot
+            # frees, and the database is asked for more only once per `limit` answers.
+            ready: deque[Judgment] = deque()
             in_flight: dict[Future, Judgment] = {}
+            exhausted = False
+            flush_at, flushed = max(1, limit // 4), time.monotonic()
             while True:
-                if time.monotonic() < deadline and len(in_flight) <= limit // 2:
-                    for judgment in judgments_claim(
+                if not exhausted and len(ready) < limit and time.monotonic() < deadline:
+                    claimed = judgments_claim(
                         submission_id=submission_id,
                         judge_id=judge_id,
                         owner=owner,
-                        limit=limit - len(in_flight),
-                    ):
-                        future = pool.submit(_call, client, slots, judgment, params, plugin)
-                        in_flight[future] = judgment
+                        limit=2 * limit - len(ready),
+                    )
+                    ready.extend(claimed)
+                    exhausted = not claimed
+                while ready and len(in_flight) < limit:
+                    judgment = ready.popleft()
+                    in_flight[pool.submit(_call, client, slots, judgment, params, plugin)] = (
+                        judgment
+                    )
                 if in_flight:
-                    finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-                    for future in finished:
-                        _record(in_flight.pop(future), future.result(), plugin)
+                    finished, _ = wait(
+                        in_flight, timeout=FLUSH_SECONDS, return_when=FIRST_COMPLETED
+                    )
+                    answered.extend((in_flight.pop(f), f.result()) for f in finished)
+                    if len(answered) >= flush_at or time.monotonic() - flushed >= FLUSH_SECONDS:
+                        flushed = _record_all(answered, plugin)
                     continue
-                open_ones = open_judgments(submission_id=submission_id, judge_id=judge_id)
-                if not open_ones.exists():
+                flushed = _record_all(answered, plugin)
+                if not open_judgments(submission_id=submission_id, judge_id=judge_id).exists():
                     return True
                 if time.monotonic() >= deadline:
                     return False
                 # Held by another worker (a submission sharing the request): wait for it to
                 # answer or for its lease to lapse.
                 time.sleep(1.0)
+                exhausted = False
     finally:
+        _record_all(answered, plugin)
+        # Claimed but never started (the deadline came first): free at once for other workers.
+        Judgment.objects.filter(lease_owner=owner, status=Judgment.Status.RUNNING).update(
+            status=Judgment.Status.PENDING, lease_owner="", lease_until=None
+        )
         client.close()
 
 

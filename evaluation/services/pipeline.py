@@ -24,13 +24,15 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import close_old_connections, connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import JudgedSlot, TaskOutcome
 from evaluation.models import Judge, Judgment, Score, Submission, TaskJudgment, TaskResult
 from evaluation.services.files import open_upload, task_input
+from evaluation.stored import open_stored_seekable
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +72,17 @@ def enqueue_on_commit(task_name: str, *args) -> None:
     task = getattr(tasks, task_name)
     if getattr(_local, "inline", False):
         task.apply(args=args, throw=True)
-    else:
-        transaction.on_commit(lambda: task.delay(*args))
+        return
+
+    def send():
+        try:
+            task.delay(*args)
+        except KombuOperationalError:
+            # The broker is away: what is stored stays, and the sweeper queues it once it is
+            # back (a submission no worker has touched).
+            logger.warning("could not queue %s%r: broker unreachable", task_name, args)
+
+    transaction.on_commit(send)
 
 
 def _stale() -> timezone.datetime:
@@ -127,7 +138,8 @@ def heartbeat(submission_id: int, renew: Callable[[], None] | None = None):
 def submission_fail(*, submission_id: int, error: str) -> None:
     """Record why a submission failed. The error is shown to its owner: callers pass a message
     meant for people, never raw exception text."""
-    Submission.objects.filter(pk=submission_id).exclude(status=S.SCORED).update(
+    # The first failure is the one to tell (a stage run inline fails its callers too).
+    Submission.objects.filter(pk=submission_id).exclude(status__in=(S.SCORED, S.FAILED)).update(
         status=S.FAILED, error=error[:5000], finished_at=timezone.now()
     )
 
@@ -154,7 +166,7 @@ def submission_ingest(*, submission_id: int) -> bool:
         for pk, task_id, spec in submission.benchmark.tasks.values_list("pk", "task_id", "spec")
     }
     found: dict[str, tuple[dict, dict]] = {}
-    with heartbeat(submission_id), submission.bundle.open("rb") as handle:
+    with heartbeat(submission_id), open_stored_seekable(submission.bundle.name) as handle:
         specs = {task_id: spec for task_id, (_, spec) in tasks.items()}
         for count, ingested in enumerate(
             plugin.ingest(handle, tasks=specs, limits=upload_limits(submission.benchmark)), 1
@@ -379,8 +391,11 @@ def judging_finish(*, submission_id: int, judge_id: int) -> Score | None:
     with heartbeat(submission_id):
         score = submission_aggregate(submission=submission, judge=judge)
     if primary:
+        retry = None
+        if score.judgments_failed and submission.failed_retries < settings.FAILED_RETRY_ATTEMPTS:
+            retry = timezone.now() + timedelta(seconds=settings.FAILED_RETRY_PAUSE_SECONDS)
         Submission.objects.filter(pk=submission_id, status=S.AGGREGATING).update(
-            status=S.SCORED, error="", finished_at=timezone.now()
+            status=S.SCORED, error="", finished_at=timezone.now(), retry_failed_at=retry
         )
     return score
 
@@ -443,11 +458,25 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
         judge=judge,
         defaults={
             "results": plugin.aggregate(outcomes, facts=submission.facts),
+            "contributions": task_contributions(plugin, outcomes, submission.facts),
             "judgments_total": total,
             "judgments_failed": failed,
         },
     )
     return score
+
+
+def task_contributions(plugin, outcomes, facts) -> dict | None:
+    """Each task's (numerator, denominator) per metric, in task order (see
+    BenchmarkPlugin.metric_contributions); None when the plug-in declares none."""
+    per_task = [plugin.metric_contributions(outcome, facts=facts) for outcome in outcomes]
+    if not any(per_task):
+        return None
+    keys = sorted({key for found in per_task for key in found})
+    return {
+        "tasks": [outcome.task_id for outcome in outcomes],
+        "metrics": {key: [list(found.get(key, (0, 0))) for found in per_task] for key in keys},
+    }
 
 
 # --- Retries, re-scoring and the sweeper ----------------------------------------------------
@@ -501,10 +530,30 @@ def submission_rescore(*, submission: Submission, judge: Judge | None = None) ->
     enqueue_on_commit("judge_submission", submission.pk, (judge or submission.judge).pk)
 
 
+def failed_judgments_retry_due() -> list[int]:
+    """Scored submissions whose failed judgments are due another try (a judge outage): put
+    back to pending and judged again; the numbers stay on the board, marked, meanwhile."""
+    due = Submission.objects.filter(
+        status=S.SCORED, retry_failed_at__isnull=False, retry_failed_at__lte=timezone.now()
+    ).select_related("judge")
+    retried = []
+    for submission in due:
+        with transaction.atomic():
+            taken = Submission.objects.filter(
+                pk=submission.pk, retry_failed_at=submission.retry_failed_at
+            ).update(retry_failed_at=None, failed_retries=F("failed_retries") + 1)
+            if taken:
+                judgments_retry(submission=submission)
+                retried.append(submission.pk)
+    return retried
+
+
 def submissions_sweep() -> list[int]:
     """Re-queue what dead workers left: active submissions whose heartbeat went quiet (queued
     ones after longer: their message may simply be waiting its turn), and any whose running
-    work's lease lapsed. Each is re-queued at most once per stall period."""
+    work's lease lapsed. Each is re-queued at most once per stall period. Also retries failed
+    judgments that are due."""
+    failed_judgments_retry_due()
     now = timezone.now()
     stale = _stale()
     quiet = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale)

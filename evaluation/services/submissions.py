@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import UploadContents, UploadLimits
-from evaluation.bundles import BundleRejected, ValidationReport
+from evaluation.bundles import BundleRejected, ValidationReport, manifest_check
 from evaluation.models import Benchmark, Judge, Submission, System, Team
 from evaluation.services.files import file_sha256
 from evaluation.services.pipeline import enqueue_on_commit
@@ -24,11 +24,10 @@ class SubmissionInvalid(ValueError):
 
 
 def upload_limits(benchmark: Benchmark) -> UploadLimits:
-    """The benchmark's own size limit, unless the site sets a lower one."""
+    """The benchmark's own size limit, or the site-wide one when that is smaller."""
     plugin = get_plugin(benchmark.plugin)
-    site = settings.BUNDLE_MAX_UNCOMPRESSED_BYTES
     return UploadLimits(
-        max_bytes=min(site, plugin.max_upload_bytes) if site else plugin.max_upload_bytes,
+        max_bytes=min(plugin.max_upload_bytes, settings.BUNDLE_MAX_UNCOMPRESSED_BYTES),
         max_ratio=settings.BUNDLE_MAX_COMPRESSION_RATIO,
     )
 
@@ -38,9 +37,13 @@ def bundle_validate(
 ) -> tuple[ValidationReport, UploadContents | None]:
     """(report, contents). Reads the upload once; stores nothing."""
     plugin = get_plugin(benchmark.plugin)
-    report = ValidationReport()
-    options = _options(plugin, options or {}, report)
     tasks = dict(benchmark.tasks.values_list("task_id", "spec"))
+    # Room for one line per task (an incomplete upload lists every missing task) besides the cap.
+    report = ValidationReport(
+        max_per_file=settings.REPORT_MAX_PER_FILE,
+        max_total=settings.REPORT_MAX_PROBLEMS + len(tasks),
+    )
+    options = _options(plugin, options or {}, report)
     contents = plugin.validate_upload(
         Path(path),
         report,
@@ -50,6 +53,13 @@ def bundle_validate(
         limits=upload_limits(benchmark),
     )
     contents.options = {**options, **contents.options}
+    # The manifest fields that become columns: checked here, where the columns are known.
+    manifest_check(
+        contents.manifest,
+        report,
+        choices={"system_type": [group.key for group in plugin.row_groups]},
+        max_lengths={"system_type": 50, **MANIFEST_TEXT_FIELDS},
+    )
     return report, contents
 
 
@@ -150,6 +160,7 @@ def submission_create(
     sha, size = file_sha256(bundle_path)
     suffix = next((s for s in plugin.upload.suffixes if str(bundle_path).lower().endswith(s)), "")
     stored_name = None
+    submission = None
     try:
         with transaction.atomic():
             system = system_for_submission(name=system_name, team=team, manifest=contents.manifest)
@@ -178,7 +189,10 @@ def submission_create(
             submission.save(update_fields=["bundle"])
             enqueue_on_commit("ingest_submission", submission.pk)
     except BaseException:
-        if stored_name:
+        # Rolled back: the stored file goes too. Committed (a stage run at once, inline, that
+        # failed): the submission keeps its file, FAILED, and can be retried.
+        committed = submission is not None and Submission.objects.filter(pk=submission.pk).exists()
+        if stored_name and not committed:
             default_storage.delete(stored_name)
         raise
     return submission

@@ -1,7 +1,47 @@
 from django import forms
-from django.contrib.auth.forms import UserCreationForm
+from django.conf import settings
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
+from django.core.exceptions import ValidationError
 
 from evaluation.models import Membership
+from leaderboard.accounts.throttle import attempt_record, attempts, client_address
+
+LOGIN_REFUSED = (
+    "Too many failed logins for this account or from your address. No password is checked "
+    "for a while; try again in {minutes} minutes."
+)
+
+
+class ThrottledLoginMixin:
+    """After too many failures for one account or from one address within the window, no
+    password is checked at all (the right one neither) until the window ends."""
+
+    def clean(self):
+        username = (self.data.get("username") or "").strip().lower()
+        address = client_address(self.request) if self.request else ""
+        if (
+            attempts(scope="login-account", who=username) >= settings.LOGIN_MAX_FAILURES_PER_ACCOUNT
+            or attempts(scope="login-address", who=address)
+            >= settings.LOGIN_MAX_FAILURES_PER_ADDRESS
+        ):
+            minutes = max(1, settings.LOGIN_FAILURE_WINDOW_SECONDS // 60)
+            raise ValidationError(LOGIN_REFUSED.format(minutes=minutes), code="throttled")
+        try:
+            return super().clean()
+        except ValidationError:
+            window = settings.LOGIN_FAILURE_WINDOW_SECONDS
+            attempt_record(scope="login-account", who=username, window_seconds=window)
+            attempt_record(scope="login-address", who=address, window_seconds=window)
+            raise
+
+
+class ThrottledAuthenticationForm(ThrottledLoginMixin, AuthenticationForm):
+    pass
+
+
+class ThrottledAdminAuthenticationForm(ThrottledLoginMixin, AdminAuthenticationForm):
+    pass
 
 
 class SignUpForm(UserCreationForm):

@@ -1,6 +1,7 @@
 """Account pages: sign-up, profile, teams and their members, API tokens. Login and logout are
 Django's own views (see leaderboard/urls_accounts.py)."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -13,13 +14,23 @@ from evaluation.models import Membership, Team
 from leaderboard.accounts import selectors, services
 from leaderboard.accounts.forms import MemberAddForm, SignUpForm, TeamForm, TokenForm
 from leaderboard.accounts.models import ApiToken
+from leaderboard.accounts.throttle import attempt_record, attempts, client_address
 
 
 def signup(request):
     if request.user.is_authenticated:
         return redirect("profile")
     form = SignUpForm(request.POST or None)
+    address = client_address(request)
+    if (
+        request.method == "POST"
+        and attempts(scope="signup", who=address) >= settings.SIGNUPS_PER_ADDRESS_PER_HOUR
+    ):
+        form.is_valid()
+        form.add_error(None, "Too many sign-ups from your address; try again in an hour.")
+        return render(request, "accounts/signup.html", {"form": form}, status=429)
     if request.method == "POST" and form.is_valid():
+        attempt_record(scope="signup", who=address, window_seconds=3600)
         user = services.user_create(
             username=form.cleaned_data["username"],
             password=form.cleaned_data["password1"],
@@ -57,12 +68,28 @@ def profile(request):
 @login_required
 def team_list(request):
     form = TeamForm(request.POST or None)
+    address = client_address(request)
+    account = str(request.user.pk)
+    if request.method == "POST" and (
+        attempts(scope="team-account", who=account) >= settings.TEAMS_PER_ACCOUNT_PER_DAY
+        or attempts(scope="team-address", who=address) >= settings.TEAMS_PER_ADDRESS_PER_DAY
+    ):
+        form.is_valid()
+        form.add_error(None, "Too many teams created by this account or address today.")
+        return render(
+            request,
+            "accounts/team_list.html",
+            {"memberships": selectors.memberships_of(user=request.user), "form": form},
+            status=429,
+        )
     if request.method == "POST" and form.is_valid():
         try:
             team = services.team_create(name=form.cleaned_data["name"], owner=request.user)
         except ValidationError as error:
             form.add_error("name", error)
         else:
+            attempt_record(scope="team-account", who=account, window_seconds=24 * 3600)
+            attempt_record(scope="team-address", who=address, window_seconds=24 * 3600)
             messages.success(request, f"Team {team.name} created; you are its owner.")
             return redirect("team-detail", slug=team.slug)
     return render(

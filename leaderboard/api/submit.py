@@ -6,6 +6,7 @@ a temporary file, which is validated and stored from there.
 
 from __future__ import annotations
 
+import logging
 import math
 
 from django.core.files.uploadhandler import TemporaryFileUploadHandler
@@ -26,20 +27,24 @@ from leaderboard.uploads import services
 from leaderboard.uploads.selectors import teams_of
 
 IDEMPOTENCY_KEY_MAX = 100
+CREATE_FAILED = (
+    "The server could not create the submission; nothing was stored. Try again later, and "
+    "tell the site's maintainers if it keeps failing."
+)
+logger = logging.getLogger(__name__)
 
 
 class SubmissionCreateSerializer(serializers.Serializer):
     bundle = serializers.FileField(help_text="The result bundle (.zip)")
-    benchmark = serializers.SlugField(help_text="Benchmark slug, e.g. mp-bench")
+    benchmark = serializers.SlugField(help_text="Benchmark slug (GET /api/benchmarks/)")
     system = serializers.CharField(max_length=200, help_text="System name")
     system_type = serializers.CharField(
         required=False,
         allow_blank=True,
         default="",
         max_length=50,
-        help_text="The board's row group for this benchmark (for MP-Bench: realtime, "
-        "non-realtime or text-llm); GET /api/benchmarks/<slug>/ lists them "
-        "(declaration.row_groups)",
+        help_text="The board's row group for this benchmark (its system types); "
+        "GET /api/benchmarks/<slug>/ lists them (declaration.row_groups)",
     )
     team = serializers.SlugField(
         required=False, help_text="Team slug; may be left out by members of exactly one team"
@@ -174,8 +179,10 @@ class SubmissionCreateView(APIView):
             return _error(str(exc), 409)
         except services.UploadError as exc:
             return _error(str(exc), exc.status)
-        except ValueError as exc:  # e.g. the benchmark has no official judge
-            return _error(str(exc), 400)
+        except Exception:
+            # Validation says everything a submitter can fix; what is left is ours to look into.
+            logger.exception("creating a submission through the API failed")
+            return _error(CREATE_FAILED, 500)
         submission = (
             submissions_visible_to(user=request.user)
             .select_related("benchmark", "system", "team", "judge")

@@ -122,6 +122,13 @@ def _badges(entry, judge_name: str) -> list[str]:
             f'<span class="badge private" title="Unpublished: seen only by its team{hidden}">'
             "private</span>"
         )
+    if entry.failed_judgments:
+        retrying = "; retried automatically shortly" if entry.retrying_failed else ""
+        badges.append(
+            f'<span class="badge incomplete" title="{entry.failed_judgments} judge call(s) '
+            f'failed and count as wrong{retrying}">{entry.failed_judgments} failed '
+            f"judgment{'s' if entry.failed_judgments != 1 else ''}</span>"
+        )
     if entry.rescoring:
         badges.append(
             '<span class="badge rescoring" title="Being re-scored: these are the numbers until '

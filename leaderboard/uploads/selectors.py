@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
 from evaluation.models import Submission, Team
@@ -51,32 +51,22 @@ def _duration(delta: timedelta) -> str:
     return f"{hours} h {minutes} min" if hours else f"{minutes} min"
 
 
-def team_limit_refusal(*, team: Team, now: datetime | None = None) -> LimitRefusal | None:
-    """Why this team may not create a submission right now, or None. Failed submissions count
-    against neither limit. Callers that go on to create hold the team row lock."""
-    now = now or timezone.now()
-    counted = Submission.objects.filter(team=team, is_reported=False).exclude(
-        status=Submission.Status.FAILED
-    )
-    per_day = _limit(team.max_submissions_per_day, settings.MAX_SUBMISSIONS_PER_DAY)
+def _refusal(*, counted, who: str, per_day: int, concurrent: int, now) -> LimitRefusal | None:
     recent = counted.filter(created_at__gt=now - DAY).order_by("created_at")
     made = recent.count()
     if made >= per_day:
         if per_day == 0:
-            return LimitRefusal(
-                "submissions_per_day", 0, f"Team {team.name} may not submit at present.", None
-            )
+            return LimitRefusal("submissions_per_day", 0, f"{who} may not submit at present.", None)
         # The count drops below the limit when the (made - per_day + 1)-th oldest leaves the window.
         frees_at = recent.values_list("created_at", flat=True)[made - per_day] + DAY
         return LimitRefusal(
             "submissions_per_day",
             per_day,
-            f"Team {team.name} has reached its limit of {per_day} submissions per day "
+            f"{who} has reached its limit of {per_day} submissions per day "
             f"(rolling 24 hours; failed ones do not count). The next one can be made at "
             f"{frees_at:%Y-%m-%d %H:%M} UTC, in {_duration(frees_at - now)}.",
             frees_at,
         )
-    concurrent = _limit(team.max_concurrent_evaluations, settings.MAX_CONCURRENT_EVALUATIONS)
     running = counted.exclude(status=Submission.Status.SCORED).order_by("created_at")
     in_progress = running.count()
     if in_progress >= concurrent:
@@ -84,9 +74,66 @@ def team_limit_refusal(*, team: Team, now: datetime | None = None) -> LimitRefus
         return LimitRefusal(
             "concurrent_evaluations",
             concurrent,
-            f"Team {team.name} has {in_progress} evaluation(s) in progress, its limit of "
+            f"{who} has {in_progress} evaluation(s) in progress, its limit of "
             f"{concurrent} concurrent evaluations. Another can start when one of them "
             f"({shown}) is scored or fails.",
+            None,
+        )
+    return None
+
+
+def _counted():
+    return Submission.objects.filter(is_reported=False).exclude(status=Submission.Status.FAILED)
+
+
+def team_limit_refusal(*, team: Team, now: datetime | None = None) -> LimitRefusal | None:
+    """Why this team may not create a submission right now, or None. Failed submissions count
+    against neither limit. Callers that go on to create hold the team row lock."""
+    return _refusal(
+        counted=_counted().filter(team=team),
+        who=f"Team {team.name}",
+        per_day=_limit(team.max_submissions_per_day, settings.MAX_SUBMISSIONS_PER_DAY),
+        concurrent=_limit(team.max_concurrent_evaluations, settings.MAX_CONCURRENT_EVALUATIONS),
+        now=now or timezone.now(),
+    )
+
+
+def account_limit_refusal(*, user, now: datetime | None = None) -> LimitRefusal | None:
+    """The same limits for one account over all its teams, so that making more teams does not
+    make more room. Callers that go on to create hold the user row lock."""
+    return _refusal(
+        counted=_counted().filter(submitted_by=user),
+        who=f"Your account ({user.get_username()})",
+        per_day=settings.MAX_SUBMISSIONS_PER_DAY_PER_ACCOUNT,
+        concurrent=settings.MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT,
+        now=now or timezone.now(),
+    )
+
+
+def open_uploads_refusal(*, user, adding: int) -> LimitRefusal | None:
+    """Why this user may not open another upload of `adding` bytes: too many open at once, or
+    too many bytes announced by them. Callers that go on to open hold the user row lock."""
+    open_uploads = Upload.objects.filter(
+        user=user, status__in=[Upload.Status.UPLOADING, Upload.Status.VALIDATING]
+    )
+    count = open_uploads.count()
+    limit = settings.UPLOAD_MAX_OPEN_PER_USER
+    if count >= limit:
+        return LimitRefusal(
+            "open_uploads",
+            limit,
+            f"You have {count} unfinished upload(s), the limit of {limit}. Finish or cancel one "
+            "of them first (see the submit page).",
+            None,
+        )
+    announced = open_uploads.aggregate(total=Sum("size"))["total"] or 0
+    most = settings.UPLOAD_MAX_OPEN_BYTES_PER_USER
+    if announced + adding > most:
+        return LimitRefusal(
+            "open_upload_bytes",
+            most,
+            f"Your unfinished uploads announce {announced:,} bytes; with this one "
+            f"({adding:,}) they would pass the limit of {most:,}. Finish or cancel one first.",
             None,
         )
     return None

@@ -20,15 +20,22 @@ from pathlib import Path
 from typing import BinaryIO
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from evaluation.bundles import BundleRejected
 from evaluation.models import Benchmark, Judge, Membership, Submission, Team
-from evaluation.services import bundle_validate, submission_create
+from evaluation.services import bundle_validate, submission_create, upload_limits
 from leaderboard.uploads import storage
 from leaderboard.uploads.models import Upload
-from leaderboard.uploads.selectors import LimitRefusal, team_limit_refusal
+from leaderboard.uploads.selectors import (
+    LimitRefusal,
+    account_limit_refusal,
+    open_uploads_refusal,
+    team_limit_refusal,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -77,8 +84,8 @@ class IdempotencyConflict(Exception):
     pass
 
 
-def max_upload_bytes() -> int:
-    return settings.BUNDLE_MAX_UNCOMPRESSED_BYTES + ZIP_OVERHEAD_BYTES
+def max_upload_bytes(*, benchmark: Benchmark) -> int:
+    return upload_limits(benchmark).max_bytes + ZIP_OVERHEAD_BYTES
 
 
 # --- Limits ---------------------------------------------------------------------------------
@@ -102,12 +109,14 @@ def submission_create_within_limits(
     returned as it is; otherwise the team's limits are checked and the submission created, both
     under the team row lock. Raises LimitReached or BundleRejected."""
     with transaction.atomic():
-        Team.objects.select_for_update().filter(pk=team.pk).values_list("pk").get()
+        _lock(user=submitted_by, team=team)
         if idempotency_key:
             existing = Submission.objects.filter(team=team, idempotency_key=idempotency_key).first()
             if existing is not None:
                 return existing, False
-        refusal = team_limit_refusal(team=team)
+        refusal = team_limit_refusal(team=team) or (
+            account_limit_refusal(user=submitted_by) if submitted_by else None
+        )
         if refusal is not None:
             raise LimitReached(refusal)
         # Validated beforehand, outside the lock: only the counting and the insert hold it.
@@ -125,6 +134,15 @@ def submission_create_within_limits(
             idempotency_key=idempotency_key,
         )
         return submission, True
+
+
+def _lock(*, user, team: Team | None) -> None:
+    """Row locks on the submitting account, then its team (always in this order, so two
+    creates never wait on each other crosswise), held until the transaction ends."""
+    if user is not None:
+        get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk").get()
+    if team is not None:
+        Team.objects.select_for_update().filter(pk=team.pk).values_list("pk").get()
 
 
 def _check_member(user, team: Team) -> None:
@@ -217,7 +235,7 @@ def submission_create_via_api(
     if not report.ok:
         raise BundleRejected(report)
     with transaction.atomic():
-        Team.objects.select_for_update().filter(pk=team.pk).values_list("pk").get()
+        _lock(user=user, team=team)
         if idempotency_key:
             # Two identical requests at once: the second waited for the lock and finds the first.
             prior = _replay(team=team, key=idempotency_key, fingerprint=fingerprint)
@@ -283,26 +301,33 @@ def upload_start(
     _check_judge(benchmark, judge)
     if size <= 0:
         raise UploadError("the bundle is empty")
-    if size > max_upload_bytes():
-        raise UploadError(f"the bundle is {size:,} bytes; the limit is {max_upload_bytes():,}")
-    refusal = team_limit_refusal(team=team)
+    limit = max_upload_bytes(benchmark=benchmark)
+    if size > limit:
+        raise UploadError(f"the bundle is {size:,} bytes; the limit is {limit:,}")
+    refusal = team_limit_refusal(team=team) or account_limit_refusal(user=user)
     if refusal is not None:
         raise LimitReached(refusal)
     on_s3 = storage.uses_s3()
-    upload = Upload.objects.create(
-        benchmark=benchmark,
-        team=team,
-        user=user,
-        method=Upload.Method.S3 if on_s3 else Upload.Method.CHUNKED,
-        filename=filename[:255],
-        size=size,
-        system_name=system_name,
-        system_type=system_type,
-        options=options or {},
-        judge=judge,
-        allow_partial=allow_partial,
-        publish=publish,
-    )
+    with transaction.atomic():
+        # Counted and created under the user's row lock: parallel starts cannot pass the cap.
+        _lock(user=user, team=None)
+        refusal = open_uploads_refusal(user=user, adding=size)
+        if refusal is not None:
+            raise LimitReached(refusal)
+        upload = Upload.objects.create(
+            benchmark=benchmark,
+            team=team,
+            user=user,
+            method=Upload.Method.S3 if on_s3 else Upload.Method.CHUNKED,
+            filename=filename[:255],
+            size=size,
+            system_name=system_name,
+            system_type=system_type,
+            options=options or {},
+            judge=judge,
+            allow_partial=allow_partial,
+            publish=publish,
+        )
     try:
         if on_s3:
             upload.s3_key = storage.s3_key(f"uploads/{upload.pk}.zip")
@@ -464,17 +489,60 @@ def _local_bundle(upload: Upload) -> Iterator[Path]:
         yield Path(local.name)
 
 
+# What the user reads when finishing failed for a reason of the server's own (the details go to
+# the log, never to the user).
+FINISH_FAILED = (
+    "The server could not finish checking this bundle. Its bytes are kept: finish again, "
+    "or cancel the upload."
+)
+
+
+class FinishFailed(UploadError):
+    status = 500
+
+
+def _validation_stale_before():
+    """A finish that has been validating since before this died with its process (a killed
+    worker never reopens its upload): the upload may be finished again or cancelled."""
+    return timezone.now() - timedelta(seconds=settings.UPLOAD_VALIDATING_STALE_SECONDS)
+
+
+def _claimable(upload: Upload):
+    return Upload.objects.filter(pk=upload.pk).filter(
+        Q(status=Upload.Status.UPLOADING)
+        | Q(status=Upload.Status.VALIDATING, updated_at__lt=_validation_stale_before())
+    )
+
+
+def _reopen(upload: Upload, *, error: str, report: dict | None) -> None:
+    """Back to uploading, so the user can finish again or cancel. Keeps the report when it can
+    be stored, and the upload reopened even when it cannot."""
+    for kept in (report, None) if report is not None else (None,):
+        try:
+            Upload.objects.filter(pk=upload.pk, status=Upload.Status.VALIDATING).update(
+                status=Upload.Status.UPLOADING,
+                error=error,
+                report=kept,
+                updated_at=timezone.now(),
+            )
+            break
+        except Exception:
+            logger.exception("could not record the failed finish of upload %s", upload.pk)
+    upload.refresh_from_db()
+
+
 def upload_finish(*, upload: Upload) -> Upload:
     """Validate the whole bundle; rejected: keep the report, delete the bytes, create nothing.
-    Accepted: create the submission within the team's limits (raising LimitReached leaves the
-    upload open, so it can be finished later)."""
-    claimed = Upload.objects.filter(pk=upload.pk, status=Upload.Status.UPLOADING).update(
-        status=Upload.Status.VALIDATING, error=""
-    )
-    if not claimed:
+    Accepted: create the submission within the team's limits. Whatever goes wrong leaves the
+    upload open, to be finished again or cancelled: LimitReached and UploadError say why,
+    anything else is logged and raised as FinishFailed with a message of our own."""
+    if not _claimable(upload).update(
+        status=Upload.Status.VALIDATING, error="", updated_at=timezone.now()
+    ):
         upload.refresh_from_db()
         raise UploadClosed(f"the upload is {upload.status}; it cannot be finished again")
     upload.refresh_from_db()
+    report_json = None
     try:
         with _local_bundle(upload) as path:
             report, contents = bundle_validate(
@@ -483,7 +551,8 @@ def upload_finish(*, upload: Upload) -> Upload:
                 allow_partial=upload.allow_partial,
                 options=upload.options,
             )
-            upload.report = report.as_dict()
+            report_json = report.as_dict()
+            submission = None
             if report.ok:
                 submission, _ = submission_create_within_limits(
                     team=upload.team,
@@ -498,19 +567,25 @@ def upload_finish(*, upload: Upload) -> Upload:
                     idempotency_key=f"upload-{upload.pk}",
                     validated=contents,
                 )
-    except BaseException as exc:
-        Upload.objects.filter(pk=upload.pk).update(
-            status=Upload.Status.UPLOADING, error=str(exc), report=upload.report
+        Upload.objects.filter(pk=upload.pk, status=Upload.Status.VALIDATING).update(
+            status=Upload.Status.ACCEPTED if report.ok else Upload.Status.REJECTED,
+            submission=submission,
+            report=report_json,
+            finished_at=timezone.now(),
+            error="",
+            updated_at=timezone.now(),
         )
-        upload.refresh_from_db()
+    except (UploadError, LimitReached) as exc:
+        _reopen(upload, error=str(exc), report=report_json)
         raise
-    upload.finished_at = timezone.now()
-    if report.ok:
-        upload.status = Upload.Status.ACCEPTED
-        upload.submission = submission
-    else:
-        upload.status = Upload.Status.REJECTED
-    upload.save(update_fields=["status", "submission", "report", "finished_at", "error"])
+    except Exception as exc:
+        logger.exception("finishing upload %s failed", upload.pk)
+        _reopen(upload, error=FINISH_FAILED, report=None)
+        raise FinishFailed(FINISH_FAILED) from exc
+    except BaseException:
+        _reopen(upload, error=FINISH_FAILED, report=None)
+        raise
+    upload.refresh_from_db()
     # Accepted: the submission holds its own copy. Rejected: nothing of it is kept.
     try:
         _discard(upload)
@@ -520,14 +595,30 @@ def upload_finish(*, upload: Upload) -> Upload:
 
 
 def upload_cancel(*, upload: Upload) -> Upload:
-    if not Upload.objects.filter(pk=upload.pk, status=Upload.Status.UPLOADING).update(
-        status=Upload.Status.CANCELLED, finished_at=timezone.now()
+    if not _claimable(upload).update(
+        status=Upload.Status.CANCELLED, finished_at=timezone.now(), updated_at=timezone.now()
     ):
         upload.refresh_from_db()
         raise UploadClosed(f"the upload is {upload.status}; there is nothing to cancel")
     upload.refresh_from_db()
     _discard(upload)
     return upload
+
+
+def upload_temp_files_sweep(*, older_than: timedelta) -> int:
+    """Delete files in FILE_UPLOAD_TEMP_DIR untouched for this long: what a request killed
+    mid-upload (a worker timeout) left behind. Returns how many."""
+    folder = Path(settings.FILE_UPLOAD_TEMP_DIR)
+    cutoff = (timezone.now() - older_than).timestamp()
+    removed = 0
+    for path in folder.iterdir() if folder.is_dir() else ():
+        try:
+            if path.is_file() and not path.is_symlink() and path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed += 1
+        except FileNotFoundError:
+            continue
+    return removed
 
 
 def uploads_expire(*, older_than: timedelta) -> int:

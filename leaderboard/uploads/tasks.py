@@ -1,11 +1,20 @@
 from datetime import timedelta
 
 from celery import shared_task
+from django.conf import settings
 
-from leaderboard.uploads.services import uploads_expire
+from leaderboard.uploads.services import upload_temp_files_sweep, uploads_expire
 
 
 @shared_task
 def expire_abandoned_uploads(older_than_hours: float = 48.0) -> int:
     """Run daily by beat: frees the bytes of uploads nobody finished."""
     return uploads_expire(older_than=timedelta(hours=older_than_hours))
+
+
+@shared_task
+def sweep_upload_temp_files() -> int:
+    """Run hourly by beat: deletes temporary upload files a killed request left behind."""
+    return upload_temp_files_sweep(
+        older_than=timedelta(seconds=settings.UPLOAD_TEMP_MAX_AGE_SECONDS)
+    )

@@ -3,7 +3,6 @@ URLs), ask how far the upload got, finish, cancel; and the upload's status page.
 
 from __future__ import annotations
 
-import json
 from functools import wraps
 
 from django.conf import settings
@@ -14,11 +13,13 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from evaluation.jsonbounds import loads_bounded
 from evaluation.models import Benchmark
 from leaderboard.uploads import services, storage
 from leaderboard.uploads.forms import UploadStartForm
 from leaderboard.uploads.models import Upload
 from leaderboard.uploads.selectors import report_rows, teams_of, uploads_visible_to
+from leaderboard.uploads.storage import S3_MAX_PARTS
 
 
 def _login_required_json(view):
@@ -179,8 +180,9 @@ def upload_chunk(request, pk):
 def upload_parts(request, pk):
     upload = _own_upload(request, pk)
     try:
-        numbers = [int(n) for n in json.loads(request.body or b"{}").get("parts", [])]
-    except (ValueError, TypeError, AttributeError):
+        body = loads_bounded(request.body or b"{}", max_depth=4, max_values=S3_MAX_PARTS + 10)
+        numbers = [int(n) for n in body.get("parts", [])]
+    except (ValueError, TypeError, AttributeError, OverflowError):
         return JsonResponse({"error": 'send {"parts": [part numbers]}'}, status=400)
     try:
         urls = services.upload_part_urls(upload=upload, numbers=numbers)
@@ -206,7 +208,8 @@ def upload_finish(request, pk):
     except services.UploadError as exc:
         if not _wants_json(request):
             return HttpResponseRedirect(reverse("upload-detail", args=[upload.pk]))
-        return JsonResponse({"error": str(exc), **_state(upload)}, status=exc.status)
+        # The reason this request failed, not the error stored by an earlier finish.
+        return JsonResponse({**_state(upload), "error": str(exc)}, status=exc.status)
     target = (
         reverse("submission", args=[upload.submission_id])
         if upload.status == Upload.Status.ACCEPTED

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.django_db
 def demo_board(tmp_path):
     demo.write_demo_benchmark(tmp_path / "source")
     board = benchmark_import(
-        slug="mp-bench-demo", directory=tmp_path / "source", is_demo=True
+        slug="mp-bench-demo", directory=tmp_path / "source", plugin="mp-bench", is_demo=True
     ).benchmark
     offline = board.judges.get(slug="offline")
     for entry in demo.DEMO_SYSTEMS:

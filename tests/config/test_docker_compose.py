@@ -23,6 +23,8 @@ DOCKERFILE = DOCKER_DIR / "Dockerfile"
 
 APP_SERVICES = ("migrate", "web", "worker", "beat")
 BACKING_SERVICES = ("postgres", "redis", "s3")
+PROXY = "proxy"
+NGINX_CONF = DOCKER_DIR / "nginx.conf"
 ONE_SHOT_SERVICES = ("migrate", "createbucket")
 PRODUCTION_CRITICAL = (
     "DATABASE_URL",
@@ -110,7 +112,7 @@ def resolved_env(shared_env) -> dict[str, str]:
 
 
 def test_all_services_exist(services):
-    assert set(APP_SERVICES + BACKING_SERVICES + ONE_SHOT_SERVICES) <= set(services)
+    assert set(APP_SERVICES + BACKING_SERVICES + ONE_SHOT_SERVICES + (PROXY,)) <= set(services)
 
 
 def test_app_services_share_one_image_and_the_shared_env(services, shared_env):
@@ -158,8 +160,8 @@ def test_worker_is_scalable(services):
     assert "hostname" not in worker
     for name, service in services.items():
         for port in service.get("ports", []):
-            # Only web publishes a port; backing services stay inside the compose network.
-            assert name == "web", (name, port)
+            # Only the proxy publishes a port: gunicorn and the backing services stay inside.
+            assert name == PROXY, (name, port)
 
 
 def test_depends_on_waits_for_health_or_completion(services):
@@ -167,6 +169,7 @@ def test_depends_on_waits_for_health_or_completion(services):
     expected_condition.update(
         {name: "service_completed_successfully" for name in ONE_SHOT_SERVICES}
     )
+    expected_condition["web"] = "service_started"
     for name, service in services.items():
         depends_on = service.get("depends_on", {})
         assert isinstance(depends_on, dict), f"{name}: use the long depends_on form"
@@ -364,3 +367,118 @@ def test_dockerfile_builds_a_non_root_gunicorn_image():
             for source in rest.split()[:-1]:
                 if not any(ch in source for ch in "*?["):
                     assert (ROOT / source).exists(), source
+
+
+def test_check_deploy_is_clean_with_the_compose_environment(resolved_env):
+    """`manage.py check --deploy` with the production environment compose gives the app: no
+    warning (HSTS, HTTPS redirect, secure cookies, proxy header all on by default)."""
+    env = {k: v for k, v in os.environ.items() if k not in settings_env_names()}
+    env.update(resolved_env)
+    # What an operator exports: a long random key (a short one is itself a deploy warning).
+    env["DJANGO_SECRET_KEY"] = "kq3J9x-production-like-secret-" + "Zb7RtWm2Vn5Lp8" * 3
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout, result.stdout
+
+
+# --- The proxy ------------------------------------------------------------------------------
+
+
+def nginx_directives() -> list[tuple[str, list[str]]]:
+    """(name, arguments) of every simple directive in docker/nginx.conf, in order."""
+    text = "\n".join(line.split("#", 1)[0] for line in NGINX_CONF.read_text().splitlines())
+    found = []
+    for statement in re.split(r"[;{}]", text):
+        words = shlex.split(statement)
+        if words:
+            found.append((words[0], words[1:]))
+    return found
+
+
+def nginx_values(name: str) -> list[list[str]]:
+    return [args for directive, args in nginx_directives() if directive == name]
+
+
+def nginx_bytes(value: str) -> int:
+    number, unit = re.fullmatch(r"(\d+)([kmg]?)", value.lower()).groups()
+    return int(number) * {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[unit]
+
+
+def nginx_seconds(value: str) -> int:
+    number, unit = re.fullmatch(r"(\d+)([sm]?)", value).groups()
+    return int(number) * (60 if unit == "m" else 1)
+
+
+def test_the_proxy_fronts_gunicorn_with_the_config_file(services):
+    proxy = services[PROXY]
+    assert proxy["image"].startswith("${FLOORBOARD_NGINX_IMAGE:-nginx:")
+    mounts = [volume.split(":") for volume in proxy["volumes"]]
+    assert ["./nginx.conf", "/etc/nginx/nginx.conf", "ro"] in mounts
+    assert (DOCKER_DIR / "nginx.conf").is_file()
+    assert [p.split(":")[-1] for p in proxy["ports"]] == [nginx_values("listen")[0][0]], (
+        "the published port is the one nginx listens on"
+    )
+    assert proxy["depends_on"]["web"]["condition"] == "service_started"
+    assert "ports" not in services["web"]
+
+
+def test_the_upstream_is_the_web_services_gunicorn_port():
+    cmd = json.loads(next(rest for k, rest in reversed(_instructions()) if k == "CMD"))
+    bind = cmd[cmd.index("--bind") + 1]
+    assert nginx_values("upstream") == [["floorboard_web"]]
+    port = bind.rsplit(":", 1)[1]
+    assert [a for a in nginx_values("server") if a] == [[f"web:{port}"]]
+    assert nginx_values("proxy_pass") == [["http://floorboard_web"]]
+
+
+def test_the_proxy_buffers_whole_requests_and_cuts_slow_clients_off():
+    assert nginx_values("proxy_request_buffering") == [["on"]]
+    assert nginx_values("proxy_buffering") == [["on"]]
+    assert 0 < nginx_seconds(nginx_values("client_header_timeout")[0][0]) <= 30
+    assert 0 < nginx_seconds(nginx_values("client_body_timeout")[0][0]) <= 60
+
+
+def test_the_body_limit_takes_a_chunk_and_a_whole_api_bundle(resolved_env):
+    from evaluation.benchmarks.mpbench import MAX_BUNDLE_UNCOMPRESSED_BYTES
+    from leaderboard.uploads.services import ZIP_OVERHEAD_BYTES
+
+    limit = nginx_bytes(nginx_values("client_max_body_size")[0][0])
+    chunk = int(resolved_env["FLOORBOARD_UPLOAD_CHUNK_BYTES"])
+    # A chunk arrives with its headers; an API create with the multipart envelope.
+    assert limit >= chunk + 64 * 1024
+    assert limit >= MAX_BUNDLE_UNCOMPRESSED_BYTES + ZIP_OVERHEAD_BYTES + 1024**2
+
+
+def test_the_proxy_sets_the_headers_the_settings_trust(resolved_env):
+    headers = {args[0]: args[1] for args in nginx_values("proxy_set_header")}
+    assert headers["X-Real-IP"] == "$remote_addr"
+    assert headers["X-Forwarded-For"] == "$remote_addr"
+    assert headers["X-Forwarded-Proto"] == "$forwarded_proto"
+    assert headers["Host"] == "$host"
+    env = {k: v for k, v in os.environ.items() if k not in settings_env_names()}
+    env.update(resolved_env)
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    probe = (
+        "import json, django; django.setup(); from django.conf import settings as s; "
+        "print(json.dumps([s.SECURE_PROXY_SSL_HEADER, s.TRUST_X_REAL_IP, s.UPLOAD_CHUNK_BYTES]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    header, real_ip, chunk = json.loads(result.stdout.strip().splitlines()[-1])
+    assert header == ["HTTP_X_FORWARDED_PROTO", "https"] and real_ip is True
+    assert chunk == int(resolved_env["FLOORBOARD_UPLOAD_CHUNK_BYTES"])

@@ -13,13 +13,13 @@ from django.conf import settings
 from evaluation.bundles import BundleRejected
 from evaluation.models import Submission, System, TaskResult
 from evaluation.services import submission_create
-from tests.conftest import transcript, words
+from tests.conftest import transcript, wav_file, words
 
 pytestmark = pytest.mark.django_db
 
 GOOD_INPUT = transcript(words(("Hello", 0.0, 0.5), ("there", 0.5, 2.0)))
 GOOD_OUTPUT = transcript(words(("Yes", 2.5, 2.9)))
-WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + b"\x00" * 28
+WAV = wav_file(b"\x00" * 28)
 
 
 @pytest.fixture
@@ -254,7 +254,7 @@ def test_compression_ratio_over_100(mpbench, task_ids, tmp_path):
 
 def test_silent_audio_compresses_far_past_100_and_is_accepted(mpbench, task_ids, tmp_path):
     # 60 s of 16 kHz digital silence: what an agent that never spoke leaves behind.
-    silence = b"RIFF\x24\x4c\x1d\x00WAVEfmt " + b"\x00" * (60 * 32000)
+    silence = wav_file(b"\x00" * (60 * 32000))
     files = full_bundle(
         task_ids, extra={f"run/{task}/response.wav": silence for task in task_ids[:5]}
     )

@@ -20,22 +20,21 @@ if str(ROOT) not in sys.path:  # runs without pytest-django (-p no:django), whic
 
 demo = importlib.import_module("evaluation.benchmarks.mpbench.demo")
 
-NAMES = {
-    "Adam",
-    "Anna",
-    "Ben",
-    "David",
-    "Emma",
-    "Jack",
-    "Karen",
-    "Leo",
-    "Lily",
-    "Luke",
-    "Mia",
-    "Rose",
-}
 SR = 16_000
 SHARED_TASKS = ROOT.parent / "shared" / "benchmarks" / "mpbench" / "tasks.jsonl"
+
+
+def benchmark_names() -> set[str]:
+    """The speaker names the real benchmark uses (its tasks.jsonl), which the demo reuses so
+    that the offline judge's name matching meets the same names."""
+    if not SHARED_TASKS.is_file():
+        pytest.skip("the MP-Bench data is not beside this checkout")
+    names = set()
+    for line in SHARED_TASKS.read_text(encoding="utf-8").splitlines():
+        meta = json.loads(line)["metatranscript"]
+        meta = json.loads(meta) if isinstance(meta, str) else meta
+        names |= {speaker["name"] for speaker in meta["speakers"]}
+    return names
 
 
 @pytest.fixture(autouse=True)
@@ -127,6 +126,7 @@ def test_tasks_jsonl_has_the_mpbench_fields(records):
         "turnbased": 6,
     }
     assert len({r["task_dir"] for r in records}) == len(records)
+    known = benchmark_names()
     for r in records:
         assert set(r) == {
             "task_dir",
@@ -144,7 +144,7 @@ def test_tasks_jsonl_has_the_mpbench_fields(records):
         speakers = meta["speakers"]
         assert len(speakers) == 3
         names = {s["name"] for s in speakers}
-        assert len(names) == 3 and names <= NAMES
+        assert len(names) == 3 and names <= known
         for s in speakers:
             assert set(s) == {"name", "gender", "voice_characteristics"}
         assert meta["metatranscript"], r["task_dir"]

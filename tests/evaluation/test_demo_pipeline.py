@@ -17,7 +17,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def demo_board(tmp_path):
     demo.write_demo_benchmark(tmp_path / "source")
     celery_app.conf.task_always_eager = True
-    yield benchmark_import(slug="demo", directory=tmp_path / "source", is_demo=True).benchmark
+    yield benchmark_import(
+        slug="demo", directory=tmp_path / "source", plugin="mp-bench", is_demo=True
+    ).benchmark
     celery_app.conf.task_always_eager = False
 
 

@@ -8,7 +8,7 @@ import pytest
 from config.celery import app as celery_app
 from evaluation.models import TaskResult
 from evaluation.services import submission_create
-from tests.conftest import copy_examples, zip_tree
+from tests.conftest import copy_examples, wav_file, zip_tree
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,7 +50,7 @@ def test_pipeline_reads_and_writes_through_s3(s3_storage, mpbench, mpbench_dir, 
     client, bucket = s3_storage
     run = copy_examples(mpbench_dir, tmp_path / "run")
     (run / "scenario_argument-diag_1001-tier_2-task_0" / "response.wav").write_bytes(
-        b"RIFF\x24\x00\x00\x00WAVEfmt " + b"\x01" * 64
+        wav_file(b"\x01" * 64)
     )
     bundle = zip_tree(run, tmp_path / "bundle.zip")
     submission = submission_create(

@@ -1,17 +1,24 @@
-"""End to end through real services: PostgreSQL, Redis, a Celery worker process, a local judge
-server. All 927 real tasks, submitted with the CLI; the worker is SIGKILLed mid-judging and a new
-one finishes the job with the numbers counted by hand and no judgment asked for twice."""
+"""End to end through real services with the shipped settings: a Celery worker process and beat
+(the sweeper), a local judge server answering in 200 ms, all 927 real tasks submitted with the
+CLI. The worker is SIGKILLed mid-judging (what an OOM kill or a lost machine does) and a new one
+is started: the dead worker's judgments are taken up within two minutes, the submission finishes
+with the numbers counted by hand, and no judgment is asked for again once stored.
+
+Run on both brokers: Redis with PostgreSQL (production) and the filesystem broker with SQLite
+(the embedded default, where a message is gone once a worker has received it)."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -20,45 +27,29 @@ from django.db import connection
 from config.celery import app as celery_app
 from evaluation.benchmarks.mpbench.synthetic import GOOD, write_bundle_tree
 from evaluation.models import Judgment
-from tests.conftest import REPO, completion, require_service
-
-pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
+from tests.conftest import REPO, SHARED_MPBENCH, completion, require_service
 
 BROKER = os.environ.get("FLOORBOARD_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
+JUDGE_DELAY = 0.2
+KILL_AFTER = 400  # judgments stored
+RECOVERY_LIMIT = 120.0  # seconds from the kill until every judgment the dead worker held is done
 
 
-@pytest.fixture
-def services(postgres):
-    require_service("Redis", "127.0.0.1", 6379)
+class Process:
+    """A `celery -A config worker|beat` process with the given environment."""
 
-
-class Worker:
-    """A real `celery -A config worker` process sharing the test database, broker and storage."""
-
-    def __init__(self, env: dict, log: Path):
-        self.env, self.log, self.process = env, log, None
+    def __init__(self, env: dict, log: Path, *command: str):
+        self.env, self.log, self.command, self.process = env, log, command, None
 
     def start(self):
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "--pool=solo",
-                "-Q",
-                self.env["FLOORBOARD_QUEUE"],
-                "--loglevel=INFO",
-                "--without-mingle",
-                "--without-gossip",
-            ],
+            [sys.executable, "-m", "celery", "-A", "config", *self.command],
             cwd=REPO,
             env=self.env,
             stdout=self.log.open("ab"),
             stderr=subprocess.STDOUT,
         )
+        return self
 
     def kill(self):
         self.process.send_signal(signal.SIGKILL)
@@ -73,28 +64,22 @@ class Worker:
                 self.process.kill()
 
 
-@pytest.fixture
-def worker_env(services, tmp_path, settings):
-    queue = f"floorboard-test-{uuid.uuid4().hex[:8]}"
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
-        "CELERY_BROKER_URL": BROKER,
-        "FLOORBOARD_QUEUE": queue,
-        "FLOORBOARD_MEDIA_ROOT": str(tmp_path / "media"),
-        "CELERY_VISIBILITY_TIMEOUT": "5",
-        "CELERY_UNACKED_RESTORE_INTERVAL": "2",
-        "CELERY_UNACKED_RESTORE_THROTTLE": "1",
-        "FLOORBOARD_JUDGE_LEASE_SECONDS": "5",
-        "FLOORBOARD_JUDGE_TIMEOUT_SECONDS": "5",
-        "FLOORBOARD_JUDGE_CONCURRENCY": "8",
-        "FLOORBOARD_JUDGE_BACKOFF_BASE_SECONDS": "0.05",
-    }
-    previous = (celery_app.conf.broker_url, celery_app.conf.task_default_queue)
-    celery_app.conf.broker_url, celery_app.conf.task_default_queue = BROKER, queue
-    yield env
-    celery_app.conf.broker_url, celery_app.conf.task_default_queue = previous
+def worker(env, log):
+    return Process(
+        env,
+        log,
+        "worker",
+        "--pool=solo",
+        "-Q",
+        env["FLOORBOARD_QUEUE"],
+        "--loglevel=INFO",
+        "--without-mingle",
+        "--without-gossip",
+    )
+
+
+def beat(env, log, tmp_path):
+    return Process(env, log, "beat", "--loglevel=INFO", "-s", str(tmp_path / "beat-schedule"))
 
 
 def expected_table(tasks: dict[str, dict], outcomes: dict[str, str]) -> dict:
@@ -130,98 +115,226 @@ def expected_table(tasks: dict[str, dict], outcomes: dict[str, str]) -> dict:
     return table
 
 
-def test_927_tasks_via_cli_and_worker_killed_mid_judging(
-    worker_env, mpbench, mpbench_tasks, judge_server, tmp_path, client
-):
-    judge = mpbench.judges.get(slug="official")
-    judge.base_url = judge_server.url
-    judge.save()
-    arrivals: dict[str, list[float]] = {}
-    lock = threading.Lock()
+class Arrivals:
+    """When each prompt reached the judge; answers after 200 ms as a marker-reading judge."""
 
-    def responder(body, call):
-        prompt = body["messages"][0]["content"]
-        with lock:
-            arrivals.setdefault(prompt, []).append(time.time())
-        time.sleep(0.05)
+    def __init__(self):
+        self.times: dict[str, list[float]] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, body, call):
+        prompt = body["messages"][-1]["content"]
+        with self.lock:
+            self.times.setdefault(prompt, []).append(time.time())
+        time.sleep(JUDGE_DELAY)
         verdict = GOOD in prompt
         answer = {
             "correct": verdict,
             "consistent": verdict,
-            "reasoning": "marker",
+            "reasoning": "m",
             "extracted_name": "Ben",
         }
         return 200, {}, completion(json.dumps(answer))
 
-    judge_server.responder = responder
-    outcomes = write_bundle_tree(tmp_path / "bundle", list(mpbench_tasks))
-    log = tmp_path / "worker.log"
-    first = Worker(worker_env, log)
-    first.start()
-    cli = subprocess.Popen(
-        [
-            sys.executable,
-            "manage.py",
-            "submit",
-            str(tmp_path / "bundle"),
-            "--benchmark",
-            "mp-bench",
-            "--system",
-            "Synthetic 927",
-            "--system-type",
-            "realtime",
-            "--wait",
-            "--timeout",
-            "300",
-            "--json",
-            "--publish",
-        ],
-        cwd=REPO,
-        env=worker_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    second = Worker(worker_env, log)
+
+def submit_command(bundle: Path) -> list[str]:
+    return [
+        sys.executable,
+        "manage.py",
+        "submit",
+        str(bundle),
+        "--benchmark",
+        "mp-bench",
+        "--system",
+        "Synthetic 927",
+        "--system-type",
+        "realtime",
+        "--json",
+        "--publish",
+    ]
+
+
+def kill_and_recover(env, log, tmp_path, *, done_count, held, finished):
+    log = Path(os.environ.get("FLOORBOARD_TEST_WORKER_LOG", log))
+    """Start a worker and beat, kill the worker once KILL_AFTER judgments are stored, start a
+    new one; returns (seconds until the judgments the dead worker held were all done, done at
+    the kill)."""
+    first, sweeper = worker(env, log).start(), beat(env, log, tmp_path).start()
+    second = worker(env, log)
     try:
-        deadline = time.monotonic() + 180
-        while Judgment.objects.filter(status="done").count() < 150:
+        deadline = time.monotonic() + 300
+        while done_count() < KILL_AFTER:
             assert time.monotonic() < deadline, log.read_text()[-3000:]
-            assert cli.poll() is None, cli.communicate()
             time.sleep(0.1)
         first.kill()
-        done_at_kill = Judgment.objects.filter(status="done").count()
+        killed_at = time.monotonic()
+        done_at_kill = done_count()
+        orphaned = held()
+        assert orphaned, "the killed worker held no judgment: nothing was recovered"
         second.start()
-        out, err = cli.communicate(timeout=300)
+        recovered = None
+        deadline = time.monotonic() + 600
+        while not finished():
+            if recovered is None and not (held() & orphaned):
+                recovered = time.monotonic() - killed_at
+                with log.open("a") as note:
+                    note.write(
+                        f"\n--- test: orphaned judgments done {recovered:.1f} s after the kill\n"
+                    )
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.5)
+        if recovered is None:
+            recovered = time.monotonic() - killed_at
+        return recovered, done_at_kill
     finally:
         first.stop()
         second.stop()
-    assert cli.returncode == 0, err + log.read_text()[-3000:]
-    summary = json.loads(out)
-    expected = expected_table(mpbench_tasks, outcomes)
-    assert summary["status"] == "scored"
-    assert summary["results"] == expected
-    assert summary["failed_judgments"] == 0
-    assert done_at_kill < Judgment.objects.filter(status="done").count()
+        sweeper.stop()
 
-    # No judgment was asked for again once its answer had been stored.
-    for judgment in Judgment.objects.filter(status="done"):
-        repeats = [t for t in arrivals[judgment.prompt] if t > judgment.completed_at.timestamp()]
-        assert repeats == [], judgment.kind
-    # At most the calls in flight at the kill (concurrency 8) were repeated.
-    assert sum(len(v) - 1 for v in arrivals.values()) <= 8
 
+def assert_asked_once(arrivals: Arrivals, stored: list[tuple[str, float]]):
+    """No judgment was asked for again once its answer had been stored."""
+    for prompt, completed_at in stored:
+        repeats = [t for t in arrivals.times[prompt] if t > completed_at]
+        assert repeats == [], prompt[:80]
+
+
+# --- Redis and PostgreSQL ---------------------------------------------------------------------
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_killed_worker_on_redis_and_postgresql(
+    postgres, mpbench, mpbench_tasks, judge_server, tmp_path, client
+):
+    require_service("Redis", "127.0.0.1", 6379)
+    judge = mpbench.judges.get(slug="official")
+    judge.base_url = judge_server.url
+    judge.save()
+    arrivals = Arrivals()
+    judge_server.responder = arrivals
+    queue = f"floorboard-test-{uuid.uuid4().hex[:8]}"
+    db = connection.settings_dict
+    # The shipped settings: only where things are (database, broker, queue, files) is set.
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:"
+        f"{db['PORT'] or 5432}/{db['NAME']}",
+        "CELERY_BROKER_URL": BROKER,
+        "FLOORBOARD_QUEUE": queue,
+        "FLOORBOARD_MEDIA_ROOT": str(tmp_path / "media"),
+        "FLOORBOARD_VAR_DIR": str(tmp_path / "var"),
+    }
+    previous = (celery_app.conf.broker_url, celery_app.conf.task_default_queue)
+    celery_app.conf.broker_url, celery_app.conf.task_default_queue = BROKER, queue
+    try:
+        outcomes = write_bundle_tree(tmp_path / "bundle", list(mpbench_tasks))
+        subprocess.run(
+            submit_command(tmp_path / "bundle"), cwd=REPO, env=env, check=True, capture_output=True
+        )
+        recovered, done_at_kill = kill_and_recover(
+            env,
+            tmp_path / "worker.log",
+            tmp_path,
+            done_count=lambda: Judgment.objects.filter(status="done").count(),
+            held=lambda: set(
+                Judgment.objects.filter(status="running").values_list("pk", flat=True)
+            ),
+            finished=_scored_pg,
+        )
+    finally:
+        celery_app.conf.broker_url, celery_app.conf.task_default_queue = previous
+    assert recovered <= RECOVERY_LIMIT, f"recovered after {recovered:.0f} s"
     board = client.get("/api/benchmarks/mp-bench/leaderboard/").json()
     entry = next(e for e in board["entries"] if e["system"] == "Synthetic 927")
-    assert entry["submission"] == summary["submission"]
-    assert entry["results"] == expected
-    assert entry["flags"] == {
-        "verified": True,
-        "reported_in_paper": False,
-        "incomplete": False,
-        "offline_judge": False,
-        "private": False,
-        "flagged": False,
-        "staff_verified": False,
-        "hidden": False,
+    assert entry["results"] == expected_table(mpbench_tasks, outcomes)
+    assert entry["failed_judgments"] == 0
+    assert done_at_kill < Judgment.objects.filter(status="done").count() == 1074
+    assert_asked_once(
+        arrivals,
+        [(j.prompt, j.completed_at.timestamp()) for j in Judgment.objects.filter(status="done")],
+    )
+
+
+def _scored_pg() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT status FROM evaluation_submission WHERE is_reported = false")
+        return [row[0] for row in cursor.fetchall()] == ["scored"]
+
+
+# --- The filesystem broker and SQLite (the embedded default) -----------------------------------
+
+
+@pytest.mark.services
+def test_killed_worker_on_the_embedded_default(tmp_path, judge_server, mpbench_tasks):
+    """Everything out of this process: a SQLite file, the filesystem broker under a var folder,
+    the CLI to import and submit, sqlite3 to watch."""
+    if not (SHARED_MPBENCH / "tasks.jsonl").is_file():
+        pytest.skip("the MP-Bench data is not beside this checkout")
+    arrivals = Arrivals()
+    judge_server.responder = arrivals
+    var = tmp_path / "var"
+    database = var / "floorboard.sqlite3"
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "FLOORBOARD_TEST_BROKER_URL")
     }
+    env |= {
+        "FLOORBOARD_VAR_DIR": str(var),
+        "FLOORBOARD_QUEUE": "floorboard",
+        "OPENAI_BASE_URL": judge_server.url,
+        "DJANGO_DEBUG": "1",
+    }
+
+    def manage(*args):
+        return subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=REPO,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+
+    manage("migrate", "--noinput")
+    manage("import_benchmark", "mp-bench", str(SHARED_MPBENCH))
+    outcomes = write_bundle_tree(tmp_path / "bundle", list(mpbench_tasks))
+    subprocess.run(
+        submit_command(tmp_path / "bundle"), cwd=REPO, env=env, check=True, capture_output=True
+    )
+
+    def query(sql):
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30) as db:
+            return db.execute(sql).fetchall()
+
+    recovered, done_at_kill = kill_and_recover(
+        env,
+        tmp_path / "worker.log",
+        tmp_path,
+        done_count=lambda: query("SELECT count(*) FROM evaluation_judgment WHERE status='done'")[0][
+            0
+        ],
+        held=lambda: {
+            r[0] for r in query("SELECT id FROM evaluation_judgment WHERE status='running'")
+        },
+        finished=lambda: (
+            [r[0] for r in query("SELECT status FROM evaluation_submission WHERE is_reported = 0")]
+            == ["scored"]
+        ),
+    )
+    assert recovered <= RECOVERY_LIMIT, f"recovered after {recovered:.0f} s"
+    [(results,)] = query(
+        "SELECT s.results FROM evaluation_score s JOIN evaluation_submission m "
+        "ON m.id = s.submission_id WHERE m.is_reported = 0"
+    )
+    assert json.loads(results) == expected_table(mpbench_tasks, outcomes)
+    stored = query("SELECT prompt, completed_at FROM evaluation_judgment WHERE status='done'")
+    assert len(stored) == 1074 and done_at_kill < 1074
+    assert_asked_once(
+        arrivals,
+        [
+            (prompt, datetime.fromisoformat(at).replace(tzinfo=UTC).timestamp())
+            for prompt, at in stored
+        ],
+    )

@@ -20,6 +20,7 @@ from django.core.files.storage import default_storage
 from scipy.io import wavfile
 
 from evaluation import audio as evaluation_audio
+from evaluation import stored as stored_objects
 from evaluation.audio import wav_peaks
 from leaderboard import audio
 
@@ -256,7 +257,7 @@ def test_peaks_match_numpy(width, channels, frames, buckets, monkeypatch):
     ints = np.clip(np.round((signal + noise) * full), -full, full - 1).astype(np.int64)
     data = write_wav(ints, width)
     # Small blocks, so buckets straddle block boundaries.
-    monkeypatch.setattr(evaluation_audio, "PEAK_BLOCK_FRAMES", 777)
+    monkeypatch.setattr(evaluation_audio, "PEAK_BLOCK_BYTES", 777 * width * channels)
     peaks = wav_peaks(io.BytesIO(data), buckets=buckets)
     lows, highs, duration = expected_peaks(data, buckets)
     assert peaks["buckets"] == len(lows) == min(buckets, frames)
@@ -271,8 +272,8 @@ def test_peaks_endpoint_is_json_and_cached(client, monkeypatch):
     data = write_wav(frames, 2, rate=16_000)
     name = default_storage.save("clips/tone.wav", ContentFile(data))
     opened = []
-    real = audio.open_stored_stream
-    monkeypatch.setattr(audio, "open_stored_stream", lambda n: opened.append(n) or real(n))
+    real = stored_objects.open_stored_stream
+    monkeypatch.setattr(stored_objects, "open_stored_stream", lambda n: opened.append(n) or real(n))
     link = audio.peaks_url(key=name, user=None)
     first = client.get(link, {"buckets": 450})
     assert first.status_code == 200 and first["Content-Type"] == "application/json"
@@ -325,15 +326,15 @@ def test_s3_bundle_members_are_read_by_range(s3_storage, monkeypatch):  # noqa: 
         archive.writestr("run/task/response.json", json.dumps(payload))
     name = default_storage.save("bundles/b.zip", ContentFile(buffer.getvalue()))
     reads = []
-    real = audio._RangedObject.readinto
+    real = stored_objects._RangedObject.readinto
 
     def counting(self, target):
         count = real(self, target)
         reads.append(count)
         return count
 
-    monkeypatch.setattr(audio._RangedObject, "readinto", counting)
-    with audio.open_stored_seekable(name) as handle, zipfile.ZipFile(handle) as archive:
+    monkeypatch.setattr(stored_objects._RangedObject, "readinto", counting)
+    with stored_objects.open_stored_seekable(name) as handle, zipfile.ZipFile(handle) as archive:
         assert json.loads(archive.read("run/task/response.json")) == payload
     assert sum(reads) < 1_000_000  # the 3 MB of padding was never downloaded
 
@@ -344,7 +345,9 @@ def test_s3_task_page_end_to_end(client, s3_storage, tmp_path):  # noqa: F811
     from evaluation.services import benchmark_import, submission_create
 
     demo.write_demo_benchmark(tmp_path / "source")
-    board = benchmark_import(slug="demo", directory=tmp_path / "source", is_demo=True).benchmark
+    board = benchmark_import(
+        slug="demo", directory=tmp_path / "source", plugin="mp-bench", is_demo=True
+    ).benchmark
     demo.write_demo_bundle_zip(tmp_path / "b.zip", profile="strong", seed=5)
     run = submission_create(
         benchmark=board,

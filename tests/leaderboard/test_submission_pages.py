@@ -42,7 +42,11 @@ KINDS = ("understanding", "speaker_name", "discussion", "turnbased")
 def demo_board(eager, tmp_path):
     demo.write_demo_benchmark(tmp_path / "source")
     return benchmark_import(
-        slug="demo", directory=tmp_path / "source", name="Demo bench", is_demo=True
+        slug="demo",
+        directory=tmp_path / "source",
+        plugin="mp-bench",
+        name="Demo bench",
+        is_demo=True,
     ).benchmark
 
 
@@ -492,14 +496,14 @@ def test_play_seek_and_speed_in_chromium(
 
     run = submit(demo_board, tmp_path, profile="strong", team=people.team, publish=False)
     seen: list[tuple[str | None, int]] = []
-    serve = audio._range_response
+    serve = audio.ranged_response
 
     def spy(request, name):
         response = serve(request, name)
         seen.append((request.headers.get("Range"), response.status_code))
         return response
 
-    monkeypatch.setattr(audio, "_range_response", spy)
+    monkeypatch.setattr(audio, "ranged_response", spy)
     ARTIFACTS.mkdir(exist_ok=True)
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.add_cookies([session_cookie(client, people.owner, live_server)])

@@ -6,6 +6,6 @@ with two slots per task, a mean-type metric with bootstrap intervals, splits, an
 Registered by adding "tests.toyplugin" to the FLOORBOARD_BENCHMARKS setting.
 """
 
-from .plugin import plugin
+from .toy import plugin
 
 __all__ = ["plugin"]

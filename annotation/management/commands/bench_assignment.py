@@ -21,9 +21,10 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, connections, transaction
 
 from annotation import assignment
-from annotation.models import Rater, Rating, Study
-from annotation.services import StudyPlan, rater_invite, study_create, study_set_status
-from evaluation.models import Benchmark, Judge, Submission, System, Task, TaskResult
+from annotation.models import Item, Rater, Rating, Study
+from annotation.services import guideline_publish, rater_invite, study_set_status
+from evaluation.benchmarks import registry
+from evaluation.models import Benchmark, Judge, Submission, System
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -108,48 +109,46 @@ class Command(BaseCommand):
                 self._remove(study, tag)
 
     def _build(self, tag, strata, per_stratum, overlap, batch_size) -> Study:
+        """A study whose items are made directly: assignment does not depend on what is rated,
+        so the items carry a line of text each and no audio."""
+        plugin = next(iter(registry().values()))
         with transaction.atomic():
-            benchmark = Benchmark.objects.create(slug=tag, name=tag, plugin="mp-bench")
+            benchmark = Benchmark.objects.create(slug=tag, name=tag, plugin=plugin.slug)
             judge = Judge.objects.create(
                 benchmark=benchmark, slug="bench", name="bench", provider="offline"
             )
-            tasks = Task.objects.bulk_create(
-                Task(
-                    benchmark=benchmark,
-                    task_id=f"scenario_discussion-{n:05d}",
-                    family="discussion",
-                    should_speak=True,
-                    metatranscript='{"speakers": [], "metatranscript": []}',
-                )
-                for n in range(per_stratum)
+            study = Study.objects.create(
+                name=tag,
+                slug=tag,
+                benchmark=benchmark,
+                judge=judge,
+                kind="bench",
+                per_stratum=per_stratum,
+                overlap=overlap,
+                batch_size=batch_size,
             )
-            submissions = []
+            guideline_publish(study=study, text="bench")
+            order = random.Random(tag)
+            items = []
             for s in range(strata):
                 system = System.objects.create(name=f"{tag} system {s}")
                 submission = Submission.objects.create(
                     benchmark=benchmark, system=system, judge=judge, status="scored"
                 )
-                TaskResult.objects.bulk_create(
-                    TaskResult(
-                        submission=submission, task=task, post_text="a reply", full_text="a reply"
+                study.strata.add(submission)
+                items += [
+                    Item(
+                        study=study,
+                        code=secrets.token_hex(8),
+                        stratum=submission,
+                        task_id=f"item-{s}-{n}",
+                        shuffle_key=order.randrange(1, 2**62),
+                        transcript=[{"speaker": "A", "text": "a line"}],
+                        response_text="a reply",
                     )
-                    for task in tasks
-                )
-                submissions.append(submission)
-        study = study_create(
-            plan=StudyPlan(
-                name=tag,
-                slug=tag,
-                benchmark=benchmark,
-                judge=judge,
-                kind="discussion",
-                strata=tuple(submissions),
-                guideline_text="bench",
-                per_stratum=per_stratum,
-                overlap=overlap,
-                batch_size=batch_size,
-            )
-        )
+                    for n in range(per_stratum)
+                ]
+            Item.objects.bulk_create(items)
         return study_set_status(study=study, status=Study.Status.OPEN)
 
     def _race(self, study: Study, pool: list[Rater], items: int, overlap: int, think: float):

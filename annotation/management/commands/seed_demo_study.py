@@ -7,7 +7,7 @@ from annotation.demo import seed_demo_study
 
 
 class Command(BaseCommand):
-    help = "Create the demo rating study on mp-bench-demo and print its invite links."
+    help = "Create the demo rating study on the first demo board and print its invite links."
 
     def add_arguments(self, parser):
         parser.add_argument("--base-url", default="http://127.0.0.1:8000")

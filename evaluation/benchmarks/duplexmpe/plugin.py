@@ -26,6 +26,7 @@ from evaluation.benchmarks.base import (
     PromptSource,
     ReportedRow,
     RowGroup,
+    SliceAttribute,
     Source,
     SourceError,
     Split,
@@ -150,6 +151,11 @@ class DuplexMPE(BenchmarkPlugin):
         TaskFilter("speech", "Speech in a silence window", "detection", "speech_in_windows",
                    "bool"),
     )  # fmt: skip
+    slices = (
+        SliceAttribute("speakers", "Human speakers"),
+        SliceAttribute("t_position", "Where T falls (thirds by turn order)"),
+        SliceAttribute("n4_after_t", "An N4 event after T", "bool"),
+    )
     task_columns = (
         TaskColumn("Condition", "spec", "condition"),
         TaskColumn("Present", "detection", "t_present", "bool"),
@@ -293,6 +299,15 @@ class DuplexMPE(BenchmarkPlugin):
 
     def aggregate(self, outcomes: Sequence[TaskOutcome], *, facts) -> dict:
         return scoring.aggregate(outcomes)
+
+    def metric_contributions(self, outcome: TaskOutcome, *, facts) -> dict:
+        return scoring.run_contributions(outcome)
+
+    def metric_value(self, metric: Metric, numerator: float, denominator: float):
+        return scoring.metric_value(metric.key, numerator, denominator)
+
+    def task_attributes(self, task_id: str, spec) -> dict:
+        return scoring.run_attributes(spec)
 
     # --- pages ---
 

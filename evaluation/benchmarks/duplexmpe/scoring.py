@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 
 from evaluation.benchmarks.base import JudgedSlot, JudgmentRequest, ParsedOutput, TaskOutcome
 
 from . import judge as judges
 from . import metrics, schedule
 from .manifest import parse_scenario
-from .metrics import ACK, ANSWER, CONDITIONS
+from .metrics import ACK, ANSWER, CONDITIONS, SILENCE_LABELS
+from .segments import N_MIN
 from .upload import MODE_UNVERIFIED, submitted_outcome
 
 PASSING = {ANSWER: "correct", ACK: "acknowledgement"}
@@ -135,3 +137,68 @@ def aggregate(outcomes: Sequence[TaskOutcome]) -> dict:
             results[condition]["paired_presence"] = dict(paired)
             results[condition]["missing_runs"] = absent[condition]
     return results
+
+
+# --- Per-run contributions: slices and comparisons of systems ------------------------------
+
+
+def run_contributions(outcome: TaskOutcome) -> dict[str, tuple[int, int]]:
+    """What one run adds to each rate of its condition's table, as (count, total): every rate
+    of the board is the sum over its runs (a run absent from a partial upload counts as the
+    silent run it is scored as). The paired comparison is over pairs, not runs: it has none."""
+    scenario, _ = parse_scenario(outcome.spec)
+    timing = outcome.detection.get("timing")
+    if timing is None:
+        gt = schedule.gt_run(schedule.silent_log(scenario), scenario)
+        timing = metrics.run_timing(metrics.Run.from_gt(gt))
+    t = timing["t"]
+    key = {"answer": None}
+    for item in outcome.detection.get("items") or []:
+        if item["kind"] == ANSWER:
+            key["answer"] = slot_outcome(ANSWER, outcome.judged.get((ANSWER, item["slot"])))
+    passed = {label: [0, 0] for label in SILENCE_LABELS}
+    for window in timing["windows"]:
+        ok = not window["speech"]
+        if window["speech"]:
+            slot = outcome.judged.get((ACK, f"ack-{window['turn_index']}"))
+            ok = slot_outcome(ACK, slot) == "acknowledgement"
+        passed[window["label"]][0] += ok
+        passed[window["label"]][1] += 1
+    events = timing["n4"]
+    eligible = sum(e["eligible"] for e in events)
+    found = {
+        "fresh_onset": (int(t["fresh"]), 1),
+        "presence": (int(t["present"]), 1),
+        "accuracy": (int(key["answer"] == "correct"), 1) if t["present"] else (0, 0),
+        "silence": tuple(map(sum, zip(*passed.values(), strict=True))),
+        "window_response": (sum(e["window_response"] for e in events), len(events)),
+        "yield": (sum(bool(e["yielded"]) for e in events if e["eligible"]), eligible),
+        "yield.total": (eligible, 1),
+        **{f"silence_by_label.{label}": tuple(v) for label, v in passed.items()},
+    }
+    return {f"{scenario.condition}.{name}": value for name, value in found.items()}
+
+
+def metric_value(key: str, numerator: float, denominator: float):
+    """A metric from its summed contributions, as the results print it: rates in percent to
+    2 decimals half up; yield withheld below N_MIN eligible events; the yield's n a count."""
+    if key == "yield.total":
+        return int(round(numerator)) if denominator else None
+    if not denominator or (key == "yield" and denominator < N_MIN):
+        return None
+    return metrics.rate(int(round(numerator)), int(round(denominator)))["pct"]
+
+
+def run_attributes(spec: Mapping) -> dict:
+    """What a run can be sliced by: its number of human speakers, where T falls in the
+    scenario (thirds by turn order), and whether an N4 event follows T."""
+    labels = [turn["label"] for turn in spec["turns"]]
+    t_index = labels.index("T")
+    place = Fraction(t_index, max(1, len(labels) - 1))
+    return {
+        "speakers": str(len(spec["speakers"])),
+        "t_position": "early"
+        if place < Fraction(1, 3)
+        else ("middle" if place < Fraction(2, 3) else "late"),  # fmt: skip
+        "n4_after_t": "N4Q" in labels[t_index + 1 :],
+    }

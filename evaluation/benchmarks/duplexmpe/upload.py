@@ -20,16 +20,23 @@ WAV's header are read here, and ingest streams each run's audio to storage on it
 
 from __future__ import annotations
 
-import json
-import wave
 import zipfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import IO
 
+from evaluation.audio import (
+    WAV_HEAD_BYTES,
+    WAVE_FORMAT_PCM,
+    AudioLimits,
+    NotAWav,
+    wav_format,
+    wav_problem,
+)
 from evaluation.benchmarks.base import IngestedTask, UploadContents, UploadLimits
-from evaluation.bundles import Entry, ValidationReport, scan_zip
+from evaluation.bundles import ZIP_READ_ERRORS, Entry, ValidationReport, scan_zip
+from evaluation.jsonbounds import JsonRefused, loads_bounded, non_finite_path
 
 from . import judge as judges
 from . import schedule
@@ -44,6 +51,14 @@ OUTPUT = "output.wav"  # the stored name of a run's output channel
 MODE_AUDIO, MODE_UNVERIFIED = "audio", "unverified"
 JSON_MAX_BYTES = 2 * 1024 * 1024  # one log, transcript or system manifest
 JSONL_MAX_BYTES = 512 * 1024 * 1024  # segments or judgments of a whole submission
+JSONL_LINE_MAX_BYTES = 4 * 1024 * 1024  # one run's segments or one judgment
+MAX_JSON_DEPTH = 16  # a log nests four levels, a transcript three
+MAX_JSON_VALUES = 500_000
+# A run is ~100 s [X: 99.8 s mean]; the longest waits (60 s after T) keep it within minutes.
+# Any channel count and rate a model writes is read (downmixed, resampled), within these.
+AUDIO_LIMITS = AudioLimits(
+    max_seconds=30 * 60, max_bytes=1024**3, max_channels=2, max_sample_rate=48_000
+)
 
 
 def run_id(scenario_id, condition) -> str:
@@ -92,14 +107,32 @@ def _layout(entries: list[Entry], report: ValidationReport) -> Layout:
     return layout
 
 
+def loads(raw: bytes):
+    """A user's JSON, with nesting and size bounded first and NaN or Infinity refused (they
+    are not JSON numbers, and no time can be one). ValueError says what is wrong."""
+    try:
+        data = loads_bounded(raw, max_depth=MAX_JSON_DEPTH, max_values=MAX_JSON_VALUES)
+    except JsonRefused as error:
+        raise ValueError(str(error)) from None
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ValueError(f"not JSON ({error})") from None
+    where = non_finite_path(data)
+    if where:
+        raise ValueError(f"holds a number that is not finite at {where}")
+    return data
+
+
 def _read_json(archive: zipfile.ZipFile, entry: Entry, report: ValidationReport, run=None):
     if entry.info.file_size > JSON_MAX_BYTES:
         report.add(f"larger than {JSON_MAX_BYTES:,} bytes", task=run, file=entry.path)
         return None
     try:
-        return json.loads(archive.read(entry.info))
-    except (ValueError, UnicodeDecodeError) as error:
-        report.add(f"not JSON ({error})", task=run, file=entry.path)
+        return loads(archive.read(entry.info))
+    except ValueError as error:
+        report.add(str(error), task=run, file=entry.path)
+        return None
+    except ZIP_READ_ERRORS:
+        report.add("cannot be read from the zip", task=run, file=entry.path)
         return None
 
 
@@ -109,13 +142,17 @@ def _jsonl(archive: zipfile.ZipFile, entry: Entry, report: ValidationReport) -> 
         report.add(f"larger than {JSONL_MAX_BYTES:,} bytes", file=entry.path)
         return
     with archive.open(entry.info) as handle:
-        for number, line in enumerate(handle, start=1):
+        for number, line in enumerate(iter(lambda: handle.readline(JSONL_LINE_MAX_BYTES), b""), 1):
+            if len(line) == JSONL_LINE_MAX_BYTES and not line.endswith(b"\n"):
+                report.add(f"line {number}: longer than {JSONL_LINE_MAX_BYTES:,} bytes",
+                           file=entry.path)  # fmt: skip
+                return
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except (ValueError, UnicodeDecodeError) as error:
-                report.add(f"line {number}: not JSON ({error})", file=entry.path)
+                record = loads(line)
+            except ValueError as error:
+                report.add(f"line {number}: {error}", file=entry.path)
                 continue
             if not isinstance(record, dict):
                 report.add(f"line {number}: not a JSON object", file=entry.path)
@@ -123,23 +160,19 @@ def _jsonl(archive: zipfile.ZipFile, entry: Entry, report: ValidationReport) -> 
             yield number, record
 
 
-class _ReadOnly:
-    """Only read(): the wave module then reads the header front to back and stops at the data,
-    so a compressed member is never decompressed past its header."""
-
-    def __init__(self, stream):
-        self._stream = stream
-
-    def read(self, size: int = -1) -> bytes:
-        return self._stream.read(size)
-
-
 def wav_duration(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> float:
-    """Seconds of a PCM WAV member, from its header alone; wave.Error or EOFError otherwise."""
-    with archive.open(info) as member, wave.open(_ReadOnly(member), "rb") as reader:
-        if reader.getframerate() <= 0:
-            raise wave.Error("sample rate is 0")
-        return reader.getnframes() / reader.getframerate()
+    """Seconds of a WAV member from its header alone (only its first bytes are decompressed);
+    ValueError says why it is not integer PCM audio within AUDIO_LIMITS. Integer PCM is what
+    the site's players and waveforms read."""
+    with archive.open(info) as member:
+        head = member.read(WAV_HEAD_BYTES)
+    fmt = wav_format(head)
+    problem = wav_problem(fmt, AUDIO_LIMITS)
+    if problem:
+        raise ValueError(f"the WAV {problem}")
+    if fmt.format_tag != WAVE_FORMAT_PCM:
+        raise ValueError("the WAV holds floating-point samples; write integer PCM (16-bit)")
+    return fmt.seconds
 
 
 def transcript_problems(data) -> list[str]:
@@ -272,6 +305,7 @@ def validate(
         is_task_folder=lambda part: part in FOLDERS,
         max_uncompressed=limits.max_bytes,
         max_ratio=limits.max_ratio,
+        audio_limits=AUDIO_LIMITS,
     )
     if archive is None:
         return UploadContents()
@@ -331,8 +365,11 @@ def _check_runs(archive, layout, report, scenarios, mode, submitted) -> set[str]
             entry = layout.audio[run]
             try:
                 duration = wav_duration(archive, entry.info)
-            except (wave.Error, EOFError, ValueError) as error:
-                report.add(f"not a PCM WAV file ({error})", task=run, file=entry.path)
+            except (NotAWav, ValueError) as error:
+                report.add(f"not a PCM WAV file: {error}", task=run, file=entry.path)
+                continue
+            except ZIP_READ_ERRORS:
+                report.add("cannot be read from the zip", task=run, file=entry.path)
                 continue
         elif run not in submitted.segments:
             report.add(f"run missing from {SEGMENTS_FILE}", task=run)
@@ -382,13 +419,13 @@ def ingest(handle: IO[bytes], *, tasks: Mapping[str, dict], limits: UploadLimits
         if not report.ok:
             raise ValueError(f"stored upload no longer validates: {report.problems[:3]}")
         for run in sorted(set(layout.logs) & set(tasks)):
-            data = {"mode": mode, "log": json.loads(archive.read(layout.logs[run].info))}
+            data = {"mode": mode, "log": loads(archive.read(layout.logs[run].info))}
             ingested = IngestedTask(run, data=data)
             if mode == MODE_AUDIO:
                 info = layout.audio[run].info
                 ingested.store.append((OUTPUT, _opener(archive, info), info.file_size))
                 if run in layout.transcripts:
-                    data["transcript"] = json.loads(archive.read(layout.transcripts[run].info))
+                    data["transcript"] = loads(archive.read(layout.transcripts[run].info))
             else:
                 data["segments"] = submitted.segments.get(run, [])
                 data["judgments"] = submitted.judgments.get(run, [])

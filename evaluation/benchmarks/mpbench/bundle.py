@@ -7,13 +7,22 @@ import math
 import zipfile
 from dataclasses import dataclass, field
 
-from evaluation.bundles import Entry, ValidationReport, iter_task_entries
+from evaluation.audio import WAV_HEAD_BYTES, NotAWav, wav_format, wav_problem
+from evaluation.bundles import ZIP_READ_ERRORS, Entry, ValidationReport, iter_task_entries
+from evaluation.jsonbounds import JsonRefused, loads_bounded, unstorable_text
 
 from .detection import TRANSCRIPT_NAMES
+from .limits import (
+    AUDIO_LIMITS,
+    MAX_CONVERSATION_SECONDS,
+    MAX_JSON_DEPTH,
+    MAX_MANIFEST_BYTES,
+    MAX_MANIFEST_VALUES,
+    MAX_TRANSCRIPT_BYTES,
+    MAX_TRANSCRIPT_VALUES,
+)
 
 TASK_FOLDER_PREFIX = "scenario_"
-MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
-MAX_MANIFEST_BYTES = 1024 * 1024
 AUDIO_SUFFIX = ".wav"
 
 
@@ -50,33 +59,65 @@ def check_transcript(data, report: ValidationReport, *, task: str, file: str) ->
         return
     if "text" in data and not isinstance(data["text"], str):
         report.add("'text' must be a string", task=task, file=file)
+    elif isinstance(data.get("text"), str) and (what := unstorable_text(data["text"])):
+        report.add(f"'text' holds {what}, which cannot be stored", task=task, file=file)
     chunks = data.get("chunks", [])
     if not isinstance(chunks, list):
         report.add("'chunks' must be a list", task=task, file=file)
         return
-    for index, chunk in enumerate(chunks):
-        if not isinstance(chunk, dict):
-            continue  # the harness skips it
+    dicts = [(index, chunk) for index, chunk in enumerate(chunks) if isinstance(chunk, dict)]
+    # One look at all the text at once; each chunk is looked at only when something is there.
+    if unstorable_text("".join(str(chunk.get("text", "")) for _, chunk in dicts)):
+        for index, chunk in dicts:
+            what = unstorable_text(str(chunk.get("text", "")))
+            if what:
+                report.add(
+                    f"chunk {index}: 'text' holds {what}, which cannot be stored",
+                    task=task,
+                    file=file,
+                )
+
+    def where(index: int, chunk: dict) -> str:
+        return f"chunk {index} ({str(chunk.get('text', ''))[:30]!r})"
+
+    for index, chunk in dicts:
         stamp = chunk.get("timestamp")
         # A falsy timestamp or one without exactly two elements is ignored by the scoring rules.
         if not stamp or not isinstance(stamp, list) or len(stamp) != 2:
             continue
         start, end = stamp
-        where = f"chunk {index} ({str(chunk.get('text', ''))[:30]!r})"
         if not (_number(start) and _number(end)):
-            report.add(f"{where} has a non-numeric timestamp {stamp!r}", task=task, file=file)
+            report.add(
+                f"{where(index, chunk)} has a non-numeric timestamp {stamp!r}", task=task, file=file
+            )
         elif start < 0 or end < 0:
-            report.add(f"{where} has a negative timestamp {stamp!r}", task=task, file=file)
+            report.add(
+                f"{where(index, chunk)} has a negative timestamp {stamp!r}", task=task, file=file
+            )
         elif start > end:
             report.add(
-                f"{where} has a reversed timestamp {stamp!r} (start after end)",
+                f"{where(index, chunk)} has a reversed timestamp {stamp!r} (start after end)",
+                task=task,
+                file=file,
+            )
+        elif end > MAX_CONVERSATION_SECONDS:
+            report.add(
+                f"{where(index, chunk)} has a timestamp {stamp!r} beyond "
+                f"{MAX_CONVERSATION_SECONDS:,} s ({MAX_CONVERSATION_SECONDS // 3600} h); "
+                "no MP-Bench conversation is that long",
                 task=task,
                 file=file,
             )
 
 
 def _read_json(
-    archive: zipfile.ZipFile, entry: Entry, limit: int, report: ValidationReport, task: str | None
+    archive: zipfile.ZipFile,
+    entry: Entry,
+    limit: int,
+    report: ValidationReport,
+    task: str | None,
+    *,
+    max_values: int,
 ):
     if entry.info.file_size > limit:
         report.add(
@@ -90,7 +131,13 @@ def _read_json(
     try:
         with archive.open(entry.info) as handle:
             raw = handle.read(limit + 1)
-        return json.loads(raw)
+    except ZIP_READ_ERRORS:
+        report.add("cannot be read from the zip (damaged data)", task=task, file=entry.relative)
+        return None
+    try:
+        return loads_bounded(raw, max_depth=MAX_JSON_DEPTH, max_values=max_values)
+    except JsonRefused as exc:
+        report.add(f"not accepted as JSON: it {exc}", task=task, file=entry.relative)
     except json.JSONDecodeError as exc:
         report.add(
             f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
@@ -99,8 +146,8 @@ def _read_json(
         )
     except UnicodeDecodeError:
         report.add("not valid JSON (not UTF-8 text)", task=task, file=entry.relative)
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        report.add(f"cannot be read from the zip ({exc})", task=task, file=entry.relative)
+    except ValueError:
+        report.add("not valid JSON", task=task, file=entry.relative)
     return None
 
 
@@ -109,12 +156,16 @@ def _check_audio(
 ) -> None:
     try:
         with archive.open(entry.info) as handle:
-            header = handle.read(12)
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        report.add(f"cannot be read from the zip ({exc})", task=task, file=entry.relative)
+            head = handle.read(WAV_HEAD_BYTES)
+    except ZIP_READ_ERRORS:
+        report.add("cannot be read from the zip (damaged data)", task=task, file=entry.relative)
         return
-    if len(header) < 12 or header[:4] not in (b"RIFF", b"RF64") or header[8:12] != b"WAVE":
-        report.add("not a WAV file (no RIFF/WAVE header)", task=task, file=entry.relative)
+    try:
+        problem = wav_problem(wav_format(head), AUDIO_LIMITS)
+    except NotAWav as exc:
+        problem = str(exc)
+    if problem:
+        report.add(problem, task=task, file=entry.relative)
 
 
 def validate_contents(
@@ -130,7 +181,9 @@ def validate_contents(
         if entry.task is not None:
             continue
         if entry.path == "manifest.json":
-            manifest = _read_json(archive, entry, MAX_MANIFEST_BYTES, report, None)
+            manifest = _read_json(
+                archive, entry, MAX_MANIFEST_BYTES, report, None, max_values=MAX_MANIFEST_VALUES
+            )
             if manifest is not None and not isinstance(manifest, dict):
                 report.add("manifest must be a JSON object", file="manifest.json")
             elif manifest is not None:
@@ -150,7 +203,14 @@ def validate_contents(
         accepted: dict[str, Entry] = {}
         for entry in task_entries:
             if entry.relative in TRANSCRIPT_NAMES:
-                data = _read_json(archive, entry, MAX_TRANSCRIPT_BYTES, report, task)
+                data = _read_json(
+                    archive,
+                    entry,
+                    MAX_TRANSCRIPT_BYTES,
+                    report,
+                    task,
+                    max_values=MAX_TRANSCRIPT_VALUES,
+                )
                 if data is not None:
                     check_transcript(data, report, task=task, file=entry.relative)
                 accepted[entry.relative] = entry
@@ -166,7 +226,7 @@ def validate_contents(
         contents.tasks[task] = accepted
 
     contents.missing = sorted(task_ids - contents.tasks.keys())
-    if not contents.tasks and not report.problems:
+    if not contents.tasks and report.ok:
         report.add("no scenario_* task folders found in the bundle")
     elif contents.missing and not allow_partial:
         for task in contents.missing:

@@ -26,6 +26,7 @@ from evaluation.benchmarks.base import (
     ParsedOutput,
     ReportedRow,
     RowGroup,
+    SliceAttribute,
     Source,
     Step,
     StudyKind,
@@ -43,6 +44,7 @@ from evaluation.benchmarks.base import (
 from evaluation.bundles import ValidationReport, scan_zip
 
 from . import bundle, demo, detection, importer, offline, paper, scoring
+from . import limits as bundle_limits
 from .conversation import conversation_turns
 
 # MP-Bench's official judge (the benchmark's README: gpt-5.4, and gpt-5.2 for speaker names).
@@ -165,6 +167,13 @@ class MPBench(BenchmarkPlugin):
             "turn_taking", "Turn-taking correct", "detection", "turn_taking_correct", "bool"
         ),
     )
+    slices = (
+        SliceAttribute("family", "Family"),
+        SliceAttribute("is_speaker_name", "Speaker-name question", "bool"),
+        SliceAttribute("should_speak", "Should speak", "bool"),
+        SliceAttribute("addressed_by", "Who addresses the agent last (place in the speaker list)"),
+        SliceAttribute("turns", "Turns in the conversation"),
+    )
     task_columns = (
         TaskColumn("Family", "spec", "family"),
         TaskColumn("Should speak", "spec", "should_speak", "bool"),
@@ -223,6 +232,7 @@ class MPBench(BenchmarkPlugin):
     )
     reported_source = paper.SOURCE
     default_row_group = "realtime"
+    max_upload_bytes = bundle_limits.MAX_BUNDLE_UNCOMPRESSED_BYTES
 
     # --- import ---
 
@@ -238,6 +248,7 @@ class MPBench(BenchmarkPlugin):
             is_task_folder=bundle.is_task_folder,
             max_uncompressed=limits.max_bytes,
             max_ratio=limits.max_ratio,
+            audio_limits=bundle_limits.AUDIO_LIMITS,
         )
         if archive is None:
             return UploadContents()
@@ -346,6 +357,58 @@ class MPBench(BenchmarkPlugin):
             )
             for outcome in outcomes
         )
+
+    def metric_contributions(self, outcome: TaskOutcome, *, facts) -> dict:
+        """Table 3 as sums over tasks: a rate counts (right, 1) for the tasks of its split, a
+        latency (seconds, 1) for the tasks of its split where the agent spoke."""
+        spec = _spec(outcome.task_id, outcome.spec)
+        found = scoring.TaskOutcome(
+            task=spec,
+            spoke=bool(outcome.detection.get("spoke")),
+            latency=outcome.detection.get("latency"),
+            verdicts={kind: _verdict(slot) for (kind, _), slot in outcome.judged.items()},
+        )
+        family = spec.family
+        found_latency = found.latency if found.spoke and found.latency is not None else None
+        contributions = {metric.key: (0, 0) for metric in self.metrics}
+        if family in scoring.FAMILIES and found_latency is not None:
+            contributions[f"{family}.latency_s"] = (found_latency, 1)
+        if family == scoring.UNDERSTANDING:
+            contributions["understanding.overall_acc"] = (int(found.appropriate(family)), 1)
+            if spec.is_speaker_name:
+                contributions["understanding.spk_name_acc"] = (
+                    int(found.appropriate(scoring.SPEAKER_NAME)),
+                    1,
+                )
+        elif family in (scoring.DISCUSSION, scoring.TURNBASED):
+            contributions[f"{family}.tt_acc"] = (int(found.turn_taking_correct), 1)
+            contributions[f"{family}.app_acc"] = (int(found.appropriate(family)), 1)
+        return contributions
+
+    def task_attributes(self, task_id: str, spec) -> dict:
+        conversation = conversation_turns(spec.get("metatranscript", ""))
+        order = {name: i for i, name in enumerate(conversation.speaker_names, start=1)}
+        addressing = [
+            turn["speaker"]
+            for turn in conversation.turns
+            if any(offline._is_ai_label(name) for name in turn["addressee"].split(", "))
+        ]
+        last = addressing[-1] if addressing else ""
+        count = len(conversation.turns)
+        return {
+            "family": spec.get("family"),
+            "is_speaker_name": bool(spec.get("is_speaker_name")),
+            "should_speak": bool(spec.get("should_speak")),
+            # By place in the task's speaker list: names differ from task to task.
+            "addressed_by": f"speaker {order[last]}" if last in order else "nobody",
+            "turns": "5-6"
+            if count <= 6
+            else "7-8"
+            if count <= 8
+            else "9-10"
+            if count <= 10
+            else "11-14",
+        }
 
     # --- pages ---
 

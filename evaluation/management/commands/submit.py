@@ -1,4 +1,5 @@
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from evaluation.models import Benchmark, Submission, Team
 from evaluation.selectors import submission_summary
 from evaluation.services import SubmissionInvalid, submission_create
 
+logger = logging.getLogger(__name__)
 FINAL = {Submission.Status.SCORED, Submission.Status.FAILED}
 
 
@@ -112,6 +114,13 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         except SubmissionInvalid as exc:
             raise CommandError(str(exc)) from None
+        except Exception:
+            # The traceback is for whoever runs with FLOORBOARD_LOG_LEVEL=DEBUG, not the output.
+            logger.debug("submit failed", exc_info=True)
+            raise CommandError(
+                "could not create the submission: an unexpected error, nothing was stored "
+                "(run with FLOORBOARD_LOG_LEVEL=DEBUG for the details)"
+            ) from None
         finally:
             if temporary:
                 temporary.unlink(missing_ok=True)

@@ -24,45 +24,54 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from rest_framework.settings import api_settings
 
+from evaluation.benchmarks import get_plugin, registry
 from evaluation.models import Benchmark, Judge, Score, Submission, System
+from leaderboard.selectors import board_columns
 
 SLUG = "bench-board"
-TYPES = ["realtime", "non-realtime", "text-llm"]
 
 
-def _rate(rng: random.Random, total: int) -> dict:
-    count = rng.randint(0, total)
-    return {"count": count, "total": total, "pct": round(100.0 * count / total, 2)}
+def _node(metric, rng: random.Random):
+    """A random value in the shape the metric's type declares."""
+    if metric.type == "rate":
+        total = rng.randint(50, 600)
+        count = rng.randint(0, total)
+        return {"count": count, "total": total, "pct": round(100.0 * count / total, 2)}
+    if metric.type == "mean":
+        value = rng.random()
+        low, high = max(0.0, value - 0.05), min(1.0, value + 0.05)
+        return {"value": value, "pct": round(100 * value, 2), "ci": [100 * low, 100 * high]}
+    if metric.type == "count":
+        return rng.randint(0, 1000)
+    return round(rng.uniform(0.3, 9), 1)
 
 
-def _results(rng: random.Random) -> dict:
-    return {
-        "understanding": {
-            "n": 543,
-            "overall_acc": _rate(rng, 543),
-            "spk_name_acc": _rate(rng, 198),
-            "latency_s": round(rng.uniform(0.3, 9), 1),
-        },
-        "discussion": {
-            "n": 128,
-            "tt_acc": _rate(rng, 128),
-            "app_acc": _rate(rng, 128),
-            "latency_s": round(rng.uniform(0.3, 9), 1),
-        },
-        "turnbased": {
-            "n": 256,
-            "tt_acc": _rate(rng, 256),
-            "app_acc": _rate(rng, 256),
-            "latency_s": round(rng.uniform(0.3, 9), 1),
-        },
-    }
+def _put(results: dict, key: str, value) -> None:
+    *parents, last = key.split(".")
+    for part in parents:
+        results = results.setdefault(part, {})
+    results[last] = value
+
+
+def _results(plugin, rng: random.Random) -> dict:
+    """Results in the plug-in's structure: every declared metric, in every split."""
+    results: dict = {}
+    for split in plugin.splits or (None,):
+        for metric in plugin.metrics:
+            key = f"{split.key}.{metric.key}" if split else metric.key
+            _put(results, key, _node(metric, rng))
+    return results
 
 
 @transaction.atomic
-def seed(*, systems: int, submissions: int, judges: int, prefix: str = "") -> Benchmark:
+def seed(
+    *, systems: int, submissions: int, judges: int, prefix: str = "", plugin_slug: str = ""
+) -> Benchmark:
     rng = random.Random(7)
+    plugin = registry()[plugin_slug] if plugin_slug else next(iter(registry().values()))
+    groups = [group.key for group in plugin.row_groups] or [""]
     benchmark = Benchmark.objects.create(
-        slug=f"{SLUG}{prefix}", name=f"Board benchmark {prefix}", plugin="mp-bench"
+        slug=f"{SLUG}{prefix}", name=f"Board benchmark {prefix}", plugin=plugin.slug
     )
     judge_rows = Judge.objects.bulk_create(
         [
@@ -71,7 +80,7 @@ def seed(*, systems: int, submissions: int, judges: int, prefix: str = "") -> Be
                 slug="official" if i == 0 else f"judge-{i}",
                 name=f"Judge {i}",
                 provider="openai",
-                models_by_kind={"understanding": f"model-{i}"},
+                models_by_kind={kind.key: f"model-{i}" for kind in plugin.judge_kinds},
                 is_official=i == 0,
             )
             for i in range(judges)
@@ -81,7 +90,6 @@ def seed(*, systems: int, submissions: int, judges: int, prefix: str = "") -> Be
         [
             System(
                 name=f"{benchmark.slug} system {i:04d}",
-                system_type=TYPES[i % 3],
                 architecture=["end-to-end", "cascaded"][i % 2],
                 open_weights=i % 4 == 0,
                 full_duplex=i % 5 == 0,
@@ -96,6 +104,7 @@ def seed(*, systems: int, submissions: int, judges: int, prefix: str = "") -> Be
                 benchmark=benchmark,
                 system=system_rows[i % systems],
                 judge=judge_rows[0],
+                row_group=groups[i % len(groups)],
                 status=Submission.Status.SCORED,
                 is_published=True,
                 is_partial=i % 50 == 0,
@@ -108,7 +117,7 @@ def seed(*, systems: int, submissions: int, judges: int, prefix: str = "") -> Be
     )
     Score.objects.bulk_create(
         [
-            Score(submission=s, judge=j, results=_results(rng))
+            Score(submission=s, judge=j, results=_results(plugin, rng))
             for s in submission_rows
             for j in judge_rows
         ],
@@ -156,10 +165,14 @@ class Command(BaseCommand):
             f"seeded {systems} systems, {submissions} submissions, {judges} judges "
             f"({Score.objects.filter(judge__benchmark=large).count()} scores) in {time.perf_counter() - started:.1f} s"
         )
+        plugin = get_plugin(large.plugin)
+        last = board_columns(benchmark=large)[-1].key
+        group = plugin.row_groups[-1].key if plugin.row_groups else ""
         pages = {
             "HTML": "/benchmarks/{slug}/",
             "JSON": "/api/benchmarks/{slug}/leaderboard/",
-            "JSON, judge 2, sorted, filtered": "/api/benchmarks/{slug}/leaderboard/?judge=judge-1&sort=-discussion.app_acc&type=realtime",
+            "JSON, judge 2, sorted, filtered": "/api/benchmarks/{slug}/leaderboard/"
+            f"?judge=judge-1&sort=-{last}" + (f"&type={group}" if group else ""),
         }
         client = Client()
         for label, url in pages.items():

@@ -62,3 +62,19 @@ def test_the_demo_is_scored_offline_and_its_audio_plays(demo_files, monkeypatch)
     assert paired["implicit_only"] == 0 and paired["explicit_only"] > 5
     assert paired["p"] < 0.05
     assert literal["explicit"]["paired_presence"] == paired
+
+    # Every rate of the board is the sum of its runs' contributions (slices and comparisons
+    # of systems are recomputed from them).
+    for score in Score.objects.filter(submission__benchmark=board):
+        stored = score.contributions["metrics"]
+        for condition in ("explicit", "implicit"):
+            for metric in plugin.metrics:
+                key = f"{condition}.{metric.key}"
+                if key not in stored:
+                    assert metric.key.startswith("paired_presence")  # pairs, not runs
+                    continue
+                numerator = sum(n for n, _ in stored[key])
+                denominator = sum(d for _, d in stored[key])
+                assert plugin.metric_value(metric, numerator, denominator) == metric.value(
+                    score.results[condition]
+                ), (score.submission.system.name, key)

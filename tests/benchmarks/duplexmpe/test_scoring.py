@@ -208,3 +208,31 @@ def test_the_paired_p_of_the_papers_check_reaches_both_tables():
         assert round(paired["p"], 3) == 0.396
         assert paired["diff_pp"] == 6.0  # 100 (90 - 78) / 200
     assert results["explicit"]["presence"]["count"] == 110
+
+
+def test_slice_attributes_of_runs():
+    runs = synthetic.scenarios(4, seed=3)
+    found = [plugin.task_attributes(synthetic.run_stem(r), r.as_dict()) for r in runs[::2]]
+    # Shapes in order: T is turn 2 of 7 (exactly a third: middle), 4 of 6, 1 of 5, 4 of 8.
+    assert found == [
+        {"speakers": "3", "t_position": "middle", "n4_after_t": True},
+        {"speakers": "3", "t_position": "late", "n4_after_t": False},
+        {"speakers": "3", "t_position": "early", "n4_after_t": False},
+        {"speakers": "4", "t_position": "middle", "n4_after_t": True},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("key", "numerator", "denominator", "value"),
+    [
+        ("fresh_onset", 1, 8, 12.5),
+        ("silence", 2, 3, 66.67),
+        ("silence", 1, 800, 0.13),  # 0.125 rounds half up (Python's round gives 0.12)
+        ("yield", 20, 29, None),  # below 30 eligible events: withheld
+        ("yield", 20, 30, 66.67),
+        ("yield.total", 29, 6, 29),
+        ("accuracy", 0, 0, None),
+    ],
+)
+def test_values_from_summed_contributions(key, numerator, denominator, value):
+    assert plugin.metric_value(plugin.metric(key), numerator, denominator) == value

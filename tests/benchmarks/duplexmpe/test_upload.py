@@ -264,17 +264,18 @@ def test_ingest_of_a_low_trust_upload_keeps_the_measurements(tmp_path, tasks, sc
 
 
 def test_the_wav_check_reads_only_the_header(tmp_path):
-    """A member whose data is cut short still yields its declared length: the check never
-    reads past the header, so a 17 GB bundle is not decompressed to validate it."""
+    """Only the head of each WAV member is decompressed to check it, so validating a 17 GB
+    bundle does not inflate its audio."""
+    import zipfile
+
+    from evaluation.audio import WAV_HEAD_BYTES
     from evaluation.benchmarks.duplexmpe import upload
 
     with wave.open(str(tmp_path / "a.wav"), "wb") as writer:
         writer.setnchannels(1)
         writer.setsampwidth(2)
-        writer.setframerate(8000)
-        writer.writeframes(np.zeros(8000 * 3, dtype="<i2").tobytes())
-    import zipfile
-
+        writer.setframerate(16000)
+        writer.writeframes(np.zeros(16000 * 30, dtype="<i2").tobytes())  # 960 kB
     with zipfile.ZipFile(tmp_path / "a.zip", "w", zipfile.ZIP_DEFLATED) as archive:
         archive.write(tmp_path / "a.wav", "audio/x.wav")
 
@@ -294,5 +295,19 @@ def test_the_wav_check_reads_only_the_header(tmp_path):
             return member
 
     with Counting(tmp_path / "a.zip") as archive:
-        assert upload.wav_duration(archive, archive.getinfo("audio/x.wav")) == 3.0
-    assert Counting.read_bytes <= 64
+        assert upload.wav_duration(archive, archive.getinfo("audio/x.wav")) == 30.0
+    assert Counting.read_bytes <= WAV_HEAD_BYTES
+
+
+def test_json_bounds_and_non_finite_times_are_refused(tree, tmp_path, tasks, scenarios):
+    run = first_run(scenarios)
+    path = tree / "schedule" / f"{run}.json"
+    log = json.loads(path.read_text())
+    log["turns"][0]["start"] = float("nan")
+    path.write_text(json.dumps(log))  # Python writes NaN, which is not JSON
+    other = synthetic.run_stem(scenarios[1])
+    (tree / "schedule" / f"{other}.json").write_text("[" * 5000 + "]" * 5000)
+    report, _ = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
+    found = {p.task: p.message for p in report.problems}
+    assert found[run] == "holds a number that is not finite at turns[0].start"
+    assert found[other] == "nests 5,000 levels deep; at most 16 are allowed"

@@ -19,7 +19,7 @@ from django.contrib.auth.models import User
 from config.celery import app as celery_app
 from evaluation.models import Membership, Team
 from leaderboard.uploads import storage
-from tests.conftest import copy_examples, zip_tree
+from tests.conftest import copy_examples, wav_file, zip_tree
 
 EXAMPLE_TASK = "scenario_argument-diag_1001-tier_2-task_0"
 S3_PART = 5 * 1024 * 1024  # the smallest part S3 accepts, so a test bundle spans several
@@ -53,8 +53,8 @@ def people(db) -> People:
 
 
 def wav_bytes(size: int) -> bytes:
-    """A RIFF/WAVE header and random (incompressible) bytes: the zip is about this large."""
-    return b"RIFF\x24\x00\x00\x00WAVEfmt " + os.urandom(size)
+    """A PCM WAV of random (incompressible) samples: the zip is about this large."""
+    return wav_file(os.urandom(size))
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ several GB:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import resource
 import subprocess
@@ -19,8 +20,9 @@ import pytest
 from django.conf import settings as django_settings
 from django.test import Client
 
+from evaluation.benchmarks import mpbench as mpbench_plugin
 from evaluation.models import Submission
-from tests.conftest import copy_examples
+from tests.conftest import copy_examples, wav_header
 from tests.leaderboard.uploads.conftest import EXAMPLE_TASK, start_fields
 
 GIGABYTES = float(os.environ.get("FLOORBOARD_LARGE_UPLOAD_GB", "0"))
@@ -60,7 +62,7 @@ def build_bundle(mpbench_dir, tmp_path, audio_bytes: int):
                 archive.write(path, path.relative_to(run).as_posix())
         entry = zipfile.ZipInfo(f"{EXAMPLE_TASK}/response.wav")
         with archive.open(entry, "w", force_zip64=True) as sink:
-            sink.write(b"RIFF\x24\x00\x00\x00WAVEfmt ")
+            sink.write(wav_header(audio_bytes))
             written = 0
             while written < audio_bytes:
                 piece = os.urandom(min(PIECE, audio_bytes - written))
@@ -70,11 +72,17 @@ def build_bundle(mpbench_dir, tmp_path, audio_bytes: int):
 
 
 def test_gigabytes_stream_through(
-    live_server, people, mpbench, mpbench_dir, tmp_path, settings, eager
+    live_server, people, mpbench, mpbench_dir, tmp_path, settings, eager, monkeypatch
 ):
     settings.UPLOAD_CHUNK_BYTES = PIECE
     audio_bytes = int(GIGABYTES * 1024**3)
     settings.BUNDLE_MAX_UNCOMPRESSED_BYTES = audio_bytes + 1024**3
+    monkeypatch.setattr(mpbench_plugin, "MAX_BUNDLE_UNCOMPRESSED_BYTES", audio_bytes + 1024**3)
+    monkeypatch.setattr(
+        mpbench_plugin,
+        "AUDIO_LIMITS",
+        dataclasses.replace(mpbench_plugin.AUDIO_LIMITS, max_bytes=audio_bytes + 1024**2),
+    )
     bundle = build_bundle(mpbench_dir, tmp_path, audio_bytes)
     size = bundle.stat().st_size
     login = Client()

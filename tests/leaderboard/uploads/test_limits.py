@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from evaluation import services as evaluation_services
-from evaluation.models import Submission, System
+from evaluation.models import Membership, Submission, System, Team
 from leaderboard.uploads.models import Upload
 from leaderboard.uploads.selectors import team_limit_refusal
 from leaderboard.uploads.services import LimitReached, submission_create_within_limits
@@ -140,9 +140,21 @@ def test_finish_at_the_limit_keeps_the_upload_for_later(
     [(3, 100, 3, "submissions_per_day"), (100, 2, 2, "concurrent_evaluations")],
 )
 def test_ten_simultaneous_creates_never_exceed_the_limit(
-    postgres, people, mpbench, make_bundle, monkeypatch, per_day, concurrent, expected, refused_by
+    postgres,
+    people,
+    mpbench,
+    make_bundle,
+    monkeypatch,
+    settings,
+    per_day,
+    concurrent,
+    expected,
+    refused_by,
 ):
     limits(people.alpha, per_day=per_day, concurrent=concurrent)
+    # The team's limits are under test here; the account's (same defaults) are set out of reach.
+    settings.MAX_SUBMISSIONS_PER_DAY_PER_ACCOUNT = 100
+    settings.MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT = 100
     # Nothing is queued: the submissions stay "queued", which counts as in progress.
     monkeypatch.setattr(evaluation_services, "_enqueue_on_commit", lambda *args: None)
     bundle = make_bundle()
@@ -180,3 +192,52 @@ def test_ten_simultaneous_creates_never_exceed_the_limit(
         thread.join(120)
     assert sorted(outcomes) == sorted(["created"] * expected + [refused_by] * (10 - expected))
     assert Submission.objects.filter(team=people.alpha).count() == expected
+
+
+@pytest.mark.services
+def test_simultaneous_creates_through_two_teams_keep_the_account_limit(
+    postgres, people, mpbench, make_bundle, monkeypatch, settings
+):
+    """The account's limit holds across its teams under the user row lock."""
+    settings.MAX_SUBMISSIONS_PER_DAY_PER_ACCOUNT = 3
+    settings.MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT = 100
+    second = Team.objects.create(name="Second Lab", slug="second")
+    Membership.objects.create(team=second, user=people.alice)
+    for team in (people.alpha, second):
+        limits(team, per_day=100, concurrent=100)
+    monkeypatch.setattr(evaluation_services, "_enqueue_on_commit", lambda *args: None)
+    bundle = make_bundle()
+    judge = mpbench.judges.get(slug="offline")
+    start = threading.Barrier(10)
+    outcomes: list[str] = []
+
+    def create(index: int) -> None:
+        try:
+            start.wait()
+            submission_create_within_limits(
+                team=people.alpha if index % 2 else second,
+                benchmark=mpbench,
+                bundle_path=bundle,
+                system_name=f"Racer {index}",
+                system_type="",
+                judge=judge,
+                allow_partial=True,
+                submitted_by=people.alice,
+                publish=False,
+                idempotency_key="",
+            )
+            outcomes.append("created")
+        except LimitReached as exc:
+            outcomes.append(exc.refusal.limit)
+        except Exception as exc:  # noqa: BLE001 - reported in the assertion below
+            outcomes.append(repr(exc))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert sorted(outcomes) == sorted(["created"] * 3 + ["submissions_per_day"] * 7)
+    assert Submission.objects.filter(submitted_by=people.alice).count() == 3

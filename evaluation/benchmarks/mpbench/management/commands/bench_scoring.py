@@ -17,15 +17,18 @@ import time
 import tracemalloc
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from unittest import mock
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation import services
 from evaluation.benchmarks.mpbench import detection, scoring, synthetic
+from evaluation.benchmarks.mpbench.plugin import _spec, plugin
 from evaluation.bundles import zip_directory
 from evaluation.models import Judgment, Submission
-from evaluation.selectors import task_spec
+from evaluation.services import pipeline
+from evaluation.services.judging import judgments_work
 
 
 class _SlowJudge(BaseHTTPRequestHandler):
@@ -54,6 +57,19 @@ class _SlowJudge(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+
+def _process_without_judging(submission_id: int) -> None:
+    """Ingest and every processing step in this process, stopping before judging."""
+    with (
+        mock.patch.object(pipeline, "after_commit", lambda callback: None),
+        mock.patch.object(pipeline, "enqueue_on_commit", lambda *args: None),
+    ):
+        pipeline.submission_ingest(submission_id=submission_id)
+        submission = Submission.objects.get(pk=submission_id)
+        for index in range(len(plugin.steps)):
+            pipeline.step_run(submission_id=submission_id, index=index)
+        pipeline.steps_start(submission_id=submission.pk)
 
 
 def _measure(function):
@@ -95,12 +111,13 @@ class Command(BaseCommand):
         ):
             raise CommandError(f"{benchmark_dir}: no MP-Bench checkout; pass --benchmark-dir")
         benchmark = services.benchmark_import(
-            slug="bench-mp-bench", directory=benchmark_dir, name="MP-Bench (benchmark run)"
+            slug="bench-mp-bench",
+            directory=benchmark_dir,
+            plugin="mp-bench",
+            name="MP-Bench (benchmark run)",
         ).benchmark
         tasks = {t.task_id: t for t in benchmark.tasks.all()}
         work = Path(tempfile.mkdtemp(prefix="floorboard-bench-"))
-        # Stages are called one by one here; nothing is queued.
-        services._enqueue_on_commit = lambda *a, **k: None
         try:
             tree = work / "tree"
             for index, task_id in enumerate(sorted(tasks)):
@@ -124,7 +141,9 @@ class Command(BaseCommand):
                 for task_id, task in tasks.items():
                     found = detection.detect(evidence[task_id], half_duplex=half)
                     outcomes.append(
-                        scoring.TaskOutcome(task_spec(task), found.spoke, found.latency, {})
+                        scoring.TaskOutcome(
+                            _spec(task_id, task.spec), found.spoke, found.latency, {}
+                        )
                     )
                 return scoring.aggregate(outcomes)
 
@@ -148,14 +167,12 @@ class Command(BaseCommand):
                     judge=offline,
                 )
                 started = time.perf_counter()
-                services.submission_ingest(submission_id=submission.pk)
-                ingest = time.perf_counter() - started
-                services.submission_detect(submission_id=submission.pk)
-                detect = time.perf_counter() - started - ingest
+                _process_without_judging(submission.pk)
+                processed = time.perf_counter() - started
                 results = services.submission_aggregate(
                     submission=submission, judge=offline
                 ).results
-                return results, ingest, detect, time.perf_counter() - started
+                return results, processed, 0.0, time.perf_counter() - started
 
             results, ingest_s, detect_s, ours_wall = stages_only()
             tracemalloc.start()
@@ -166,7 +183,7 @@ class Command(BaseCommand):
                 raise CommandError("the pipeline and the plain pass disagree: a bug")
             self.stdout.write(f"validation before queueing: {validate_wall:.2f} s")
             self.stdout.write(
-                f"pipeline ingest+detect+aggregate: {ours_wall:.2f} s (ingest {ingest_s:.2f}, detect {detect_s:.2f}), "
+                f"pipeline ingest+detect+aggregate: {ours_wall:.2f} s, "
                 f"peak Python memory {ours_peak / 1e6:.1f} MB"
             )
             self.stdout.write(
@@ -198,19 +215,20 @@ class Command(BaseCommand):
                 system_name="Benchmark judge run",
                 judge=judge,
             )
-            services.submission_ingest(submission_id=submission.pk)
-            services.submission_detect(submission_id=submission.pk)
             # Fresh prompts: earlier runs' cached judgments would make no call.
             Judgment.objects.filter(judge_identity__startswith=f"openai@{judge.base_url}").delete()
+            _process_without_judging(submission.pk)
             pending = services.judgments_prepare(submission=submission, judge=judge)
             started = time.perf_counter()
-            services.judgments_run(judge=judge, judgment_ids=pending)
+            judgments_work(
+                submission_id=submission.pk, judge_id=judge.pk, deadline=time.monotonic() + 3600
+            )
             wall = time.perf_counter() - started
-            ideal = len(pending) * delay / concurrency
+            ideal = pending * delay / concurrency
             self.stdout.write(
-                f"judge: {len(pending)} calls, {delay * 1000:.0f} ms each, concurrency {concurrency}: "
+                f"judge: {pending} calls, {delay * 1000:.0f} ms each, concurrency {concurrency}: "
                 f"{wall:.2f} s against an ideal {ideal:.2f} s ({100 * (wall / ideal - 1):+.1f}%), "
-                f"{len(pending) / wall:.1f} calls/s"
+                f"{pending / wall:.1f} calls/s"
             )
         finally:
             server.shutdown()

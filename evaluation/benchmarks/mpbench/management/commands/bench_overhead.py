@@ -1,0 +1,245 @@
+"""Hosting overhead: the whole site against a plain-Python pass, in one run.
+
+A synthetic 927-task run (every task of the real benchmark) is scored twice against a local
+OpenAI-compatible judge that answers after --latency seconds:
+
+- plain: detection over the folders, the same judge calls from a pool of --concurrency threads,
+  aggregation; no database, no queue, no storage;
+- the site: the upload validated and stored, then real Celery worker processes (--workers) on the
+  configured database and broker do ingest, detection, judging and aggregation; timed from the
+  upload until the submission is scored.
+
+With --submissions N, N uploads (each with responses of its own, so no judgment is shared) are
+queued at once and timed until the last is scored, against the ideal: calls x latency / bound.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+
+from evaluation import services
+from evaluation.benchmarks.mpbench import detection, scoring, synthetic
+from evaluation.benchmarks.mpbench.plugin import _spec
+from evaluation.bundles import zip_directory
+from evaluation.models import Benchmark, Judgment, Submission
+
+ANSWER = json.dumps({"correct": True, "consistent": True, "reasoning": "", "extracted_name": None})
+
+
+class _Judge(BaseHTTPRequestHandler):
+    delay = 0.0
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.delay:
+            time.sleep(self.delay)
+        body = json.dumps(
+            {
+                "choices": [{"message": {"content": ANSWER}}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _write_run(tree: Path, task_ids: list[str], marker: str) -> None:
+    for index, task_id in enumerate(sorted(task_ids)):
+        synthetic.write_task_folder(
+            tree / task_id, index=index, outcome=synthetic.outcome_for(index), input_words=100
+        )
+        response = tree / task_id / "response.json"
+        data = json.loads(response.read_text())
+        if data["chunks"]:
+            # Responses of this run's own: no judgment is shared with another run.
+            data["chunks"][-1]["text"] += f" {marker}"
+            data["text"] += f" {marker}"
+            response.write_text(json.dumps(data))
+
+
+class Command(BaseCommand):
+    help = __doc__.splitlines()[0]
+
+    def add_arguments(self, parser):
+        default = settings.BASE_DIR.parent / "shared" / "benchmarks" / "mpbench"
+        parser.add_argument("--benchmark-dir", type=Path, default=default)
+        parser.add_argument("--latency", type=float, default=0.2, help="judge latency, s")
+        parser.add_argument("--concurrency", type=int, default=16)
+        parser.add_argument("--workers", type=int, default=1, help="worker processes")
+        parser.add_argument("--submissions", type=int, default=1)
+
+    def handle(self, *args, benchmark_dir, latency, concurrency, workers, submissions, **options):
+        if not (benchmark_dir / "tasks.jsonl").is_file():
+            raise CommandError(f"{benchmark_dir}: no MP-Bench checkout; pass --benchmark-dir")
+        _Judge.delay = latency
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        work = Path(tempfile.mkdtemp(prefix="floorboard-overhead-"))
+        benchmark = services.benchmark_import(
+            slug="bench-overhead", directory=benchmark_dir, plugin="mp-bench", name="Overhead"
+        ).benchmark
+        judge = benchmark.judges.get(slug="official")
+        judge.base_url, judge.concurrency = url, concurrency
+        judge.save()
+        try:
+            tasks = {t.task_id: t.spec for t in benchmark.tasks.all()}
+            trees = []
+            for n in range(submissions):
+                tree = work / f"run-{n}"
+                _write_run(tree, list(tasks), f"run-{uuid.uuid4().hex[:8]}")
+                trees.append(tree)
+            plain, calls = self._plain(trees[0], tasks, benchmark, url, concurrency)
+            ours = self._site(benchmark, judge, trees, workers)
+            database = connection.vendor
+            broker = settings.CELERY_BROKER_URL.split(":", 1)[0]
+            self.stdout.write(
+                f"{database} + {broker} broker, judge {latency * 1000:.0f} ms, "
+                f"{workers} worker(s), bound {concurrency}"
+            )
+            if submissions == 1:
+                self.stdout.write(f"plain Python: {plain:.2f} s for {calls} calls")
+                self.stdout.write(f"the site:     {ours:.2f} s   ratio {ours / plain:.2f}")
+            else:
+                ideal = submissions * calls * latency / concurrency
+                self.stdout.write(
+                    f"{submissions} submissions at once: {ours:.2f} s for {submissions * calls} "
+                    f"calls; ideal {ideal:.2f} s   ratio {ours / ideal:.2f}"
+                )
+        finally:
+            server.shutdown()
+            Submission.objects.filter(benchmark=benchmark).delete()
+            Judgment.objects.filter(prompt_version__benchmark=benchmark).delete()
+            Benchmark.objects.filter(pk=benchmark.pk).delete()
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _plain(self, tree: Path, tasks: dict, benchmark, url: str, concurrency: int):
+        """Detection, the judge calls from a thread pool, aggregation: no database, no queue."""
+        prompts = {p.kind: p for p in benchmark.prompts.all()}
+        started = time.perf_counter()
+        evidence = {
+            t: detection.collect_evidence(*detection.directory_reader(tree / t)) for t in tasks
+        }
+        half = detection.probe_half_duplex(evidence.values()).is_half_duplex
+        requests, found = [], {}
+        for task_id, spec in tasks.items():
+            found[task_id] = detection.detect(evidence[task_id], half_duplex=half)
+            task = _spec(task_id, spec)
+            for kind in scoring.kinds_for(task):
+                response = scoring.response_for(
+                    kind, full_text=found[task_id].full_text, post_text=found[task_id].post_text
+                )
+                if not scoring.skips_judge(kind, response):
+                    prompt = scoring.build_prompt(prompts[kind].template, kind, task, response)
+                    requests.append((task_id, kind, prompt, prompts[kind].schema))
+        client = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=concurrency))
+
+        def call(item):
+            task_id, kind, prompt, schema = item
+            reply = client.post(
+                f"{url}/chat/completions",
+                json={
+                    "model": "m",
+                    "messages": [{"role": "user", "content": prompt}],
+                    "response_format": {
+                        "type": "json_schema",
+                        "json_schema": {"name": "mpbench_eval", "strict": True, "schema": schema},
+                    },
+                },
+            ).json()
+            return (
+                task_id,
+                kind,
+                scoring.parse_verdict(kind, reply["choices"][0]["message"]["content"])[0],
+            )
+
+        verdicts: dict[str, dict] = {t: {} for t in tasks}
+        with ThreadPoolExecutor(concurrency) as pool:
+            for task_id, kind, verdict in pool.map(call, requests):
+                verdicts[task_id][kind] = verdict
+        client.close()
+        scoring.aggregate(
+            scoring.TaskOutcome(_spec(t, s), found[t].spoke, found[t].latency, verdicts[t])
+            for t, s in tasks.items()
+        )
+        return time.perf_counter() - started, len(requests)
+
+    def _site(self, benchmark, judge, trees: list[Path], workers: int) -> float:
+        """Upload to scored, through real worker processes on this database and broker."""
+        zips = [zip_directory(tree) for tree in trees]
+        env = {**os.environ, "FLOORBOARD_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE}
+        log = open(Path(tempfile.gettempdir()) / "floorboard-overhead-worker.log", "ab")  # noqa: SIM115
+        processes = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "config",
+                    "worker",
+                    "--pool=solo",
+                    "-Q",
+                    env["FLOORBOARD_QUEUE"],
+                    "--without-mingle",
+                    "--without-gossip",
+                    "--loglevel=WARNING",
+                ],
+                cwd=settings.BASE_DIR,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+            for _ in range(workers)
+        ]
+        try:
+            time.sleep(3.0)  # let the workers connect before the clock starts
+            started = time.perf_counter()
+            made = [
+                services.submission_create(
+                    benchmark=benchmark,
+                    bundle_path=path,
+                    system_name=f"Overhead {n}",
+                    judge=judge,
+                )
+                for n, path in enumerate(zips)
+            ]
+            while Submission.objects.filter(
+                pk__in=[s.pk for s in made], status="scored"
+            ).count() < len(made):
+                failed = Submission.objects.filter(pk__in=[s.pk for s in made], status="failed")
+                if failed.exists():
+                    raise CommandError(f"a run failed: {failed.first().error}")
+                time.sleep(0.05)
+            return time.perf_counter() - started
+        finally:
+            for process in processes:
+                process.terminate()
+                process.wait(30)
+            log.close()
+            for path in zips:
+                path.unlink(missing_ok=True)

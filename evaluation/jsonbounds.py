@@ -1,0 +1,113 @@
+"""JSON sent by users, read with bounds checked before parsing: how deeply it nests and how
+many values it holds. Plain Python and numpy.
+
+Python's parser recurses once per nesting level (a deep document raises RecursionError) and
+builds every value in memory (a few megabytes of ``{},`` become gigabytes of dicts). Both are
+measured on the raw bytes first, at C speed, so a hostile document is refused before it is
+parsed, with a message that says which bound it broke.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+
+# Every byte but the quote and the four brackets, dropped before measuring nesting.
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)
+_STRING = re.compile(rb'"[^"]*"')
+_OPENERS = (ord("["), ord("{"))
+_BLOCK = 1 << 20
+
+
+class JsonRefused(ValueError):
+    """A document refused before parsing; the message says which bound it broke."""
+
+
+def nesting_depth(raw: bytes) -> int:
+    """The deepest nesting of arrays and objects, ignoring brackets inside strings. Meaningful
+    for valid JSON; for invalid JSON an upper bound is fine, as the parser refuses it anyway."""
+    text = _ESCAPE.sub(b"", raw).translate(None, _NOT_STRUCTURE)
+    text = _STRING.sub(b"", text)
+    depth = deepest = 0
+    for start in range(0, len(text), _BLOCK):
+        block = np.frombuffer(
+            text, dtype=np.uint8, count=min(_BLOCK, len(text) - start), offset=start
+        )
+        steps = np.where(np.isin(block, _OPENERS), 1, -1)
+        running = np.cumsum(steps, dtype=np.int64) + depth
+        deepest = max(deepest, int(running.max()))
+        depth = int(running[-1])
+    return deepest
+
+
+def value_bound(raw: bytes) -> int:
+    """An upper bound on the values a document holds: every value after the first in a
+    container follows a comma, and each container holds at most one that does not."""
+    return raw.count(b",") + raw.count(b"[") + raw.count(b"{") + 1
+
+
+def loads_bounded(raw: bytes, *, max_depth: int, max_values: int | None = None):
+    """json.loads, after refusing (JsonRefused) a document nested deeper than max_depth or
+    holding more than max_values values. Parse errors raise ValueError as json.loads does."""
+    if max_values is not None and value_bound(raw) > max_values:
+        raise JsonRefused(f"holds more than {max_values:,} JSON values")
+    depth = nesting_depth(raw)
+    if depth > max_depth:
+        raise JsonRefused(f"nests {depth:,} levels deep; at most {max_depth} are allowed")
+    return json.loads(raw)
+
+
+def non_finite_path(value, path: str = "") -> str | None:
+    """Where the first NaN or Infinity sits ("results.scores[2]"), or None. Python's parser
+    accepts them, but they are not JSON numbers and no database column takes them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path or "(the document)"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = non_finite_path(item, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = non_finite_path(item, f"{path}[{index}]")
+            if found:
+                return found
+    return None
+
+
+def unstorable_text(text: str) -> str | None:
+    """What in this text no database column takes (PostgreSQL stores neither NUL nor an
+    unpaired surrogate in text or jsonb), or None."""
+    if "\x00" in text:
+        return "a NUL character (\\u0000)"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "an unpaired surrogate escape (\\ud800-\\udfff)"
+    return None
+
+
+def unstorable_path(value, path: str = "") -> tuple[str, str] | None:
+    """(where, what) for the first string, key or value, that no database column takes."""
+    if isinstance(value, str):
+        what = unstorable_text(value)
+        return (path or "(the document)", what) if what else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            what = unstorable_text(str(key))
+            if what:
+                return where, what
+            found = unstorable_path(item, where)
+            if found:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = unstorable_path(item, f"{path}[{index}]")
+            if found:
+                return found
+    return None

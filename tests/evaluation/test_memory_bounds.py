@@ -1,0 +1,118 @@
+"""Memory stays bounded whatever a bundle declares: transcripts are refused before parsing when
+they could not be a conversation, waveform peaks are read in fixed byte blocks, and audio
+formats no benchmark uses are refused at validation."""
+
+from __future__ import annotations
+
+import io
+import struct
+import zipfile
+
+import numpy as np
+import pytest
+
+from evaluation import audio as evaluation_audio
+from evaluation.audio import PEAK_BLOCK_BYTES, wav_peaks
+from evaluation.services import bundle_validate
+from tests.conftest import peak_rss_growth, wav_file, wav_header
+
+TASK = "scenario_argument-diag_1001-tier_2-task_0"
+INPUT = b'{"text": "hi", "chunks": [{"text": "hi", "timestamp": [0.0, 0.5]}]}'
+
+
+def empty_chunks(size: int) -> bytes:
+    """{"chunks": [{}, {}, ...]} of about `size` bytes, with random whitespace between the
+    chunks so that it compresses about 8:1, under the ratio limit, as the attack's did."""
+    rng = np.random.default_rng(4)
+    whitespace = np.frombuffer(b" \n\t\r", dtype=np.uint8)
+    count = size // 6
+    cells = np.empty((count, 6), dtype=np.uint8)
+    cells[:, :3] = np.frombuffer(b"{},", dtype=np.uint8)
+    cells[:, 3:] = rng.choice(whitespace, size=(count, 3))
+    body = cells.tobytes()[:-4]  # ends after a "}," ...
+    return b'{"text": "", "chunks": [' + body.rstrip(b", \n\t\r") + b"]}"
+
+
+def validate(mpbench, path):
+    report, _ = bundle_validate(benchmark=mpbench, path=path, allow_partial=True)
+    return [str(p) for p in report.problems]
+
+
+def zipped(tmp_path, files: dict[str, bytes]):
+    path = tmp_path / "b.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return path
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("megabytes", "why"),
+    [
+        (64, "file is 67,108,864 bytes; the limit is 16,777,216"),
+        (15, "not accepted as JSON: it holds more than 500,000 JSON values"),
+    ],
+)
+def test_a_transcript_of_empty_chunks_is_refused_in_bounded_memory(
+    mpbench, tmp_path, megabytes, why
+):
+    bomb = empty_chunks(megabytes * 1024 * 1024 - 1000)
+    if megabytes == 64:
+        bomb = bomb + b" " * (megabytes * 1024 * 1024 - len(bomb))
+    assert bomb.count(b"{}") > 2_000_000
+    path = zipped(tmp_path, {f"{TASK}/all_stitched.json": INPUT, f"{TASK}/response.json": bomb})
+    del bomb
+    with peak_rss_growth() as peak:
+        found = validate(mpbench, path)
+    assert found == [f"{TASK} / response.json: {why}"]
+    print(f"\n{megabytes} MB of empty chunks: peak RSS growth {peak['mib']:.0f} MiB")
+    assert peak["mib"] < 200
+
+
+class Recording(io.BytesIO):
+    largest = 0
+
+    def read(self, size=-1):
+        data = super().read(size)
+        self.largest = max(self.largest, len(data))
+        return data
+
+
+def test_peaks_are_read_in_fixed_byte_blocks():
+    # 8 channels of 32-bit samples: a block of 65,536 frames would be 2 MiB.
+    frames = np.tile(np.array([-(2**30), 2**30], dtype="<i4"), 800_000).tobytes()
+    stream = Recording(wav_file(frames, channels=8, rate=48_000, bits=32))
+    peaks = wav_peaks(stream, buckets=100)
+    assert peaks["channels"] == 8 and peaks["buckets"] == 100
+    assert peaks["min"] == [-0.5] * 100 and peaks["max"] == [0.5] * 100
+    assert stream.largest <= PEAK_BLOCK_BYTES
+
+
+def test_peaks_refuse_more_channels_than_any_benchmark_uses():
+    # The attack: 65,535 channels, so one frame is 128 KiB and a block of frames gigabytes.
+    header = wav_header(65_535 * 2 * 10, channels=65_535)
+    with pytest.raises(Exception, match="65,535 channels; at most 8"):
+        wav_peaks(io.BytesIO(header + b"\0" * (65_535 * 2 * 10)), buckets=10)
+    assert evaluation_audio.MAX_CHANNELS == 8 and evaluation_audio.MAX_SAMPLE_RATE == 192_000
+
+
+@pytest.mark.django_db
+def test_validation_refuses_audio_formats_and_lengths_the_benchmark_does_not_use(mpbench, tmp_path):
+    silence = b"\0" * 3200
+    float_header = bytearray(wav_header(len(silence)))
+    struct.pack_into("<H", float_header, 20, 85)  # format tag 85: MP3 inside a WAV
+    files = {
+        f"{TASK}/all_stitched.json": INPUT,
+        f"{TASK}/channels.wav": wav_file(silence, channels=65_535),
+        f"{TASK}/rate.wav": wav_file(silence, rate=384_000),
+        f"{TASK}/mp3.wav": bytes(float_header) + silence,
+        f"{TASK}/long.wav": wav_header(16_000 * 2 * 5 * 3600) + silence,
+        f"{TASK}/fine.wav": wav_file(silence),
+    }
+    assert validate(mpbench, zipped(tmp_path, files)) == [
+        f"{TASK} / channels.wav: has 65,535 channels; at most 2",
+        f"{TASK} / rate.wav: has a sample rate of 384,000 Hz; at most 48,000 Hz",
+        f"{TASK} / mp3.wav: is not PCM audio (format tag 85)",
+        f"{TASK} / long.wav: declares 18,000 s of audio; at most 14,400 s for this file",
+    ]

@@ -1,0 +1,43 @@
+"""The task page's timeline: its size depends on the number of spans, never on their values."""
+
+import time
+
+from evaluation.benchmarks.base import Timeline, TimelineLane, TimelineSpan
+from leaderboard.selectors_submissions import timeline_layout
+
+
+def layout(*ends: float) -> dict:
+    spans = [TimelineSpan(max(0.0, end - 0.5), end, f"w{i}") for i, end in enumerate(ends)]
+    return timeline_layout(
+        Timeline(
+            lanes=(
+                TimelineLane("Conversation", tuple(spans[:1])),
+                TimelineLane("Agent", tuple(spans[1:])),
+            ),
+            markers=((spans[0].end, "input ends"),),
+        )
+    )
+
+
+def test_a_two_minute_conversation_ticks_every_fifteen_seconds():
+    ticks = [tick["t"] for tick in layout(100.0, 124.5)["ticks"]]
+    # 125 s / 15 s = 8.3 steps: 0, 15, ..., 120 (10 s would make 12.5 steps, over 12).
+    assert ticks == [0, 15, 30, 45, 60, 75, 90, 105, 120]
+
+
+def test_a_short_conversation_keeps_half_second_ticks():
+    ticks = [tick["t"] for tick in layout(2.0, 2.5)["ticks"]]
+    assert ticks == [0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
+
+
+def test_huge_timestamps_give_a_handful_of_ticks_at_once():
+    started = time.monotonic()
+    for end in (1e8, 1e12, 1.7e308 / 2):
+        timeline = layout(10.0, end)
+        assert 2 <= len(timeline["ticks"]) <= 13, end
+        assert all(0 <= tick["left"] <= 100 for tick in timeline["ticks"])
+    assert time.monotonic() - started < 0.5
+
+
+def test_non_finite_duration_draws_no_timeline():
+    assert layout(10.0, float("inf")) == {}

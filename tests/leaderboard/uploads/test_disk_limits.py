@@ -1,0 +1,144 @@
+"""Disk cannot be filled by one user: unfinished uploads and the bytes they announce are capped
+per user, daily and concurrent limits hold per account over all its teams, and temporary files
+that killed requests leave behind are swept."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from evaluation.models import Membership, Submission, System, Team
+from leaderboard.uploads.selectors import account_limit_refusal
+from leaderboard.uploads.services import upload_temp_files_sweep
+from leaderboard.uploads.tasks import sweep_upload_temp_files
+from tests.leaderboard.uploads.conftest import start_fields
+
+pytestmark = pytest.mark.django_db
+
+START = "/benchmarks/mp-bench/submit/start/"
+
+
+def test_open_uploads_per_user_are_capped_by_count(client, people, mpbench, settings):
+    settings.UPLOAD_MAX_OPEN_PER_USER = 3
+    client.force_login(people.alice)
+    for _ in range(3):
+        assert client.post(START, start_fields(size=1000)).status_code == 201
+    refused = client.post(START, start_fields(size=1000))
+    assert refused.status_code == 429
+    assert refused.json()["limit"] == "open_uploads" and refused.json()["allowed"] == 3
+    # A teammate has room of their own.
+    client.force_login(people.alice2)
+    assert client.post(START, start_fields(size=1000)).status_code == 201
+
+
+def test_open_uploads_per_user_are_capped_by_announced_bytes(client, people, mpbench, settings):
+    settings.UPLOAD_MAX_OPEN_BYTES_PER_USER = 3 * 1024**3
+    client.force_login(people.alice)
+    assert client.post(START, start_fields(size=2 * 1024**3)).status_code == 201
+    refused = client.post(START, start_fields(size=2 * 1024**3))
+    assert refused.status_code == 429 and refused.json()["limit"] == "open_upload_bytes"
+    assert "would pass the limit of 3,221,225,472" in refused.json()["error"]
+
+
+def test_new_teams_do_not_make_room_for_an_account(client, people, mpbench, settings):
+    settings.MAX_SUBMISSIONS_PER_DAY_PER_ACCOUNT = 2
+    system = System.objects.create(name="Many Teams")
+    for index in range(2):
+        team = Team.objects.create(name=f"Shell {index}", slug=f"shell-{index}")
+        Membership.objects.create(team=team, user=people.alice)
+        Submission.objects.create(
+            benchmark=mpbench, system=system, team=team, status="scored", submitted_by=people.alice
+        )
+    refusal = account_limit_refusal(user=people.alice)
+    assert refusal.limit == "submissions_per_day" and refusal.allowed == 2
+    assert refusal.message.startswith("Your account (alice) has reached its limit of 2")
+    fresh = Team.objects.create(name="Fresh", slug="fresh")
+    Membership.objects.create(team=fresh, user=people.alice)
+    client.force_login(people.alice)
+    refused = client.post(START, start_fields(team="fresh", size=1000))
+    assert refused.status_code == 429 and "Your account (alice)" in refused.json()["error"]
+
+
+def test_concurrent_evaluations_are_limited_per_account(people, mpbench, settings):
+    settings.MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT = 1
+    system = System.objects.create(name="Busy")
+    Submission.objects.create(
+        benchmark=mpbench,
+        system=system,
+        team=people.beta,
+        status="judging",
+        submitted_by=people.alice,
+    )
+    assert account_limit_refusal(user=people.alice).limit == "concurrent_evaluations"
+    Submission.objects.filter(system=system).update(created_at=timezone.now() - timedelta(days=2))
+    assert account_limit_refusal(user=people.bob) is None
+
+
+def test_stale_temporary_upload_files_are_swept(settings, tmp_path):
+    folder = tmp_path / "upload-tmp"
+    folder.mkdir()
+    settings.FILE_UPLOAD_TEMP_DIR = str(folder)
+    settings.UPLOAD_TEMP_MAX_AGE_SECONDS = 3600
+    stale, fresh = folder / "tmpabc.upload.zip", folder / "tmpdef.upload.zip"
+    stale.write_bytes(b"x" * 1000)
+    fresh.write_bytes(b"y")
+    two_hours_ago = time.time() - 7200
+    os.utime(stale, (two_hours_ago, two_hours_ago))
+    assert sweep_upload_temp_files() == 1
+    assert not stale.exists() and fresh.exists()
+    assert upload_temp_files_sweep(older_than=timedelta(0)) == 1
+
+
+def test_api_uploads_are_spooled_to_the_swept_folder(settings):
+    from django.conf import settings as live
+
+    assert Path(live.FILE_UPLOAD_TEMP_DIR).is_dir()
+    assert "sweep-upload-temp-files" in live.CELERY_BEAT_SCHEDULE
+
+
+TASK = "scenario_argument-diag_1001-tier_2-task_0"
+
+
+def _zip(path: Path, files: dict[str, bytes]) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return path
+
+
+def test_a_silent_wav_bigger_than_its_header_declares_is_no_longer_exempt(mpbench, tmp_path):
+    from evaluation.services import bundle_validate
+    from tests.conftest import wav_header
+
+    one_minute = 16_000 * 2 * 60
+    bomb = wav_header(one_minute) + b"\0" * (48 * 1024 * 1024)
+    silence = wav_header(one_minute) + b"\0" * one_minute
+    path = _zip(tmp_path / "b.zip", {f"{TASK}/response.wav": bomb, f"{TASK}/combined.wav": silence})
+    report, _ = bundle_validate(benchmark=mpbench, path=path, allow_partial=True)
+    problems = [str(p) for p in report.problems]
+    assert len(problems) == 1 and problems[0].startswith(f"{TASK}/response.wav: compression ratio")
+    assert problems[0].endswith(
+        "; a WAV is exempt only as valid audio, and the file is larger than the audio its "
+        "header declares"
+    )
+
+
+def test_bundle_size_limits_are_the_benchmarks_own(mpbench, tmp_path, monkeypatch, settings):
+    from evaluation.benchmarks import mpbench as plugin
+    from evaluation.services import bundle_validate, upload_limits
+
+    assert plugin.MAX_BUNDLE_UNCOMPRESSED_BYTES == 4 * 1024**3
+    assert upload_limits(mpbench).max_bytes == 4 * 1024**3
+    monkeypatch.setattr(plugin, "MAX_BUNDLE_UNCOMPRESSED_BYTES", 1000)
+    path = _zip(tmp_path / "b.zip", {f"{TASK}/response.json": b'{"text": "' + b"a" * 2000 + b'"}'})
+    report, _ = bundle_validate(benchmark=mpbench, path=path, allow_partial=True)
+    assert "exceeds the limit of 1,000 bytes" in str(report.problems[0])
+    settings.BUNDLE_MAX_UNCOMPRESSED_BYTES = 500  # the site-wide ceiling, when smaller, wins
+    assert upload_limits(mpbench).max_bytes == 500
