@@ -109,6 +109,8 @@ def _claim_sample_items(rater: Rater, study: Study, want: int) -> list[int]:
     )
     candidates = (
         Item.objects.filter(study=study, role=Item.Role.SAMPLE)
+        # A task held out after the study was drawn is never shown to a rater.
+        .exclude(task_result__task__held_out=True)
         .filter(~Exists(Assignment.objects.filter(item=OuterRef("pk"), rater=rater)))
         .annotate(live=Coalesce(live_count, 0))
         .filter(live__lt=study.overlap)
@@ -146,6 +148,7 @@ def _pick_checks(rater: Rater, study: Study, role: str, want: int) -> list[int]:
         return []
     ids = sorted(
         Item.objects.filter(study=study, role=role)
+        .exclude(task_result__task__held_out=True)
         .filter(~Exists(Assignment.objects.filter(item=OuterRef("pk"), rater=rater)))
         .values_list("pk", flat=True)
     )

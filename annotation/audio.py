@@ -13,7 +13,7 @@ from django.urls import reverse
 from evaluation.stored import peak_buckets, stored_peaks
 from evaluation.stored import ranged_response as stored_ranged_response
 
-from .models import Assignment, item_clip
+from .models import Assignment, Item, item_clip
 
 SALT = "annotation.rater-audio"
 
@@ -49,7 +49,11 @@ def audio_assignment(token: str) -> tuple[Assignment, str]:
         which = payload["w"]
     except (signing.BadSignature, KeyError, TypeError):
         raise Http404("no such clip") from None
-    if assignment is None or item_clip(assignment.item, which) is None:
+    if (
+        assignment is None
+        or item_clip(assignment.item, which) is None
+        or Item.objects.filter(pk=assignment.item_id, task_result__task__held_out=True).exists()
+    ):
         raise Http404("no such clip")
     try:
         signing.TimestampSigner(salt=SALT).unsign_object(

@@ -155,7 +155,9 @@ def study_units(
     """What raters could label in one submission under a study kind, before a study exists."""
     study = Study(benchmark=benchmark, judge=judge, kind=kind)
     rows = list(
-        submission.task_results.select_related("task", "submission").order_by("task__task_id")
+        submission.task_results.filter(task__held_out=False)
+        .select_related("task", "submission")
+        .order_by("task__task_id")
     )
     return _units(study, rows)
 
@@ -163,7 +165,9 @@ def study_units(
 def _eligible(study: Study, submission: Submission) -> list[tuple[TaskResult, StudyUnit]]:
     """The units of one stratum raters can label, in task order."""
     rows = list(
-        submission.task_results.select_related("task", "submission").order_by("task__task_id")
+        submission.task_results.filter(task__held_out=False)
+        .select_related("task", "submission")
+        .order_by("task__task_id")
     )
     units = _units(study, rows)
     if study.skip_empty_responses:
@@ -296,6 +300,8 @@ def check_item_add(
     )
     if row is None:
         raise StudyError(f"submission {submission.pk} has no task {task_id!r}")
+    if row.task.held_out:
+        raise StudyError(f"task {task_id!r} is held out: raters never see it")
     unit = next((u for _, u in _units(study, [row]) if u.slot == slot), None)
     if unit is None:
         raise StudyError(f"task {task_id!r} has nothing to rate as {study.kind}")

@@ -139,7 +139,9 @@ def task_filter_lookup(task_filter) -> str:
     return f"{prefix}__{task_filter.field}"
 
 
-def task_results_filtered(*, submission, filters: dict, judge_id: int | None = None) -> QuerySet:
+def task_results_filtered(
+    *, submission, filters: dict, judge_id: int | None = None, user=None
+) -> QuerySet:
     """A submission's task results, filtered by the plug-in's task filters (name -> value: a
     bool for "bool" filters, a string otherwise) and by verdict under a judge: correct = every
     slot passed, wrong = some slot failed (an outcome decided without a call included), none =

@@ -1,84 +1,253 @@
-"""Slices and paired comparisons, recomputed from stored per-task contributions (see
-BenchmarkPlugin.metric_contributions): every metric is sum(numerators) / sum(denominators) over
-its tasks, so a subset of the tasks, or two systems on the same tasks, need no judge and no
-re-aggregation. Plain numpy; the reads are in leaderboard/selectors_compare.py."""
+"""Slices of a board and paired comparisons of two systems, recomputed from the stored per-task
+contributions (BenchmarkPlugin.metric_contributions): every metric is sum(numerators) /
+sum(denominators) over its units, so a subset of the tasks, or two systems on the same tasks,
+need no judge and no re-aggregation. Plain numpy, no Django; the reads are in
+leaderboard/selectors_compare.py.
+
+The documented procedures (the benchmark pages and the API say the same):
+
+- A slice's rate has the Wilson interval of its counts; a mean with a bootstrap interval gets
+  the percentile interval of DRAWS resamples of the slice's tasks.
+- A comparison counts only the tasks both systems were scored on, in task-id order. Where both
+  were scored pass/fail on the same units of a metric (a task, a case, a probe, a window) the
+  test is the exact two-sided McNemar test on the units only one passed (b: only A, c: only B).
+  Otherwise it is a paired bootstrap over tasks: DRAWS resamples of the n compared tasks,
+  drawn with replacement as ``numpy.random.default_rng(SEED).integers(0, n, size=(DRAWS, n))``,
+  each resample scoring both systems on the same tasks; the p-value is twice the smaller share
+  of resampled differences on either side of zero (at most 1). The 95% interval of the
+  difference is the percentile interval of the resampled differences, for every metric.
+- A rank range counts, for the first rank key, the systems significantly better and worse
+  (McNemar, p < 0.05) on the units both were scored on: best plausible rank 1 + better, worst
+  plausible rank (systems ranked) - worse.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
-from evaluation.stats import (
-    bootstrap_weights,
-    mcnemar_exact,
-    percentile_interval,
-    wilson_interval,
-)
+from evaluation.stats import bootstrap_weights, mcnemar_exact, percentile_interval
 
 DRAWS = 10_000
 SEED = 20261201
+ALPHA = 0.05
+
+
+# --- Stored contributions -------------------------------------------------------------------
+
+
+def contributions_json(per_task: Iterable[tuple]) -> dict | None:
+    """What the pipeline stores on a score, from (task id, metric_contributions()[, present])
+    in task order: {"tasks": [ids], "metrics": {key: [[task index, num, den], ...]},
+    "absent": [indices of tasks the submission left out]}. A (num, den) pair is the task as
+    one unit (left out when the task does not count, den 0); a list of pairs is one unit each,
+    all kept so that two systems' units line up. None when the plug-in declares no
+    contributions. Absent tasks count in the board's numbers and its slices (as the benchmark
+    scores them), never in a comparison."""
+    tasks: list[str] = []
+    absent: list[int] = []
+    metrics: dict[str, list] = defaultdict(list)
+    for index, (task_id, found, *present) in enumerate(per_task):
+        tasks.append(task_id)
+        if present and not present[0]:
+            absent.append(index)
+        for key, value in found.items():
+            if isinstance(value, list):
+                metrics[key].extend([index, num, den] for num, den in value)
+            elif value[1]:
+                metrics[key].append([index, value[0], value[1]])
+    if not metrics:
+        return None
+    stored = {"tasks": tasks, "metrics": dict(sorted(metrics.items()))}
+    if absent:
+        stored["absent"] = absent
+    return stored
+
+
+@dataclass(frozen=True)
+class Units:
+    """A metric's units on a list of tasks: the task's place in the list, numerator,
+    denominator; in task order, a task's units in their stored order."""
+
+    task: np.ndarray
+    num: np.ndarray
+    den: np.ndarray
+
+    def task_sums(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        return (
+            np.bincount(self.task, weights=self.num, minlength=n),
+            np.bincount(self.task, weights=self.den, minlength=n),
+        )
+
+    @property
+    def pass_fail(self) -> bool:
+        """Every unit counts once and passes (1) or fails (0)."""
+        return bool(np.all(self.den == 1.0) and np.all((self.num == 0.0) | (self.num == 1.0)))
 
 
 @dataclass
 class Contributions:
-    """One score's contributions as arrays: num and den are (metrics, tasks)."""
-
     tasks: list[str]
-    keys: list[str]
-    num: np.ndarray
-    den: np.ndarray
+    metrics: dict[str, np.ndarray]  # key -> (units, 3): task index, num, den
+    absent: frozenset[str] = frozenset()  # tasks left out of the submission
+
+    @property
+    def scored(self) -> set[str]:
+        """The tasks this system was scored on from its own output."""
+        return set(self.tasks) - self.absent
 
     @classmethod
-    def from_json(cls, data: dict | None) -> Contributions | None:
+    def from_json(cls, data: Mapping | None) -> Contributions | None:
         if not data or not data.get("metrics"):
             return None
-        keys = sorted(data["metrics"])
-        pairs = np.array([data["metrics"][key] for key in keys], dtype=np.float64)
-        return cls(list(data["tasks"]), keys, pairs[..., 0], pairs[..., 1])
+        metrics = {
+            key: np.asarray(rows, dtype=np.float64).reshape(-1, 3)
+            for key, rows in data["metrics"].items()
+        }
+        tasks = list(data["tasks"])
+        absent = frozenset(tasks[i] for i in data.get("absent", ()))
+        return cls(tasks, metrics, absent)
 
-    def restricted(self, tasks: list[str]) -> Contributions:
-        """The same contributions on these tasks (in this order), which this score must have."""
-        index = {task: i for i, task in enumerate(self.tasks)}
-        order = [index[task] for task in tasks]
-        return Contributions(list(tasks), self.keys, self.num[:, order], self.den[:, order])
+    def units(self, key: str, order: Mapping[str, int]) -> Units:
+        """The metric's units on the tasks of ``order`` (task id -> place), by place."""
+        rows = self.metrics.get(key)
+        if rows is None or not len(rows):
+            return Units(np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+        places = np.array([order.get(task, -1) for task in self.tasks], dtype=np.int64)
+        at = places[rows[:, 0].astype(np.int64)]
+        kept = at >= 0
+        at, rows = at[kept], rows[kept]
+        sort = np.argsort(at, kind="stable")
+        return Units(at[sort], rows[sort, 1], rows[sort, 2])
+
+
+# --- Columns: every metric of every split ---------------------------------------------------
 
 
 @dataclass(frozen=True)
-class SliceValue:
-    value: float | None
-    numerator: float
-    denominator: float
-    interval: tuple[float, float] | None
-    tasks: int  # tasks of the slice this metric counts in
+class Column:
+    key: str  # the split's key first where there are splits
+    metric: object  # evaluation.benchmarks.base.Metric
+    split: str = ""
 
 
-def metric_rows(plugin, columns, contributions: Contributions, mask: np.ndarray) -> dict:
-    """Every column's value on the tasks where ``mask`` is true, with its interval by the
-    metric's own method (Wilson from the counts; a seeded task bootstrap for the others)."""
-    found = {}
+def all_columns(plugin) -> list[Column]:
+    splits = [split.key for split in plugin.splits] or [""]
+    return [
+        Column(f"{split}.{metric.key}" if split else metric.key, metric, split)
+        for split in splits
+        for metric in plugin.metrics
+    ]
+
+
+def _scale(metric) -> float:
+    return 100.0 if metric.unit == "%" else 1.0
+
+
+def _set(results: dict, path: Sequence[str], value) -> None:
+    node = results
+    for part in path[:-1]:
+        node = node.setdefault(part, {})
+    node[path[-1]] = value
+
+
+# --- Slices ---------------------------------------------------------------------------------
+
+
+def slice_key(attribute: str, value) -> str:
+    return f"{attribute}={slice_value(value)}"
+
+
+def slice_value(value) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "" if value is None else str(value)
+
+
+def slices_version(plugin) -> str:
+    """Changes when the plug-in's slices, metrics or rules change: stored slice results made
+    under another version are recomputed (manage.py score_slices)."""
+    text = json.dumps(
+        [
+            plugin.rules_version,
+            [(a.name, a.label, a.type) for a in plugin.slices],
+            [
+                (c.key, c.metric.type, c.metric.interval, c.metric.decimals)
+                for c in all_columns(plugin)
+            ],
+            DRAWS,
+            SEED,
+        ]
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def results_on(plugin, contributions: Contributions, tasks: Sequence[str]) -> dict:
+    """Every metric on these tasks, in the plug-in's results format (a rate {"count", "total",
+    "pct"}, a mean {"value" or "pct", "ci"?, "n"}, a duration or count a number), with the
+    metric's own interval method."""
+    order = {task: i for i, task in enumerate(tasks)}
+    n = len(tasks)
+    results: dict = {}
     weights = None
-    for column in columns:
-        if column.key not in contributions.keys:
+    for column in all_columns(plugin):
+        if column.key not in contributions.metrics:
             continue
-        row = contributions.keys.index(column.key)
-        num, den = contributions.num[row][mask], contributions.den[row][mask]
-        total_num, total_den = float(num.sum()), float(den.sum())
-        value = plugin.metric_value(column.metric, total_num, total_den)
-        interval = None
-        if value is not None and column.metric.interval == "wilson":
-            bounds = wilson_interval(int(round(total_num)), int(round(total_den)))
-            interval = None if bounds is None else (100 * bounds[0], 100 * bounds[1])
-        elif value is not None and column.metric.interval == "bootstrap":
-            if weights is None:
-                weights = bootstrap_weights(int(mask.sum()), draws=2000, seed=SEED)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                draws = (weights @ num) / (weights @ den)
-            scale = 100 if column.metric.unit == "%" else 1
-            low, high = percentile_interval(draws * scale)
-            interval = (round(low, column.metric.decimals), round(high, column.metric.decimals))
-        found[column.key] = SliceValue(value, total_num, total_den, interval, int((den > 0).sum()))
-    return found
+        metric = column.metric
+        units = contributions.units(column.key, order)
+        total_num, total_den = float(units.num.sum()), float(units.den.sum())
+        value = plugin.metric_value(metric, total_num, total_den)
+        path = column.key.split(".")
+        if metric.type == "rate":
+            _set(
+                results,
+                path,
+                {"count": int(round(total_num)), "total": int(round(total_den)), "pct": value},
+            )
+        elif metric.type == "mean":
+            node = {"pct" if metric.unit == "%" else "value": value, "n": int(len(set(units.task)))}
+            if metric.interval == "bootstrap" and value is not None and n:
+                if weights is None:
+                    weights = bootstrap_weights(n, draws=DRAWS, seed=SEED)
+                num, den = units.task_sums(n)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    draws = _scale(metric) * (weights @ num) / (weights @ den)
+                low, high = percentile_interval(draws)
+                node["ci"] = [round(low, metric.decimals), round(high, metric.decimals)]
+            _set(results, path, node)
+        elif metric.type == "count":
+            _set(results, path, int(round(total_num)))
+        else:
+            _set(results, path, value)
+    return results
+
+
+def slice_results(plugin, contributions: Contributions, attributes: Mapping[str, Mapping]) -> dict:
+    """Stored on a score beside its contributions: for every value of every slice attribute,
+    the tasks of that slice and every metric on them. ``attributes``: task id -> the
+    plug-in's task_attributes()."""
+    values: dict = {}
+    for attribute in plugin.slices:
+        groups: dict[str, list[str]] = defaultdict(list)
+        for task in contributions.tasks:
+            found = attributes.get(task, {}).get(attribute.name)
+            if found is not None:
+                groups[slice_value(found)].append(task)
+        for value, tasks in sorted(groups.items()):
+            values[f"{attribute.name}={value}"] = {
+                "tasks": len(tasks),
+                "results": results_on(plugin, contributions, tasks),
+            }
+    return {"version": slices_version(plugin), "values": values}
+
+
+# --- Paired comparison ----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -86,64 +255,95 @@ class MetricComparison:
     key: str
     a: float | None
     b: float | None
-    difference: float | None  # a - b, in the metric's unit
+    difference: float | None  # a - b in the metric's unit (unrounded sums)
     interval: tuple[float, float] | None  # 95% paired bootstrap interval of the difference
     p_value: float | None
     test: str  # "McNemar (exact)" or "paired bootstrap"
-    only_a: int | None  # McNemar's b: units only the first system passed
-    only_b: int | None  # McNemar's c
-    units: int  # units both were scored on
+    only_a: int | None  # McNemar's b: units only A passed
+    only_b: int | None  # McNemar's c: units only B passed
+    units_a: int  # units A counts in this metric on the compared tasks
+    units_b: int
+
+    @property
+    def significant(self) -> bool:
+        return self.p_value is not None and self.p_value < ALPHA
 
 
-def _binary_units(num_a, den_a, num_b, den_b) -> bool:
-    """Both systems scored pass/fail on the same units: the same 0/1 denominators."""
-    return (
-        np.array_equal(den_a, den_b)
-        and np.isin(den_a, (0.0, 1.0)).all()
-        and np.isin(num_a, (0.0, 1.0)).all()
-        and np.isin(num_b, (0.0, 1.0)).all()
-    )
+@dataclass(frozen=True)
+class Disagreement:
+    task_id: str
+    # column key -> (A passed, B passed, units): the pass/fail metrics the two differ on
+    outcomes: dict
+
+
+@dataclass(frozen=True)
+class Comparison:
+    tasks: int  # tasks both systems were scored on (in the slice)
+    draws: int
+    seed: int
+    metrics: list[MetricComparison]
+    disagreements: list[Disagreement] = field(default_factory=list)
+
+
+def common_tasks(a: Contributions, b: Contributions, keep=None) -> list[str]:
+    """The tasks both were scored on (submitted), in task-id order; ``keep`` filters them (a
+    slice)."""
+    shared = a.scored & b.scored
+    return sorted(task for task in shared if keep is None or keep(task))
 
 
 def compare(
-    plugin, columns, a: Contributions, b: Contributions, mask: np.ndarray, *, draws: int = DRAWS
-) -> list[MetricComparison]:
-    """Each column of system A against system B on the same tasks (``mask`` over a's task order,
-    b restricted to a's tasks): exact McNemar on pass/fail units, else a paired bootstrap over
-    tasks (both resampled together, seeded)."""
-    n = int(mask.sum())
-    weights = bootstrap_weights(n, draws=draws, seed=SEED) if n else None
-    results = []
-    for column in columns:
-        if column.key not in a.keys or column.key not in b.keys:
-            continue
-        ra, rb = a.keys.index(column.key), b.keys.index(column.key)
-        num_a, den_a = a.num[ra][mask], a.den[ra][mask]
-        num_b, den_b = b.num[rb][mask], b.den[rb][mask]
-        value_a = plugin.metric_value(column.metric, float(num_a.sum()), float(den_a.sum()))
-        value_b = plugin.metric_value(column.metric, float(num_b.sum()), float(den_b.sum()))
-        scale = 100 if column.metric.unit == "%" else 1
+    plugin, columns, a: Contributions, b: Contributions, tasks: Sequence[str], *, draws=DRAWS
+) -> Comparison:
+    """Each column (objects with .key and .metric) of system A against system B on ``tasks``
+    (see common_tasks), by the procedure in this module's docstring. One matrix product
+    resamples every metric of both systems at once. With draws=0 only the differences and the
+    McNemar tests (no intervals, no bootstrap p-values)."""
+    order = {task: i for i, task in enumerate(tasks)}
+    n = len(tasks)
+    present = [c for c in columns if c.key in a.metrics or c.key in b.metrics]
+    units = {c.key: (a.units(c.key, order), b.units(c.key, order)) for c in present}
+    resampled = None
+    if n and present and draws:
+        stacked = np.empty((n, 4 * len(present)))
+        for i, column in enumerate(present):
+            ua, ub = units[column.key]
+            stacked[:, 4 * i], stacked[:, 4 * i + 1] = ua.task_sums(n)
+            stacked[:, 4 * i + 2], stacked[:, 4 * i + 3] = ub.task_sums(n)
+        resampled = bootstrap_weights(n, draws=draws, seed=SEED) @ stacked
+
+    results, differing = [], defaultdict(dict)
+    for i, column in enumerate(present):
+        metric = column.metric
+        ua, ub = units[column.key]
+        sums = [float(ua.num.sum()), float(ua.den.sum()), float(ub.num.sum()), float(ub.den.sum())]
+        value_a = plugin.metric_value(metric, sums[0], sums[1])
+        value_b = plugin.metric_value(metric, sums[2], sums[3])
         difference = interval = p_value = only_a = only_b = None
         test = "paired bootstrap"
-        if value_a is not None and value_b is not None and n:
-            difference = value_a - value_b
+        if value_a is not None and value_b is not None and resampled is not None:
+            scale = _scale(metric)
+            difference = scale * (sums[0] / sums[1] - sums[2] / sums[3])
+            block = resampled[:, 4 * i : 4 * i + 4]
             with np.errstate(divide="ignore", invalid="ignore"):
-                diffs = scale * (
-                    (weights @ num_a) / (weights @ den_a) - (weights @ num_b) / (weights @ den_b)
-                )
-            low, high = percentile_interval(diffs)
-            interval = (low, high)
-            if _binary_units(num_a, den_a, num_b, den_b):
-                counted = den_a > 0
-                only_a = int(((num_a == 1) & (num_b == 0) & counted).sum())
-                only_b = int(((num_a == 0) & (num_b == 1) & counted).sum())
+                diffs = scale * (block[:, 0] / block[:, 1] - block[:, 2] / block[:, 3])
+            interval = percentile_interval(diffs)
+            if np.array_equal(ua.task, ub.task) and ua.pass_fail and ub.pass_fail and len(ua.task):
+                only_a = int(((ua.num == 1) & (ub.num == 0)).sum())
+                only_b = int(((ua.num == 0) & (ub.num == 1)).sum())
                 p_value = mcnemar_exact(only_a, only_b)
                 test = "McNemar (exact)"
+                for place in np.unique(ua.task[ua.num != ub.num]):
+                    at = ua.task == place
+                    differing[tasks[place]][column.key] = (
+                        int(ua.num[at].sum()),
+                        int(ub.num[at].sum()),
+                        int(at.sum()),
+                    )
             else:
                 finite = diffs[np.isfinite(diffs)]
                 if len(finite):
-                    below = float((finite <= 0).mean())
-                    above = float((finite >= 0).mean())
+                    below, above = float((finite <= 0).mean()), float((finite >= 0).mean())
                     p_value = min(1.0, 2 * min(below, above))
         results.append(
             MetricComparison(
@@ -156,7 +356,88 @@ def compare(
                 test,
                 only_a,
                 only_b,
-                int(((den_a > 0) & (den_b > 0)).sum()),
+                int(len(ua.task)),
+                int(len(ub.task)),
             )
         )
-    return results
+    disagreements = [Disagreement(task, differing[task]) for task in sorted(differing)]
+    return Comparison(n, draws, SEED, results, disagreements)
+
+
+# --- Rank ranges ----------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=4096)
+def mcnemar_critical(n: int) -> int:
+    """The largest min(b, c) with b + c = n that McNemar's exact test finds significant
+    (p < ALPHA); -1 when none is. Integer arithmetic: p < 0.05 iff 40 * tail < 2**n."""
+    limit = 2**n
+    scale = round(2 / ALPHA)
+    tail, term, k = 0, 1, -1
+    for i in range(n // 2 + 1):
+        tail += term
+        if scale * tail >= limit:
+            break
+        k = i
+        term = term * (n - i) // (i + 1)
+    return k
+
+
+def rank_ranges(
+    systems: Sequence[Contributions | None], key: str, groups: Sequence[str] | None = None
+) -> list[tuple[int, int] | None]:
+    """Each system's plausible rank range on one pass/fail metric (see the module docstring),
+    within its group where ``groups`` is given. None for a system without contributions or
+    where the metric is not pass/fail on units."""
+    groups = list(groups) if groups is not None else [""] * len(systems)
+    found: list[tuple[int, int] | None] = [None] * len(systems)
+    for group in dict.fromkeys(groups):
+        members = [
+            i
+            for i, system in enumerate(systems)
+            if groups[i] == group and system is not None and key in system.metrics
+        ]
+        members = [i for i in members if _pass_fail_rows(systems[i].metrics[key])]
+        if not members:
+            continue
+        passed, counted = _unit_matrix([systems[i] for i in members], key)
+        only_row = (passed * counted) @ ((1 - passed) * counted).T  # b[i, j]: i passed, j not
+        b = np.rint(only_row).astype(np.int64)
+        c = b.T
+        n = b + c
+        critical = np.vectorize(mcnemar_critical, otypes=[np.int64])(n)
+        significant = np.minimum(b, c) <= critical
+        np.fill_diagonal(significant, False)
+        better = (significant & (c > b)).sum(axis=1)
+        worse = (significant & (b > c)).sum(axis=1)
+        for place, i in enumerate(members):
+            found[i] = (int(1 + better[place]), int(len(members) - worse[place]))
+    return found
+
+
+def _pass_fail_rows(rows: np.ndarray) -> bool:
+    return bool(np.all(rows[:, 2] == 1.0) and np.all((rows[:, 1] == 0.0) | (rows[:, 1] == 1.0)))
+
+
+def _unit_matrix(systems: Sequence[Contributions], key: str) -> tuple[np.ndarray, np.ndarray]:
+    """(systems, units) matrices of pass and counted over the union of the systems' units, a
+    unit being (task id, its place among the task's units)."""
+    task_ids: dict[str, int] = {}
+    codes = []
+    for system in systems:
+        gids = np.array([task_ids.setdefault(t, len(task_ids)) for t in system.tasks], np.int64)
+        rows = system.metrics[key]
+        task = gids[rows[:, 0].astype(np.int64)]
+        sort = np.argsort(task, kind="stable")
+        task = task[sort]
+        starts = np.searchsorted(task, task, side="left")
+        ordinal = np.arange(len(task)) - starts
+        codes.append((task * 1_000_000 + ordinal, rows[sort, 1]))
+    universe = np.unique(np.concatenate([code for code, _ in codes]))
+    passed = np.zeros((len(systems), len(universe)), np.float32)
+    counted = np.zeros_like(passed)
+    for row, (code, num) in enumerate(codes):
+        at = np.searchsorted(universe, code)
+        passed[row, at] = num
+        counted[row, at] = 1.0
+    return passed, counted

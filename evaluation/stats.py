@@ -137,13 +137,12 @@ def mcnemar_exact(b: int, c: int) -> float:
 
 
 def bootstrap_weights(n: int, *, draws: int, seed: int) -> np.ndarray:
-    """(draws, n) counts of how often each of n tasks is drawn in each resample: tasks
-    resampled with replacement, numpy's default generator seeded with ``seed``."""
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, n, size=(draws, n))
-    weights = np.zeros((draws, n), dtype=np.float64)
-    np.add.at(weights, (np.arange(draws)[:, None], picks), 1.0)
-    return weights
+    """(draws, n) counts of how often each of n tasks is drawn in each resample: the picks are
+    ``numpy.random.default_rng(seed).integers(0, n, size=(draws, n))``, row by row."""
+    picks = np.random.default_rng(seed).integers(0, n, size=(draws, n))
+    picks += np.arange(draws)[:, None] * n
+    counts = np.bincount(picks.ravel(), minlength=draws * n)
+    return counts.reshape(draws, n).astype(np.float64)
 
 
 def percentile_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:

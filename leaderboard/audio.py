@@ -26,6 +26,7 @@ from django.http import (
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
+from evaluation.held_out import held_out_key, sees_held_out
 from evaluation.selectors import submissions_visible_to
 from evaluation.stored import (
     content_type,
@@ -121,6 +122,8 @@ def key_from_token(token: str, *, user) -> str:
         and not submissions_visible_to(user=user).filter(pk=submission_id).exists()
     ):
         raise AccessDenied("you may not hear this submission")
+    if not sees_held_out(user) and held_out_key(payload["k"]):
+        raise AccessDenied("this task is held out")
     return payload["k"]
 
 

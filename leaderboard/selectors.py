@@ -189,6 +189,17 @@ class Entry:
     # Judgments that failed under this judge (counted as wrong); retrying: another try is due.
     failed_judgments: int = 0
     retrying_failed: bool = False
+    # On a slice of the tasks (leaderboard/selectors_slices.py): the slice's tasks, or not
+    # available (a paper's row, a score without slice results). rank is None when unranked.
+    slice_tasks: int | None = None
+    slice_unavailable: bool = False
+    # The plausible rank range from paired tests against the other rows: (best, worst).
+    rank_range: tuple[int, int] | None = None
+    # On a benchmark with held-out tasks: the results there, the rank there, and held-out
+    # rank minus public rank among the rows scored on both.
+    held_out_results: dict | None = None
+    held_out_rank: int | None = None
+    rank_delta: int | None = None
     # (label, title) of the plug-in's badges that the submission's facts call for
     badges: tuple[tuple[str, str], ...] = ()
 

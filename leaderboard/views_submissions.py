@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from evaluation.benchmarks import get_plugin
+from evaluation.held_out import task_results_for
 from evaluation.models import Score, Submission, TaskResult
 from evaluation.selectors import (
     judge_usage,
@@ -128,7 +129,7 @@ def submission_page(request, pk: int):
     plugin = get_plugin(submission.benchmark.plugin)
     form = TaskFilterForm(request.GET, submission=submission)
     filters = form.filters() if form.is_valid() else {}
-    rows = task_results_filtered(submission=submission, filters=filters)
+    rows = task_results_filtered(submission=submission, filters=filters, user=request.user)
     page = Paginator(rows, TASKS_PER_PAGE).get_page(
         (form.cleaned_data.get("page") if form.is_valid() else None) or 1
     )
@@ -198,8 +199,9 @@ def submission_retry(request, pk: int):
 def task_page(request, pk: int, task_id: str):
     submission = _visible_submission(request, pk)
     task_result = get_object_or_404(
-        TaskResult.objects.select_related("task", "submission__benchmark", "submission__judge"),
-        submission=submission,
+        task_results_for(user=request.user, submission=submission).select_related(
+            "task", "submission__benchmark", "submission__judge"
+        ),
         task__task_id=task_id,
     )
     plugin = get_plugin(submission.benchmark.plugin)

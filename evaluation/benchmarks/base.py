@@ -43,10 +43,13 @@ class SourceError(ValueError):
 
 @dataclass(frozen=True)
 class TaskSource:
-    """One task as the release defines it. ``spec`` holds every field of the task (JSON)."""
+    """One task as the release defines it. ``spec`` holds every field of the task (JSON).
+    ``held_out``: the release keeps this task's answers private (see Task.held_out); an import
+    sets the mark and never clears one staff set."""
 
     task_id: str
     spec: dict
+    held_out: bool = False
 
 
 @dataclass(frozen=True)
@@ -519,6 +522,9 @@ class BenchmarkPlugin:
     description: ClassVar[str] = ""
     # Bumped whenever the plug-in's scoring rules change the numbers (shown beside each score).
     rules_version: ClassVar[str] = "1"
+    # What each rules version changed and why (rules_version -> text): the scorer changelog's
+    # first note for it.
+    rules_notes: ClassVar[dict[str, str]] = {}
     upload: ClassVar[UploadFormat]
     import_options: ClassVar[tuple[ImportOption, ...]] = ()
     steps: ClassVar[tuple[Step, ...]] = ()

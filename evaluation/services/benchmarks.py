@@ -71,14 +71,17 @@ def benchmark_import(
     for spec in source.tasks:
         task = existing.get(spec.task_id)
         if task is None:
-            task = Task(benchmark=benchmark, task_id=spec.task_id, spec=spec.spec)
+            task = Task(
+                benchmark=benchmark, task_id=spec.task_id, spec=spec.spec, held_out=spec.held_out
+            )
             created.append(task)
             existing[spec.task_id] = task
-        elif task.spec != spec.spec:
+        elif task.spec != spec.spec or (spec.held_out and not task.held_out):
             task.spec = spec.spec
+            task.held_out = task.held_out or spec.held_out
             updated.append(task)
     Task.objects.bulk_create(created, batch_size=SQL_IN_BATCH)
-    Task.objects.bulk_update(updated, ["spec"], batch_size=SQL_IN_BATCH)
+    Task.objects.bulk_update(updated, ["spec", "held_out"], batch_size=SQL_IN_BATCH)
 
     stored = _assets_store(benchmark, source.assets, existing)
     added = _prompts_add(benchmark, source.prompts)

@@ -30,8 +30,11 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import JudgedSlot, TaskOutcome
+from evaluation.held_out import held_out_ids
 from evaluation.models import Judge, Judgment, Score, Submission, TaskJudgment, TaskResult
+from evaluation.scorer import current_scorer, score_scorer, scorer_log
 from evaluation.services.files import open_upload, task_input
+from evaluation.slices import Contributions, contributions_json, slice_results
 from evaluation.stored import open_stored_seekable
 
 logger = logging.getLogger(__name__)
@@ -450,15 +453,32 @@ def task_outcomes(*, submission: Submission, judge: Judge) -> tuple[list[TaskOut
 
 
 def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
-    """Recompute the results from stored detections and judgments; never calls a judge."""
+    """Recompute the results from stored detections and judgments; never calls a judge. The
+    score also keeps what each task adds to each metric and every slice's results (see
+    evaluation/slices.py), the scorer behind it, and the held-out tasks' results apart (see
+    evaluation/held_out.py)."""
     plugin = get_plugin(submission.benchmark.plugin)
     outcomes, total, failed = task_outcomes(submission=submission, judge=judge)
+    held = held_out_ids(benchmark=submission.benchmark)
+    hidden = [outcome for outcome in outcomes if outcome.task_id in held]
+    if hidden:
+        outcomes = [outcome for outcome in outcomes if outcome.task_id not in held]
+    contributions, slices = score_slices(plugin, outcomes, submission.facts)
+    benchmark = submission.benchmark
+    scorer_log(
+        benchmark=benchmark, judge=judge, identity=current_scorer(benchmark=benchmark, judge=judge)
+    )
     score, _ = Score.objects.update_or_create(
         submission=submission,
         judge=judge,
         defaults={
             "results": plugin.aggregate(outcomes, facts=submission.facts),
-            "contributions": task_contributions(plugin, outcomes, submission.facts),
+            "held_out_results": plugin.aggregate(hidden, facts=submission.facts)
+            if hidden
+            else None,
+            "contributions": contributions,
+            "slices": slices,
+            "scorer": score_scorer(submission=submission, judge=judge),
             "judgments_total": total,
             "judgments_failed": failed,
         },
@@ -466,17 +486,21 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
     return score
 
 
-def task_contributions(plugin, outcomes, facts) -> dict | None:
-    """Each task's (numerator, denominator) per metric, in task order (see
-    BenchmarkPlugin.metric_contributions); None when the plug-in declares none."""
-    per_task = [plugin.metric_contributions(outcome, facts=facts) for outcome in outcomes]
-    if not any(per_task):
-        return None
-    keys = sorted({key for found in per_task for key in found})
-    return {
-        "tasks": [outcome.task_id for outcome in outcomes],
-        "metrics": {key: [list(found.get(key, (0, 0))) for found in per_task] for key in keys},
+def score_slices(plugin, outcomes, facts) -> tuple[dict | None, dict | None]:
+    """(contributions, slice results) of one score; (None, None) when the plug-in declares no
+    contributions."""
+    stored = contributions_json(
+        (outcome.task_id, plugin.metric_contributions(outcome, facts=facts), outcome.present)
+        for outcome in outcomes
+    )
+    if stored is None:
+        return None, None
+    attributes = {
+        outcome.task_id: plugin.task_attributes(outcome.task_id, outcome.spec)
+        for outcome in outcomes
     }
+    found = slice_results(plugin, Contributions.from_json(stored), attributes)
+    return stored, found
 
 
 # --- Retries, re-scoring and the sweeper ----------------------------------------------------

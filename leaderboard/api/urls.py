@@ -1,7 +1,13 @@
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from leaderboard.api import docs, schema, views, views_submissions  # noqa: F401 (schema registers)
+from leaderboard.api import (  # noqa: F401 (schema registers)
+    docs,
+    schema,
+    views,
+    views_compare,
+    views_submissions,
+)
 
 urlpatterns = [
     # Submission create (POST) is defined beside the submission upload flow.
@@ -12,6 +18,16 @@ urlpatterns = [
     path("benchmarks/", views.BenchmarkList.as_view(), name="api-benchmark-list"),
     path("benchmarks/<slug:slug>/", views.BenchmarkDetail.as_view(), name="api-benchmark-detail"),
     path("benchmarks/<slug:slug>/judges/", views.JudgeList.as_view(), name="api-judge-list"),
+    path(
+        "benchmarks/<slug:slug>/slices/",
+        views_compare.BenchmarkSlices.as_view(),
+        name="api-benchmark-slices",
+    ),
+    path(
+        "benchmarks/<slug:slug>/compare/",
+        views_compare.BenchmarkCompare.as_view(),
+        name="api-benchmark-compare",
+    ),
     path("systems/", views.SystemList.as_view(), name="api-system-list"),
     path("systems/<int:pk>/", views.SystemDetail.as_view(), name="api-system-detail"),
     path("submissions/", views_submissions.SubmissionList.as_view(), name="api-submission-list"),

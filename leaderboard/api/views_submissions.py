@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluation.benchmarks import registry
+from evaluation.held_out import task_results_for
 from evaluation.models import Submission
 from evaluation.selectors import (
     submission_progress,
@@ -108,7 +109,7 @@ class SubmissionTaskList(generics.ListAPIView):
     def get_queryset(self):
         submission = visible_submission(self.request, self.kwargs["pk"])
         filters = task_filters(submission, self.request)
-        return task_results_filtered(submission=submission, filters=filters)
+        return task_results_filtered(submission=submission, filters=filters, user=self.request.user)
 
 
 class TaskJudgmentList(APIView):
@@ -122,7 +123,8 @@ class TaskJudgmentList(APIView):
     def get(self, request, pk: int, task_id: str):
         submission = visible_submission(request, pk)
         row = get_object_or_404(
-            submission.task_results.select_related("task"), task__task_id=task_id
+            task_results_for(user=request.user, submission=submission).select_related("task"),
+            task__task_id=task_id,
         )
         links = selectors.task_judgments(
             task_result=row, judge_slug=request.query_params.get("judge", "")

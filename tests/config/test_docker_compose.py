@@ -447,7 +447,7 @@ def test_the_proxy_buffers_whole_requests_and_cuts_slow_clients_off():
 
 
 def test_the_body_limit_takes_a_chunk_and_a_whole_api_bundle(resolved_env):
-    from evaluation.benchmarks.mpbench import MAX_BUNDLE_UNCOMPRESSED_BYTES
+    from evaluation.benchmarks.mpbench.limits import MAX_BUNDLE_UNCOMPRESSED_BYTES
     from leaderboard.uploads.services import ZIP_OVERHEAD_BYTES
 
     limit = nginx_bytes(nginx_values("client_max_body_size")[0][0])

@@ -83,6 +83,8 @@ def test_offline_scores_are_labelled_and_never_mixed(client, scored_offline):
         "offline_judge": True,
         "private": False,
         "flagged": False,
+        "rescoring": False,
+        "retrying_failed": False,
     }
     assert entry["submission"] == scored_offline.pk
     page = client.get("/benchmarks/mp-bench/?judge=offline").content.decode()

@@ -11,9 +11,9 @@ from evaluation.audio import WAV_HEAD_BYTES, NotAWav, wav_format, wav_problem
 from evaluation.bundles import ZIP_READ_ERRORS, Entry, ValidationReport, iter_task_entries
 from evaluation.jsonbounds import JsonRefused, loads_bounded, unstorable_text
 
+from . import limits
 from .detection import TRANSCRIPT_NAMES
 from .limits import (
-    AUDIO_LIMITS,
     MAX_CONVERSATION_SECONDS,
     MAX_JSON_DEPTH,
     MAX_MANIFEST_BYTES,
@@ -161,7 +161,7 @@ def _check_audio(
         report.add("cannot be read from the zip (damaged data)", task=task, file=entry.relative)
         return
     try:
-        problem = wav_problem(wav_format(head), AUDIO_LIMITS)
+        problem = wav_problem(wav_format(head), limits.AUDIO_LIMITS)
     except NotAWav as exc:
         problem = str(exc)
     if problem:

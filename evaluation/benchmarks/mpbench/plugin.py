@@ -92,6 +92,13 @@ class MPBench(BenchmarkPlugin):
         "understand who said what, join a discussion appropriately, and take its turn in games?"
     )
     rules_version = "harness-1"
+    rules_notes = {
+        "harness-1": (
+            "Table 3 as the official harness computes it: speech after the input's end, "
+            "Python's round() on percentages and mean latencies, missing or failed verdicts "
+            "counted wrong, the silent-negative rule for turn-based games."
+        )
+    }
     upload = UploadFormat(
         label="a zip of the harness's scenario_* task folders",
         suffixes=(".zip",),

@@ -131,12 +131,12 @@ def test_a_silent_wav_bigger_than_its_header_declares_is_no_longer_exempt(mpbenc
 
 
 def test_bundle_size_limits_are_the_benchmarks_own(mpbench, tmp_path, monkeypatch, settings):
-    from evaluation.benchmarks import mpbench as plugin
+    from evaluation.benchmarks.mpbench.plugin import MPBench
     from evaluation.services import bundle_validate, upload_limits
 
-    assert plugin.MAX_BUNDLE_UNCOMPRESSED_BYTES == 4 * 1024**3
+    assert MPBench.max_upload_bytes == 4 * 1024**3
     assert upload_limits(mpbench).max_bytes == 4 * 1024**3
-    monkeypatch.setattr(plugin, "MAX_BUNDLE_UNCOMPRESSED_BYTES", 1000)
+    monkeypatch.setattr(MPBench, "max_upload_bytes", 1000)
     path = _zip(tmp_path / "b.zip", {f"{TASK}/response.json": b'{"text": "' + b"a" * 2000 + b'"}'})
     report, _ = bundle_validate(benchmark=mpbench, path=path, allow_partial=True)
     assert "exceeds the limit of 1,000 bytes" in str(report.problems[0])

@@ -20,7 +20,8 @@ import pytest
 from django.conf import settings as django_settings
 from django.test import Client
 
-from evaluation.benchmarks import mpbench as mpbench_plugin
+from evaluation.benchmarks.mpbench import limits as mpbench_limits
+from evaluation.benchmarks.mpbench.plugin import MPBench
 from evaluation.models import Submission
 from tests.conftest import copy_examples, wav_header
 from tests.leaderboard.uploads.conftest import EXAMPLE_TASK, start_fields
@@ -77,11 +78,11 @@ def test_gigabytes_stream_through(
     settings.UPLOAD_CHUNK_BYTES = PIECE
     audio_bytes = int(GIGABYTES * 1024**3)
     settings.BUNDLE_MAX_UNCOMPRESSED_BYTES = audio_bytes + 1024**3
-    monkeypatch.setattr(mpbench_plugin, "MAX_BUNDLE_UNCOMPRESSED_BYTES", audio_bytes + 1024**3)
+    monkeypatch.setattr(MPBench, "max_upload_bytes", audio_bytes + 1024**3)
     monkeypatch.setattr(
-        mpbench_plugin,
+        mpbench_limits,
         "AUDIO_LIMITS",
-        dataclasses.replace(mpbench_plugin.AUDIO_LIMITS, max_bytes=audio_bytes + 1024**2),
+        dataclasses.replace(mpbench_limits.AUDIO_LIMITS, max_bytes=audio_bytes + 1024**2),
     )
     bundle = build_bundle(mpbench_dir, tmp_path, audio_bytes)
     size = bundle.stat().st_size

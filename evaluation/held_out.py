@@ -1,0 +1,106 @@
+"""Held-out tasks: scored apart, their ground truth, prompts and per-task results shown to
+staff only. A release marks them (TaskSource.held_out) or staff do (manage.py held_out).
+
+Scores then hold the public tasks' results in ``results`` (and everything derived from them:
+the board, slices, comparisons, charts, exports) and the held-out tasks' in
+``held_out_results``. Every read of per-task rows goes through task_results_for()."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+
+from django.db import transaction
+from django.db.models import QuerySet
+
+from evaluation.models import Benchmark, Score, Submission, Task
+
+
+class HeldOutError(ValueError):
+    pass
+
+
+def sees_held_out(user) -> bool:
+    return bool(user is not None and user.is_authenticated and user.is_staff)
+
+
+def task_results_for(*, user, submission: Submission) -> QuerySet:
+    """A submission's task results this user may open: all for staff, the public tasks'
+    otherwise."""
+    rows = submission.task_results.all()
+    return rows if sees_held_out(user) else rows.filter(task__held_out=False)
+
+
+def held_out_key(key: str) -> bool:
+    """Whether a stored file belongs to a held-out task: a submission's task file
+    (submissions/<id>/<task>/...) or a benchmark's task asset (benchmarks/<slug>/<task>/...)."""
+    parts = key.split("/")
+    if len(parts) < 4:
+        return False
+    if parts[0] == "submissions" and parts[1].isdigit():
+        return Task.objects.filter(
+            task_id=parts[2], held_out=True, benchmark__submissions__pk=int(parts[1])
+        ).exists()
+    if parts[0] == "benchmarks":
+        return Task.objects.filter(
+            benchmark__slug=parts[1], task_id=parts[2], held_out=True
+        ).exists()
+    return False
+
+
+def held_out_ids(*, benchmark: Benchmark) -> set[str]:
+    return set(benchmark.tasks.filter(held_out=True).values_list("task_id", flat=True))
+
+
+def held_out_mark(
+    *,
+    benchmark: Benchmark,
+    task_ids: Iterable[str] | None = None,
+    fraction: float | None = None,
+    seed: int | None = None,
+    clear: bool = False,
+) -> list[str]:
+    """Mark tasks held out, by id or as a seeded random fraction of the benchmark's tasks
+    (random.Random(seed).sample over the task ids in order); clear=True first unmarks all.
+    Then every score of the benchmark is aggregated again from its stored judgments (no judge
+    is called). Returns the held-out task ids."""
+    every = list(benchmark.tasks.order_by("task_id").values_list("task_id", flat=True))
+    if task_ids is not None and fraction is not None:
+        raise HeldOutError("give task ids or a fraction, not both")
+    chosen: list[str] = []
+    if task_ids is not None:
+        chosen = sorted(set(task_ids))
+        unknown = sorted(set(chosen) - set(every))
+        if unknown:
+            raise HeldOutError(
+                f"{benchmark.slug} has no task {', '.join(unknown[:5])}"
+                + (f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else "")
+            )
+    elif fraction is not None:
+        if not 0 < fraction < 1:
+            raise HeldOutError(f"the fraction must be between 0 and 1, got {fraction}")
+        if seed is None:
+            raise HeldOutError("a random fraction needs a seed, so that it can be reproduced")
+        chosen = sorted(random.Random(seed).sample(every, k=round(fraction * len(every))))
+    with transaction.atomic():
+        tasks = Task.objects.filter(benchmark=benchmark)
+        if clear:
+            tasks.update(held_out=False)
+        tasks.filter(task_id__in=chosen).update(held_out=True)
+    held_out_rescore(benchmark=benchmark)
+    return sorted(held_out_ids(benchmark=benchmark))
+
+
+def held_out_rescore(*, benchmark: Benchmark) -> int:
+    """Aggregate every score of the benchmark again (public and held-out results apart)."""
+    from evaluation.services.pipeline import submission_aggregate
+
+    scores = Score.objects.filter(submission__benchmark=benchmark).select_related(
+        "submission__benchmark", "judge"
+    )
+    count = 0
+    for score in scores.iterator(chunk_size=50):
+        with transaction.atomic():
+            submission_aggregate(submission=score.submission, judge=score.judge)
+        count += 1
+    return count

@@ -1,0 +1,215 @@
+"""A submission's run configuration: what produced the outputs, as structured fields with one
+documented schema for the bundle's manifest, the API and the upload form. Rows of one system
+run under different configurations are told apart by config_fingerprint().
+
+Every field is optional; what is given must be well formed. Unknown fields are refused, so a
+misspelt key never silently disappears. The schema, as JSON:
+
+    {
+      "model": "name of the model (or of the cascade's LLM)",
+      "revision": "checkpoint, commit or API version",
+      "system_prompt": "the exact system prompt, or",
+      "system_prompt_sha256": "its SHA-256 (64 hex digits) when the text is private",
+      "decoding": {"temperature": 0.7, "top_p": 0.9, "max_tokens": 512, "seed": 1},
+      "components": {"asr": "...", "llm": "...", "tts": "...", "vad": "..."},
+      "input_modality": "audio" | "text",
+      "output_modality": "audio" | "text",
+      "hardware": "e.g. 1x H100 80GB",
+      "run_date": "YYYY-MM-DD",
+      "notes": "anything else a reader needs to reproduce the run"
+    }
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+
+TEXT_FIELDS = {"model": 200, "revision": 200, "hardware": 200, "notes": 2000}
+SYSTEM_PROMPT_MAX = 100_000
+MODALITIES = ("audio", "text")
+COMPONENTS = ("asr", "llm", "tts", "vad")
+DECODING_MAX_KEYS = 30
+FIELDS = (
+    "model",
+    "revision",
+    "system_prompt",
+    "system_prompt_sha256",
+    "decoding",
+    "components",
+    "input_modality",
+    "output_modality",
+    "hardware",
+    "run_date",
+    "notes",
+)
+# What a reader compares between two runs of one system: everything but when and the notes.
+FINGERPRINT_IGNORES = ("run_date", "notes")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+
+CONTAMINATION = ("no", "yes", "unknown")
+
+
+class RunConfigInvalid(ValueError):
+    """Every problem of a run configuration, each naming its field."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+def _text(problems, name: str, value, limit: int) -> str | None:
+    if not isinstance(value, str):
+        problems.append(f"run_config.{name}: expected text, got {_kind(value)}")
+        return None
+    value = value.strip()
+    if len(value) > limit:
+        problems.append(f"run_config.{name}: at most {limit:,} characters, got {len(value):,}")
+        return None
+    if "\x00" in value:
+        problems.append(f"run_config.{name}: contains a NUL character")
+        return None
+    return value
+
+
+def _kind(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__
+
+
+def run_config_clean(data, *, today: datetime.date | None = None) -> dict:
+    """The configuration as stored: known fields only, texts stripped, empty ones left out.
+    RunConfigInvalid lists every problem at once."""
+    if data in (None, ""):
+        return {}
+    if not isinstance(data, Mapping):
+        raise RunConfigInvalid([f"run_config: expected an object, got {_kind(data)}"])
+    problems: list[str] = []
+    clean: dict = {}
+    for name in sorted(set(data) - set(FIELDS)):
+        problems.append(f"run_config.{name}: unknown field (known: {', '.join(FIELDS)})")
+    for name, limit in TEXT_FIELDS.items():
+        if data.get(name) not in (None, ""):
+            value = _text(problems, name, data[name], limit)
+            if value:
+                clean[name] = value
+    if data.get("system_prompt") not in (None, ""):
+        if data.get("system_prompt_sha256") not in (None, ""):
+            problems.append(
+                "run_config.system_prompt: give the text or its SHA-256 "
+                "(system_prompt_sha256), not both"
+            )
+        else:
+            value = _text(problems, "system_prompt", data["system_prompt"], SYSTEM_PROMPT_MAX)
+            if value:
+                clean["system_prompt"] = value
+    elif data.get("system_prompt_sha256") not in (None, ""):
+        value = data["system_prompt_sha256"]
+        if not isinstance(value, str) or not SHA256.match(value.strip().lower()):
+            problems.append(
+                "run_config.system_prompt_sha256: expected 64 hexadecimal digits "
+                "(the SHA-256 of the prompt's UTF-8 text)"
+            )
+        else:
+            clean["system_prompt_sha256"] = value.strip().lower()
+    for name in ("input_modality", "output_modality"):
+        if data.get(name) not in (None, ""):
+            if data[name] not in MODALITIES:
+                problems.append(
+                    f"run_config.{name}: one of {', '.join(MODALITIES)}, got {data[name]!r}"
+                )
+            else:
+                clean[name] = data[name]
+    if data.get("decoding") not in (None, {}):
+        decoding = data["decoding"]
+        if not isinstance(decoding, Mapping):
+            problems.append(f"run_config.decoding: expected an object, got {_kind(decoding)}")
+        elif len(decoding) > DECODING_MAX_KEYS:
+            problems.append(f"run_config.decoding: at most {DECODING_MAX_KEYS} settings")
+        else:
+            found = {}
+            for key, value in decoding.items():
+                if not isinstance(key, str) or not KEY.match(key):
+                    problems.append(
+                        f"run_config.decoding: {key!r} is not a setting name "
+                        "(letters, digits, _ . -; at most 64)"
+                    )
+                elif isinstance(value, bool) or value is None:
+                    found[key] = value
+                elif isinstance(value, int | float):
+                    if value != value or value in (float("inf"), float("-inf")):
+                        problems.append(f"run_config.decoding.{key}: not a finite number")
+                    else:
+                        found[key] = value
+                elif isinstance(value, str) and len(value) <= 200:
+                    found[key] = value
+                else:
+                    problems.append(
+                        f"run_config.decoding.{key}: expected a number, text (at most 200 "
+                        f"characters), a boolean or null, got {_kind(value)}"
+                    )
+            if found:
+                clean["decoding"] = dict(sorted(found.items()))
+    if data.get("components") not in (None, {}):
+        components = data["components"]
+        if not isinstance(components, Mapping):
+            problems.append(f"run_config.components: expected an object, got {_kind(components)}")
+        else:
+            found = {}
+            for key, value in components.items():
+                if key not in COMPONENTS:
+                    problems.append(
+                        f"run_config.components.{key}: unknown component "
+                        f"(known: {', '.join(COMPONENTS)})"
+                    )
+                elif value not in (None, ""):
+                    text = _text(problems, f"components.{key}", value, 200)
+                    if text:
+                        found[key] = text
+            if found:
+                clean["components"] = dict(sorted(found.items()))
+    if data.get("run_date") not in (None, ""):
+        value = data["run_date"]
+        try:
+            day = datetime.date.fromisoformat(value) if isinstance(value, str) else None
+        except ValueError:
+            day = None
+        if day is None or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(value)):
+            problems.append(f"run_config.run_date: expected a date as YYYY-MM-DD, got {value!r}")
+        elif day > (today or datetime.date.today()):
+            problems.append(f"run_config.run_date: {value} is in the future")
+        else:
+            clean["run_date"] = value
+    if problems:
+        raise RunConfigInvalid(problems)
+    return {name: clean[name] for name in FIELDS if name in clean}
+
+
+def config_fingerprint(config: Mapping | None) -> str:
+    """Equal for two runs under the same configuration (the date and notes aside); "" for
+    none given. A system prompt and its hash count as the same prompt."""
+    if not config:
+        return ""
+    compared = {k: v for k, v in config.items() if k not in FINGERPRINT_IGNORES}
+    prompt = compared.pop("system_prompt", None)
+    if prompt is not None:
+        compared["system_prompt_sha256"] = hashlib.sha256(prompt.encode()).hexdigest()
+    if not compared:
+        return ""
+    text = json.dumps(compared, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

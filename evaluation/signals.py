@@ -1,0 +1,42 @@
+"""Receivers that keep the scorer changelog current (connected in apps.py)."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+
+def judge_saved(sender, instance, raw=False, **kwargs) -> None:
+    if raw:
+        return
+    from evaluation.scorer import current_scorer, scorer_log
+
+    benchmark = instance.benchmark
+
+    def log():
+        scorer_log(
+            benchmark=benchmark,
+            judge=instance,
+            identity=current_scorer(benchmark=benchmark, judge=instance),
+        )
+
+    transaction.on_commit(log)
+
+
+def prompt_saved(sender, instance, created=False, raw=False, **kwargs) -> None:
+    if raw or not created:
+        return
+    from evaluation.scorer import scorer_log_current
+
+    benchmark = instance.benchmark
+    transaction.on_commit(lambda: scorer_log_current(benchmark=benchmark))
+
+
+def migrated(sender, using="default", **kwargs) -> None:
+    """After every migrate: log the current scorers (a deploy may bring new rules)."""
+    from evaluation.benchmarks import registry
+    from evaluation.models import Benchmark
+    from evaluation.scorer import scorer_log_current
+
+    # A benchmark whose plug-in is not installed here has no current scorer to log.
+    for benchmark in Benchmark.objects.using(using).filter(plugin__in=list(registry())):
+        scorer_log_current(benchmark=benchmark)

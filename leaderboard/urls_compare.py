@@ -1,0 +1,12 @@
+from django.urls import path
+
+from leaderboard import views_compare
+
+urlpatterns = [
+    path("benchmarks/<slug:slug>/compare/", views_compare.compare_page, name="compare"),
+    path(
+        "benchmarks/<slug:slug>/compare/tasks/<str:task_id>/",
+        views_compare.compare_task_page,
+        name="compare-task",
+    ),
+]

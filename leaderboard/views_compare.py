@@ -1,0 +1,225 @@
+"""Is A really better than B, and where: the comparison page of two submissions (every metric's
+difference with its paired test, per slice, and the tasks they disagree on), and one task of
+both side by side. The reads are in selectors_compare.py; a submission the viewer may not see
+is an error that does not say whether it exists."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_safe
+
+from evaluation.benchmarks import get_plugin
+from evaluation.held_out import task_results_for
+from evaluation.models import Benchmark
+from evaluation.selectors import submissions_visible_to
+from evaluation.slices import ALPHA, DRAWS, SEED
+from leaderboard.audio import clip_for
+from leaderboard.selectors import board_split
+from leaderboard.selectors_compare import (
+    ComparisonError,
+    board_slice,
+    comparable_submission,
+    comparison_judge,
+    slice_choices,
+    submission_comparison,
+)
+from leaderboard.selectors_submissions import task_judgment_groups, task_page_context
+
+
+def _pair(request) -> tuple[str, str]:
+    """a and b, or the two rows ticked on the board (pick=…&pick=…)."""
+    picked = request.GET.getlist("pick")
+    a, b = request.GET.get("a", ""), request.GET.get("b", "")
+    if not (a or b) and picked:
+        if len(picked) != 2:
+            raise ComparisonError(f"tick exactly two rows to compare ({len(picked)} ticked)")
+        a, b = picked
+    return a, b
+
+
+def comparison_from_request(request, benchmark: Benchmark):
+    """The comparison the query string asks for (a, b or two picks; judge, split, slice)."""
+    a_pk, b_pk = _pair(request)
+    if not a_pk or not b_pk:
+        raise ComparisonError("choose two submissions to compare (a and b)")
+    a = comparable_submission(user=request.user, benchmark=benchmark, pk=a_pk)
+    b = comparable_submission(user=request.user, benchmark=benchmark, pk=b_pk)
+    judge = comparison_judge(benchmark=benchmark, a=a, b=b, requested=request.GET.get("judge", ""))
+    chosen = board_slice(benchmark=benchmark, requested=request.GET.get("slice", ""))
+    return submission_comparison(
+        benchmark=benchmark,
+        a=a,
+        b=b,
+        judge=judge,
+        split=request.GET.get("split", ""),
+        requested_slice=chosen,
+    )
+
+
+def _candidates(request, benchmark: Benchmark):
+    """Submissions the viewer may compare, newest first, for the two pickers."""
+    visible = submissions_visible_to(user=request.user).filter(
+        benchmark=benchmark, is_reported=False, scores__isnull=False
+    )
+    return (
+        visible.select_related("system")
+        .distinct()
+        .order_by("system__name", "-created_at")
+        .only("pk", "system__name", "created_at", "row_group")
+    )
+
+
+@require_safe
+def compare_page(request, slug: str):
+    benchmark = get_object_or_404(Benchmark, slug=slug)
+    plugin = get_plugin(benchmark.plugin)
+    found, error = None, ""
+    if request.GET.get("a") or request.GET.get("b") or request.GET.get("pick"):
+        try:
+            found = comparison_from_request(request, benchmark)
+        except ComparisonError as problem:
+            error = str(problem)
+    params = {key: request.GET[key] for key in ("judge", "split") if request.GET.get(key, "")}
+    if found is not None:
+        params |= {"a": found.a.pk, "b": found.b.pk, "judge": found.judge.slug}
+        if found.split:
+            params["split"] = found.split
+    return render(
+        request,
+        "leaderboard/compare.html",
+        {
+            "benchmark": benchmark,
+            "plugin": plugin,
+            "found": found,
+            "error": error,
+            "rows": _metric_rows(found) if found else [],
+            "slice_rows": _slice_rows(found) if found else [],
+            "disagreements": _disagreements(found, slug, params) if found else [],
+            "candidates": _candidates(request, benchmark),
+            "chosen_a": request.GET.get("a", ""),
+            "chosen_b": request.GET.get("b", ""),
+            "slice_choices": slice_choices(benchmark=benchmark),
+            "chosen_slice": request.GET.get("slice", ""),
+            "splits": plugin.splits,
+            "chosen_split": board_split(
+                benchmark=benchmark, requested=request.GET.get("split", "")
+            ),
+            "params": params,
+            "draws": DRAWS,
+            "seed": SEED,
+            "alpha": ALPHA,
+        },
+        status=400 if error else 200,
+    )
+
+
+def _metric_rows(found) -> list[dict]:
+    columns = {c.key: c for c in found.columns}
+    return [
+        {"column": columns[m.key], "m": m}
+        for m in found.overall.comparison.metrics
+        if m.key in columns
+    ]
+
+
+def _slice_rows(found) -> list[dict]:
+    rows = []
+    for chosen in found.by_slice:
+        by_key = {m.key: m for m in chosen.comparison.metrics}
+        rows.append(
+            {
+                "slice": chosen.slice,
+                "tasks": chosen.comparison.tasks,
+                "cells": [(c, by_key.get(c.key)) for c in found.columns],
+            }
+        )
+    return rows
+
+
+def _disagreements(found, slug: str, params: dict) -> list[dict]:
+    columns = {c.key: c for c in found.columns}
+    query = urlencode(params)
+    return [
+        {
+            "task_id": d.task_id,
+            "url": reverse("compare-task", args=[slug, d.task_id]) + "?" + query,
+            "outcomes": [
+                {"column": columns[key], "a": a, "b": b, "units": units}
+                for key, (a, b, units) in d.outcomes.items()
+                if key in columns
+            ],
+        }
+        for d in found.overall.comparison.disagreements
+    ]
+
+
+def _side(request, submission, task_id: str, judge_id: int) -> dict:
+    task_result = get_object_or_404(
+        task_results_for(user=request.user, submission=submission).select_related(
+            "task", "submission__benchmark", "submission__judge"
+        ),
+        task__task_id=task_id,
+    )
+    context = task_page_context(task_result=task_result)
+    clips = [
+        clip_for(
+            key=clip.key,
+            user=request.user,
+            label=clip.label,
+            submission_id=submission.pk,
+            markers=[{"time": time, "label": label} for time, label in clip.markers],
+            name=clip.name,
+        )
+        for clip in context.pop("clips", [])
+    ]
+    groups = [
+        group
+        for group in task_judgment_groups(task_result=task_result, judge_id=judge_id)
+        if group["judge"].pk == judge_id
+    ]
+    return {
+        "submission": submission,
+        "row": task_result,
+        "plugin_context": context,
+        "clips": clips,
+        "judgment_groups": groups,
+    }
+
+
+@require_safe
+def compare_task_page(request, slug: str, task_id: str):
+    benchmark = get_object_or_404(Benchmark, slug=slug)
+    plugin = get_plugin(benchmark.plugin)
+    try:
+        a_pk, b_pk = _pair(request)
+        a = comparable_submission(user=request.user, benchmark=benchmark, pk=a_pk)
+        b = comparable_submission(user=request.user, benchmark=benchmark, pk=b_pk)
+        judge = comparison_judge(
+            benchmark=benchmark, a=a, b=b, requested=request.GET.get("judge", "")
+        )
+    except ComparisonError as problem:
+        return render(
+            request,
+            "leaderboard/compare.html",
+            {"benchmark": benchmark, "plugin": plugin, "error": str(problem)},
+            status=400,
+        )
+    back = {"a": a.pk, "b": b.pk, "judge": judge.slug}
+    if request.GET.get("split"):
+        back["split"] = request.GET["split"]
+    return render(
+        request,
+        "leaderboard/compare_task.html",
+        {
+            "benchmark": benchmark,
+            "plugin": plugin,
+            "task_id": task_id,
+            "judge": judge,
+            "sides": [_side(request, a, task_id, judge.pk), _side(request, b, task_id, judge.pk)],
+            "plugin_template": plugin.task_template or "leaderboard/fragments/task_default.html",
+            "back": reverse("compare", args=[slug]) + "?" + urlencode(back),
+        },
+    )

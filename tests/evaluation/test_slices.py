@@ -1,0 +1,258 @@
+"""Slices and paired comparisons from stored contributions. Expected values come from hand
+computation, scipy's binomial test, numpy draws made the documented way, and MP-Bench's own
+aggregation run on each subset."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from evaluation.benchmarks import get_plugin
+from evaluation.benchmarks.base import BenchmarkPlugin, JudgedSlot, Metric, TaskOutcome
+from evaluation.benchmarks.mpbench import scoring
+from evaluation.slices import (
+    DRAWS,
+    SEED,
+    Column,
+    Contributions,
+    common_tasks,
+    compare,
+    contributions_json,
+    mcnemar_critical,
+    rank_ranges,
+    slice_results,
+)
+from evaluation.stats import mcnemar_exact
+
+RATE = Metric("acc", "Acc", "", "rate", True, None, "wilson", 2, "%")
+MEAN = Metric("score", "Score", "", "mean", True, None, "bootstrap", 2, "%")
+LATENCY = Metric("lat", "Lat", "", "duration", False, None, "none", 1, "s")
+
+
+class Plain(BenchmarkPlugin):
+    metrics = (RATE, MEAN, LATENCY)
+
+
+def stored(per_task: dict[str, dict]) -> Contributions:
+    return Contributions.from_json(contributions_json(per_task.items()))
+
+
+# --- McNemar ---------------------------------------------------------------------------------
+
+
+def test_mcnemar_exact_by_hand_and_against_scipy():
+    assert round(mcnemar_exact(90, 78), 3) == 0.396
+    # b + c = 3, min 1: 2 * (C(3,0) + C(3,1)) / 8 = 1.0; b + c = 10, min 0: 2 / 1024.
+    assert mcnemar_exact(2, 1) == 1.0
+    assert mcnemar_exact(10, 0) == pytest.approx(2 / 1024)
+    assert mcnemar_exact(0, 0) == 1.0
+    for b, c in [(90, 78), (5, 0), (12, 3), (40, 61), (1, 9), (200, 160), (0, 17)]:
+        expected = binomtest(min(b, c), b + c, 0.5).pvalue
+        assert mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-9)
+
+
+def test_mcnemar_critical_values_against_scipy():
+    assert mcnemar_critical(0) == -1
+    for n in range(1, 90):
+        significant = [k for k in range(n // 2 + 1) if binomtest(k, n, 0.5).pvalue < 0.05]
+        assert mcnemar_critical(n) == (max(significant) if significant else -1), n
+
+
+# --- Paired comparison ------------------------------------------------------------------------
+
+
+def test_pass_fail_units_get_mcnemar_with_counts_and_disagreeing_tasks():
+    a = stored({f"t{i}": {"acc": (passed, 1)} for i, passed in enumerate([1, 1, 0, 1, 0])})
+    b = stored({f"t{i}": {"acc": (passed, 1)} for i, passed in enumerate([0, 1, 1, 0, 0])})
+    tasks = common_tasks(a, b)
+    found = compare(Plain(), [Column("acc", RATE)], a, b, tasks)
+    (acc,) = found.metrics
+    assert found.tasks == 5
+    assert (acc.a, acc.b) == (60.0, 40.0)
+    assert acc.difference == pytest.approx(20.0)
+    assert acc.test == "McNemar (exact)"
+    assert (acc.only_a, acc.only_b) == (2, 1)
+    assert acc.p_value == 1.0  # 2 * (1 + 3) / 8, capped at 1
+    assert [d.task_id for d in found.disagreements] == ["t0", "t2", "t3"]
+    assert found.disagreements[1].outcomes == {"acc": (0, 1, 1)}
+
+
+def test_only_tasks_both_were_scored_on_count():
+    a = stored({f"t{i}": {"acc": (1, 1)} for i in range(1, 6)})  # t1..t5
+    b = stored({f"t{i}": {"acc": (0, 1)} for i in range(2, 7)})  # t2..t6
+    tasks = common_tasks(a, b)
+    assert tasks == ["t2", "t3", "t4", "t5"]
+    (acc,) = compare(Plain(), [Column("acc", RATE)], a, b, tasks).metrics
+    assert (acc.units_a, acc.units_b, acc.only_a, acc.only_b) == (4, 4, 4, 0)
+    assert acc.p_value == pytest.approx(2 / 16)
+
+
+def test_units_within_a_task_are_paired_one_by_one():
+    # Two windows per task: McNemar on windows, not on tasks.
+    a = stored({"t1": {"acc": [(1, 1), (0, 1)]}, "t2": {"acc": [(1, 1), (1, 1)]}})
+    b = stored({"t1": {"acc": [(0, 1), (0, 1)]}, "t2": {"acc": [(1, 1), (0, 1)]}})
+    (acc,) = compare(Plain(), [Column("acc", RATE)], a, b, common_tasks(a, b)).metrics
+    assert (acc.only_a, acc.only_b, acc.units_a) == (2, 0, 4)
+    assert (acc.a, acc.b) == (75.0, 25.0)
+
+
+def test_paired_bootstrap_is_reproduced_from_its_documented_draws():
+    rng = random.Random(7)
+    n = 60
+    per_a, per_b = {}, {}
+    for i in range(n):
+        # A mean of per-task proportions, and a latency over tasks where the system spoke.
+        per_a[f"t{i:02d}"] = {"score": (rng.random(), 1), "lat": (rng.uniform(0.2, 3), 1)}
+        per_b[f"t{i:02d}"] = {"score": (rng.random() * 0.8, 1)}
+        if rng.random() < 0.7:
+            per_b[f"t{i:02d}"]["lat"] = (rng.uniform(0.5, 4), 1)
+    a, b = stored(per_a), stored(per_b)
+    tasks = common_tasks(a, b)
+    found = {
+        m.key: m
+        for m in compare(
+            Plain(), [Column("score", MEAN), Column("lat", LATENCY)], a, b, tasks
+        ).metrics
+    }
+
+    # The documented procedure, written out independently: resample task indices, sum each
+    # system's numerators and denominators over the resample, difference of the ratios.
+    picks = np.random.default_rng(SEED).integers(0, n, size=(DRAWS, n))
+    for key, scale in (("score", 100.0), ("lat", 1.0)):
+        num_a = np.array([per_a[t].get(key, (0, 0))[0] for t in tasks])
+        den_a = np.array([per_a[t].get(key, (0, 0))[1] for t in tasks], dtype=float)
+        num_b = np.array([per_b[t].get(key, (0, 0))[0] for t in tasks])
+        den_b = np.array([per_b[t].get(key, (0, 0))[1] for t in tasks], dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            diffs = scale * (
+                num_a[picks].sum(1) / den_a[picks].sum(1)
+                - num_b[picks].sum(1) / den_b[picks].sum(1)
+            )
+        diffs = diffs[np.isfinite(diffs)]
+        low, high = np.percentile(diffs, [2.5, 97.5])
+        metric = found[key]
+        assert metric.test == "paired bootstrap"
+        assert metric.interval == pytest.approx((low, high), rel=1e-9, abs=1e-12)
+        p = min(1.0, 2 * min((diffs <= 0).mean(), (diffs >= 0).mean()))
+        assert metric.p_value == pytest.approx(p)
+        expected = scale * (num_a.sum() / den_a.sum() - num_b.sum() / den_b.sum())
+        assert metric.difference == pytest.approx(expected)
+
+
+# --- Rank ranges -----------------------------------------------------------------------------
+
+
+def test_rank_ranges_by_hand():
+    units = 30
+    a = stored({f"t{i}": {"acc": (1, 1)} for i in range(units)})  # passes all 30
+    b = stored({f"t{i}": {"acc": (int(i < 15), 1)} for i in range(units)})  # 15
+    c = stored({f"t{i}": {"acc": (int(i < 14), 1)} for i in range(units)})  # 14, inside B's
+    # A-B: b=15, c=0, p = 2/2^15: significant. B-C: 1 against 0, p = 1. A-C: significant.
+    assert rank_ranges([a, b, c, None], "acc") == [(1, 1), (2, 3), (2, 3), None]
+    # Grouped: each group ranks on its own.
+    assert rank_ranges([a, b, c], "acc", ["x", "y", "y"]) == [(1, 1), (1, 2), (1, 2)]
+
+
+# --- Slices against MP-Bench's own aggregation ---------------------------------------------
+
+
+def _random_outcome(rng: random.Random, task_id: str, spec: dict) -> TaskOutcome:
+    spoke = rng.random() < 0.8
+    latency = round(rng.uniform(0.1, 4.0), 3) if spoke and rng.random() < 0.9 else None
+    kinds = scoring.kinds_for(
+        scoring.TaskSpec(
+            task_id,
+            spec["family"],
+            spec["should_speak"],
+            "",
+            "",
+            "",
+            spec.get("is_speaker_name", False),
+        )
+    )
+    judged = {}
+    for kind in kinds:
+        roll = rng.random()
+        if roll < 0.1:
+            continue  # no verdict
+        state = "failed" if roll < 0.15 else "done"
+        judged[(kind, "")] = JudgedSlot(state, rng.random() < 0.6 if state == "done" else None, {})
+    return TaskOutcome(
+        task_id=task_id,
+        spec=spec,
+        data={},
+        detection={"spoke": spoke, "latency": latency},
+        judged=judged,
+        present=True,
+    )
+
+
+def test_slices_equal_mpbench_aggregation_on_each_subset(mpbench_tasks):
+    plugin = get_plugin("mp-bench")
+    rng = random.Random(20261201)
+    specs = {
+        task_id: {k: v for k, v in t.items() if k != "task_dir"}
+        for task_id, t in sorted(mpbench_tasks.items())
+    }
+    outcomes = [_random_outcome(rng, task_id, spec) for task_id, spec in specs.items()]
+    contributions = Contributions.from_json(
+        contributions_json((o.task_id, plugin.metric_contributions(o, facts={})) for o in outcomes)
+    )
+    attributes = {o.task_id: plugin.task_attributes(o.task_id, o.spec) for o in outcomes}
+    found = slice_results(plugin, contributions, attributes)
+
+    # The whole set, first: contributions summed equal the plug-in's own aggregation.
+    def by_hand(subset):
+        return scoring.aggregate(
+            scoring.TaskOutcome(
+                task=scoring.TaskSpec(
+                    o.task_id,
+                    o.spec["family"],
+                    bool(o.spec["should_speak"]),
+                    o.spec["metatranscript"],
+                    o.spec.get("question_text", ""),
+                    o.spec.get("answer_text", ""),
+                    bool(o.spec.get("is_speaker_name")),
+                ),
+                spoke=o.detection["spoke"],
+                latency=o.detection["latency"],
+                verdicts={
+                    kind: (slot.verdict if slot.state == "done" else None)
+                    for (kind, _), slot in o.judged.items()
+                },
+            )
+            for o in subset
+        )
+
+    def metrics_only(results):
+        return {
+            family: {k: v for k, v in values.items() if k != "n"}
+            for family, values in results.items()
+        }
+
+    assert plugin.aggregate(outcomes, facts={}) == by_hand(outcomes)
+    checked = 0
+    for attribute in plugin.slices:
+        values = {str(a[attribute.name]) for a in attributes.values()}
+        for value in values:
+            subset = [o for o in outcomes if str(attributes[o.task_id][attribute.name]) == value]
+            shown = "yes" if value == "True" else "no" if value == "False" else value
+            stored_slice = found["values"][f"{attribute.name}={shown}"]
+            assert stored_slice["tasks"] == len(subset)
+            expected = metrics_only(by_hand(subset))
+            got = stored_slice["results"]
+            for family, values_ in expected.items():
+                for key, value_ in values_.items():
+                    assert got[family][key] == value_, (attribute.name, value, family, key)
+                    checked += 1
+    assert checked > 50
+
+
+def test_contributions_file_roundtrips_through_json():
+    data = contributions_json([("t1", {"a": (1, 1)}), ("t2", {"a": [(0, 1), (1, 1)]})])
+    assert json.loads(json.dumps(data)) == {
+        "tasks": ["t1", "t2"],
+        "metrics": {"a": [[0, 1, 1], [1, 0, 1], [1, 1, 1]]},
+    }

@@ -1,0 +1,228 @@
+"""Comparing two systems through the real pipeline (offline judge) on MP-Bench's three example
+folders: A as recorded, B silent on every task. B fails every pass/fail unit, so McNemar's b is
+the number of units A passed (read from A's stored detections and verdicts), c is 0 and the
+p-value is min(1, 2 / 2**b). A third, unpublished system must never be comparable by anyone
+outside its team."""
+
+import json
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.cache import cache
+from django.urls import reverse
+
+from evaluation.models import Membership, Score, Submission, TaskJudgment, Team
+from evaluation.services import submission_create
+from tests.conftest import copy_examples, zip_tree
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SILENT = {"text": "", "chunks": []}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    cache.clear()
+
+
+@pytest.fixture
+def people(db):
+    lab = Team.objects.create(name="Lab", slug="lab")
+    rivals = Team.objects.create(name="Rivals", slug="rivals")
+    users = {
+        "owner": User.objects.create_user("alice"),
+        "teammate": User.objects.create_user("bob"),
+        "outsider": User.objects.create_user("carol"),
+        "staff": User.objects.create_user("sam", is_staff=True),
+    }
+    Membership.objects.create(team=lab, user=users["owner"], role=Membership.Role.OWNER)
+    Membership.objects.create(team=lab, user=users["teammate"])
+    Membership.objects.create(team=rivals, user=users["outsider"])
+    return lab, users
+
+
+@pytest.fixture
+def runs(eager, mpbench, mpbench_dir, tmp_path, people):
+    lab, users = people
+    offline = mpbench.judges.get(slug="offline")
+
+    def submit(name: str, folder: str, *, publish: bool, silent: bool = False) -> Submission:
+        tree = copy_examples(mpbench_dir, tmp_path / folder)
+        if silent:
+            for response in tree.glob("*/response.json"):
+                response.write_text(json.dumps(SILENT))
+        submission = submission_create(
+            benchmark=mpbench,
+            bundle_path=zip_tree(tree, tmp_path / f"{folder}.zip"),
+            system_name=name,
+            judge=offline,
+            allow_partial=True,
+            team=lab,
+            submitted_by=users["owner"],
+            publish=publish,
+        )
+        submission.refresh_from_db()
+        assert submission.status == Submission.Status.SCORED, submission.error
+        return submission
+
+    return {
+        "a": submit("Talker", "a", publish=True),
+        "b": submit("Mute", "b", publish=True, silent=True),
+        "secret": submit("Secret", "c", publish=False),
+    }
+
+
+def passed_units(submission: Submission, mpbench_tasks) -> dict[str, dict[str, bool]]:
+    """Each submitted task's pass/fail units, by MP-Bench's rules written out here: turn-taking is
+    spoke == should_speak; appropriateness is the judge's verdict (for turn-based games with
+    no verdict: silent where silence was right)."""
+    units = {}
+    for row in submission.task_results.select_related("task"):
+        if not row.files:
+            continue  # left out of the bundle: not compared
+        spec = mpbench_tasks[row.task.task_id]
+        verdicts = {
+            link.kind: (link.judgment.verdict if link.judgment else link.fixed.get("verdict"))
+            for link in TaskJudgment.objects.filter(task_result=row).select_related("judgment")
+        }
+        spoke = bool(row.detection.get("spoke"))
+        family = spec["family"]
+        found = {}
+        if family == "understanding":
+            found["understanding.overall_acc"] = verdicts.get("understanding") is True
+            if spec["is_speaker_name"]:
+                found["understanding.spk_name_acc"] = verdicts.get("speaker_name") is True
+        else:
+            found[f"{family}.tt_acc"] = spoke == spec["should_speak"]
+            verdict = verdicts.get(family)
+            if verdict is None and family == "turnbased":
+                found[f"{family}.app_acc"] = not spoke and not spec["should_speak"]
+            else:
+                found[f"{family}.app_acc"] = verdict is True
+        units[row.task.task_id] = found
+    return units
+
+
+def compare_url(a, b, **extra):
+    query = "&".join(f"{k}={v}" for k, v in {"a": a.pk, "b": b.pk, **extra}.items())
+    return f"{reverse('api-benchmark-compare', args=['mp-bench'])}?{query}"
+
+
+def test_comparison_counts_and_tests_by_hand(client, runs, mpbench_tasks):
+    a, b = runs["a"], runs["b"]
+    expected_a = passed_units(a, mpbench_tasks)
+    expected_b = passed_units(b, mpbench_tasks)
+    assert not any(ok for found in expected_b.values() for ok in found.values()), expected_b
+    assert any(ok for found in expected_a.values() for ok in found.values())
+
+    response = client.get(compare_url(a, b))
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["overall"]["tasks"] == 3
+    assert (body["a"]["tasks"], body["b"]["tasks"]) == (3, 3)
+    metrics = {m["key"]: m for m in body["overall"]["metrics"]}
+    for key in {k for found in expected_a.values() for k in found}:
+        passed = sum(found.get(key, False) for found in expected_a.values())
+        units = sum(key in found for found in expected_a.values())
+        m = metrics[key]
+        assert m["test"] == "McNemar (exact)", key
+        assert (m["b_only_a"], m["c_only_b"], m["units_a"]) == (passed, 0, units), key
+        assert m["p_value"] == pytest.approx(min(1.0, 2 / 2**passed)), key
+        assert m["a"] == round(100 * passed / units, 2) and m["b"] == 0.0
+        assert m["difference"] == pytest.approx(100 * passed / units)
+    # Latency: B never spoke, so it has no latency and no difference.
+    assert metrics["discussion.latency_s"]["b"] is None
+    assert metrics["discussion.latency_s"]["difference"] is None
+    disagreeing = sorted(t for t, found in expected_a.items() if any(found.values()))
+    assert [d["task_id"] for d in body["disagreements"]] == disagreeing
+    assert {s["slice"] for s in body["by_slice"]} >= {
+        "family=understanding",
+        "family=discussion",
+        "family=turnbased",
+    }
+
+
+def test_slice_limits_the_tasks_and_unknown_slices_are_named(client, runs):
+    a, b = runs["a"], runs["b"]
+    body = client.get(compare_url(a, b, slice="family=turnbased")).json()
+    assert body["overall"]["slice"] == "family=turnbased"
+    assert body["overall"]["tasks"] == 1
+    assert body["by_slice"] == []
+    counted = {m["key"] for m in body["overall"]["metrics"] if m["units_a"]}
+    assert {"turnbased.tt_acc", "turnbased.app_acc"} <= counted
+    assert counted <= {"turnbased.tt_acc", "turnbased.app_acc", "turnbased.latency_s"}
+    response = client.get(compare_url(a, b, slice="family=karaoke"))
+    assert response.status_code == 400
+    assert "family has no value 'karaoke'" in response.json()["detail"]
+    response = client.get(compare_url(a, b, slice="colour=red"))
+    assert "no attribute 'colour'" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("viewer", ["anonymous", "outsider", "teammate", "staff"])
+def test_private_submissions_are_never_compared_for_outsiders(client, people, runs, viewer):
+    _, users = people
+    if viewer != "anonymous":
+        client.force_login(users[viewer])
+    may_see = viewer in ("teammate", "staff")
+    a, secret = runs["a"], runs["secret"]
+    api = client.get(compare_url(a, secret))
+    page = client.get(reverse("compare", args=["mp-bench"]) + f"?a={a.pk}&b={secret.pk}")
+    task = client.get(
+        reverse("compare-task", args=["mp-bench", "scenario_argument-diag_1001-tier_2-task_0"])
+        + f"?a={a.pk}&b={secret.pk}"
+    )
+    missing = client.get(compare_url(a, Submission(pk=987654)))
+    if may_see:
+        assert api.status_code == 200 and page.status_code == 200 and task.status_code == 200
+        assert "Secret" in page.content.decode()
+    else:
+        # The same answer as for a submission that does not exist.
+        assert api.status_code == page.status_code == task.status_code == 400
+        assert api.json()["detail"].replace(str(secret.pk), "N") == missing.json()[
+            "detail"
+        ].replace("987654", "N")
+        for response in (page, task):
+            assert b"Secret" not in response.content
+        # Nor is it offered in the page's pickers.
+        picker = client.get(reverse("compare", args=["mp-bench"])).content.decode()
+        assert "Secret" not in picker and "Talker" in picker
+
+
+def test_compare_page_and_side_by_side_task(client, runs, mpbench_tasks):
+    a, b = runs["a"], runs["b"]
+    page = client.get(reverse("compare", args=["mp-bench"]) + f"?a={a.pk}&b={b.pk}")
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "3 tasks both were scored on count" in html
+    assert 'id="disagreement-table"' in html and 'id="slice-table"' in html
+    task_id = "scenario_argument-diag_1001-tier_2-task_0"
+    side = client.get(
+        reverse("compare-task", args=["mp-bench", task_id]) + f"?a={a.pk}&b={b.pk}&judge=offline"
+    )
+    text = side.content.decode()
+    assert side.status_code == 200
+    assert 'id="side-a"' in text and 'id="side-b"' in text
+    assert "Talker" in text and "Mute" in text
+    # Both sides show the comparison judge's judgments.
+    assert text.count("Offline") >= 2 or text.count("offline") >= 2
+
+
+def test_ticking_two_rows_on_the_board_compares_them(client, runs):
+    a, b = runs["a"], runs["b"]
+    url = reverse("compare", args=["mp-bench"])
+    page = client.get(f"{url}?pick={a.pk}&pick={b.pk}")
+    assert page.status_code == 200 and 'id="compare-table"' in page.content.decode()
+    one = client.get(f"{url}?pick={a.pk}")
+    assert one.status_code == 400
+    assert "tick exactly two rows to compare (1 ticked)" in one.content.decode()
+
+
+def test_scores_carry_contributions_and_slices(runs, mpbench_tasks):
+    score = Score.objects.get(submission=runs["a"], judge__slug="offline")
+    assert score.contributions["tasks"] == sorted(score.contributions["tasks"])
+    assert set(score.slices["values"]) >= {"family=understanding", "should_speak=yes"}
+    # A partial bundle is scored on every task (the missing ones count as wrong), so are its
+    # slices; a comparison counts only the tasks both submitted.
+    understanding = sum(t["family"] == "understanding" for t in mpbench_tasks.values())
+    assert score.slices["values"]["family=understanding"]["tasks"] == understanding
+    assert len(score.contributions["tasks"]) - len(score.contributions["absent"]) == 3
