@@ -142,39 +142,40 @@ def aggregate(outcomes: Sequence[TaskOutcome]) -> dict:
 # --- Per-run contributions: slices and comparisons of systems ------------------------------
 
 
-def run_contributions(outcome: TaskOutcome) -> dict[str, tuple[int, int]]:
-    """What one run adds to each rate of its condition's table, as (count, total): every rate
-    of the board is the sum over its runs (a run absent from a partial upload counts as the
-    silent run it is scored as). The paired comparison is over pairs, not runs: it has none."""
+def run_contributions(outcome: TaskOutcome) -> dict:
+    """What one run adds to each rate of its condition's table: (count, total) for the run as
+    one unit (its T turn), or a list of (count, total) for units within it, kept in order so
+    that two systems' units line up (each silence window, each N4 event; an N4 event that is
+    not eligible for yield is a unit of nothing). Every rate of the board is the sum over its
+    runs; a run absent from a partial upload counts as the silent run it is scored as. The
+    paired comparison is over pairs of runs, not runs: it has none."""
     scenario, _ = parse_scenario(outcome.spec)
     timing = outcome.detection.get("timing")
     if timing is None:
         gt = schedule.gt_run(schedule.silent_log(scenario), scenario)
         timing = metrics.run_timing(metrics.Run.from_gt(gt))
     t = timing["t"]
-    key = {"answer": None}
-    for item in outcome.detection.get("items") or []:
-        if item["kind"] == ANSWER:
-            key["answer"] = slot_outcome(ANSWER, outcome.judged.get((ANSWER, item["slot"])))
-    passed = {label: [0, 0] for label in SILENCE_LABELS}
+    answer = slot_outcome(ANSWER, outcome.judged.get((ANSWER, f"answer-{t['turn_index']}")))
+    windows = []
     for window in timing["windows"]:
-        ok = not window["speech"]
+        passed = not window["speech"]
         if window["speech"]:
             slot = outcome.judged.get((ACK, f"ack-{window['turn_index']}"))
-            ok = slot_outcome(ACK, slot) == "acknowledgement"
-        passed[window["label"]][0] += ok
-        passed[window["label"]][1] += 1
+            passed = slot_outcome(ACK, slot) == "acknowledgement"
+        windows.append((window["label"], (int(passed), 1)))
     events = timing["n4"]
-    eligible = sum(e["eligible"] for e in events)
     found = {
         "fresh_onset": (int(t["fresh"]), 1),
         "presence": (int(t["present"]), 1),
-        "accuracy": (int(key["answer"] == "correct"), 1) if t["present"] else (0, 0),
-        "silence": tuple(map(sum, zip(*passed.values(), strict=True))),
-        "window_response": (sum(e["window_response"] for e in events), len(events)),
-        "yield": (sum(bool(e["yielded"]) for e in events if e["eligible"]), eligible),
-        "yield.total": (eligible, 1),
-        **{f"silence_by_label.{label}": tuple(v) for label, v in passed.items()},
+        "accuracy": (int(answer == "correct"), 1) if t["present"] else (0, 0),
+        "silence": [unit for _, unit in windows],
+        "window_response": [(int(e["window_response"]), 1) for e in events],
+        "yield": [(int(bool(e["yielded"])), 1) if e["eligible"] else (0, 0) for e in events],
+        "yield.total": (sum(e["eligible"] for e in events), 1),
+        **{
+            f"silence_by_label.{label}": [unit for of, unit in windows if of == label]
+            for label in SILENCE_LABELS
+        },
     }
     return {f"{scenario.condition}.{name}": value for name, value in found.items()}
 

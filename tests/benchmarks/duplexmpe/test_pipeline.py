@@ -343,6 +343,24 @@ def test_upload_to_board_with_local_asr_and_judge(board, judge_server, asr_serve
     assert again["results"] == results
     assert Judgment.objects.filter(status="done").count() + 1 == Judgment.objects.count()
 
+    # Two systems on the same runs: compared unit by unit (a T turn, a window, an N4 event);
+    # the same audio differs in nothing. Slices by the runs' attributes.
+    compared = client.get(
+        f"/api/benchmarks/duplex-mpe/compare/?a={submission.pk}&b={again['submission']}"
+        "&split=explicit"
+    ).json()
+    rows = {m["key"]: m for m in compared["overall"]["metrics"]}
+    assert rows["explicit.fresh_onset"]["test"] == "McNemar (exact)"
+    assert rows["explicit.fresh_onset"]["units_a"] == 3
+    assert rows["explicit.silence"]["units_a"] == expected["explicit"]["windows"]
+    assert all(m["difference"] in (0, None) for m in rows.values())
+    assert {s["slice"].split("=")[0] for s in compared["by_slice"]} <= {
+        "speakers", "t_position", "n4_after_t"}  # fmt: skip
+    sliced = client.get("/api/benchmarks/duplex-mpe/leaderboard/?slice=speakers=3&split=explicit")
+    assert sliced.status_code == 200
+    assert client.get(f"/benchmarks/duplex-mpe/compare/?a={submission.pk}&b="
+                      f"{again['submission']}").status_code == 200  # fmt: skip
+
 
 def test_the_submitters_transcripts_are_used_and_labelled(board, judge_server, asr_server,
                                                          scenarios, tmp_path):  # fmt: skip
