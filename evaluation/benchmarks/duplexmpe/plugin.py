@@ -74,6 +74,10 @@ class DuplexMPE(BenchmarkPlugin):
         "people talk among themselves, and yield when a human resolves a question?"
     )
     rules_version = "spec-1"
+    rules_notes = {
+        "spec-1": "First rules: the SPEC's timing metrics (§4-6), our two judge prompts (§7) "
+        "and the decisions listed on the benchmark's page.",
+    }
     upload = UploadFormat(
         label="a zip of audio/<run>.wav and schedule/<run>.json per run",
         suffixes=(".zip",),
@@ -254,13 +258,17 @@ class DuplexMPE(BenchmarkPlugin):
         return self.run_task_step_batch(step, [task], facts=facts)[task.task_id]
 
     def run_task_step_batch(self, step: Step, tasks: Sequence[TaskInput], *, facts):
+        # Stored audio is read by ranges (on S3 too): only what the step needs is fetched.
+        from evaluation.stored import open_stored_seekable
+
         if step.name == VAD_STEP:
-            return processing.vad_step(tasks)
+            return processing.vad_step(tasks, open_key=open_stored_seekable)
         if step.name == ASR_STEP:
             return transcribing.asr_step(
                 tasks,
                 cache=_DatabaseCache(),
                 config=transcribing.config_from_environment(),
+                open_key=open_stored_seekable,
                 workers=transcribing.concurrency(),
             )
         if step.name == INPUT_STEP:
@@ -270,7 +278,7 @@ class DuplexMPE(BenchmarkPlugin):
             return processing.input_step(
                 tasks,
                 exists=default_storage.exists,
-                open_key=lambda key: default_storage.open(key, "rb"),
+                open_key=open_stored_seekable,
                 save_key=lambda key, handle: default_storage.save(key, File(handle, name=key)),
             )
         raise ValueError(f"{self.slug} has no task step {step.name!r}")

@@ -64,17 +64,22 @@ def timing_detection(task: TaskInput, segments_ms: Sequence[Sequence[int]]) -> d
 
 
 def vad_step(
-    tasks: Sequence[TaskInput], *, config: vad.VadConfig = vad.DEFAULT_CONFIG, batch=VAD_BATCH
+    tasks: Sequence[TaskInput],
+    *,
+    open_key: Callable[[str], IO[bytes]],
+    config: vad.VadConfig = vad.DEFAULT_CONFIG,
+    batch=VAD_BATCH,
 ) -> dict[str, dict]:
     """Silero VAD over the output channels of a chunk of runs, ``batch`` at a time through the
-    model; runs of a low-trust upload take their submitted segments instead."""
+    model, each read from storage as it goes (``open_key`` gives a seekable file); runs of a
+    low-trust upload take their submitted segments instead."""
     found: dict[str, dict] = {}
     audio = [t for t in tasks if t.data.get("mode") == MODE_AUDIO]
     handles: dict[str, IO[bytes]] = {}
 
     def sources():
         for task in audio:
-            handles[task.task_id] = task.files.open(OUTPUT)
+            handles[task.task_id] = open_key(task.assets[OUTPUT])
             yield task.task_id, handles[task.task_id]
 
     by_id = {t.task_id: t for t in tasks}

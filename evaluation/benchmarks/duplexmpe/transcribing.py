@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import IO
 
 import httpx
 
@@ -109,10 +110,12 @@ def asr_step(
     *,
     cache: Cache,
     config: asr.AsrConfig | None,
+    open_key: Callable[[str], IO[bytes]],
     workers: int = 4,
     transcribe: Callable[..., str] = transcribe_with_retries,
 ) -> dict[str, dict]:
-    """{"transcripts": {slot: {"text", "source", "error"}}} per run."""
+    """{"transcripts": {slot: {"text", "source", "error"}}} per run; ``open_key`` gives a
+    seekable file of a stored output channel (only the judged spans are read)."""
     found: dict[str, dict] = {t.task_id: {"transcripts": {}} for t in tasks}
     pending: list[_Clip] = []
     identity = config.identity() if config else {}
@@ -176,7 +179,7 @@ def asr_step(
                 f"run {task.task_id} needs transcripts: the upload has no transcripts/ and "
                 "DUPLEXMPE_ASR_BASE_URL is not set"
             )
-        with task.files.open(OUTPUT) as audio:
+        with open_key(task.assets[OUTPUT]) as audio:
             for item in items:
                 audio.seek(0)
                 clip = asr.extract_spans(audio, item["spans"])

@@ -308,6 +308,7 @@ def test_upload_to_board_with_local_asr_and_judge(board, judge_server, asr_serve
     html = client.get(f"/submissions/{submission.pk}/tasks/{row.task.task_id}/").content.decode()
     assert 'data-name="input.wav"' in html and 'data-name="output.wav"' in html
     assert "silence window" in html and "response window" in html
+    assert "{#" not in html and "task_context" not in html  # template comments stay comments
     assert row.detection["input_audio"]["key"].startswith("duplexmpe/input/")
     tasks = client.get(f"/api/submissions/{submission.pk}/tasks/").json()
     assert tasks["count"] == len(scenarios)
