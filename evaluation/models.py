@@ -231,6 +231,18 @@ class Submission(models.Model):
     is_flagged = models.BooleanField(default=False)
     flag_reason = models.TextField(blank=True, help_text="Shown publicly beside a flagged entry")
     is_hidden = models.BooleanField(default=False, help_text="Removed from public pages by staff")
+    # What produced the outputs (evaluation/run_config.py documents the schema).
+    run_config = models.JSONField(default=dict, blank=True)
+
+    class Contamination(models.TextChoices):
+        NO = "no", "did not see the benchmark's data in training"
+        YES = "yes", "saw the benchmark's data in training"
+        UNKNOWN = "unknown", "not known whether it saw the benchmark's data"
+
+    contamination = models.CharField(
+        max_length=10, choices=Contamination.choices, default=Contamination.UNKNOWN
+    )
+    contamination_note = models.TextField(blank=True)
     idempotency_key = models.CharField(max_length=100, blank=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
     error = models.TextField(blank=True)

@@ -213,3 +213,65 @@ def config_fingerprint(config: Mapping | None) -> str:
         return ""
     text = json.dumps(compared, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+CONTAMINATION_NOTE_MAX = 2000
+
+
+def contamination_clean(value, note="") -> tuple[str, str]:
+    """Whether the system saw the benchmark's data in training ("no", "yes", "unknown"; empty
+    is "unknown") and a free-text note."""
+    problems = []
+    value = "unknown" if value in (None, "") else value
+    if value not in CONTAMINATION:
+        problems.append(f"contamination: one of {', '.join(CONTAMINATION)}, got {value!r}")
+    if note is None:
+        note = ""
+    if not isinstance(note, str):
+        problems.append(f"contamination_note: expected text, got {_kind(note)}")
+        note = ""
+    note = note.strip()
+    if len(note) > CONTAMINATION_NOTE_MAX:
+        problems.append(
+            f"contamination_note: at most {CONTAMINATION_NOTE_MAX:,} characters, got {len(note):,}"
+        )
+    if "\x00" in note:
+        problems.append("contamination_note: contains a NUL character")
+    if problems:
+        raise RunConfigInvalid(problems)
+    return value, note
+
+
+def manifest_disclosures(manifest) -> tuple[dict, str, str]:
+    """A bundle manifest's run configuration ("run_config") and contamination disclosure
+    ("contamination": {"saw_benchmark_data": "no" | "yes" | "unknown", "note": "..."}), each
+    checked. RunConfigInvalid lists every problem."""
+    problems = []
+    config, value, note = {}, "unknown", ""
+    try:
+        config = run_config_clean(manifest.get("run_config"))
+    except RunConfigInvalid as invalid:
+        problems += invalid.problems
+    disclosed = manifest.get("contamination")
+    if disclosed not in (None, ""):
+        if not isinstance(disclosed, Mapping):
+            problems.append(
+                "contamination: expected an object "
+                '{"saw_benchmark_data": "no" | "yes" | "unknown", "note": "..."}, '
+                f"got {_kind(disclosed)}"
+            )
+        else:
+            unknown = sorted(set(disclosed) - {"saw_benchmark_data", "note"})
+            for name in unknown:
+                problems.append(
+                    f"contamination.{name}: unknown field (known: saw_benchmark_data, note)"
+                )
+            try:
+                value, note = contamination_clean(
+                    disclosed.get("saw_benchmark_data"), disclosed.get("note", "")
+                )
+            except RunConfigInvalid as invalid:
+                problems += invalid.problems
+    if problems:
+        raise RunConfigInvalid(problems)
+    return config, value, note

@@ -145,12 +145,18 @@ def task_results_filtered(
     """A submission's task results, filtered by the plug-in's task filters (name -> value: a
     bool for "bool" filters, a string otherwise) and by verdict under a judge: correct = every
     slot passed, wrong = some slot failed (an outcome decided without a call included), none =
-    not judged yet or failed. Ordered by task id."""
+    not judged yet or failed. Ordered by task id. Held-out tasks for staff only
+    (evaluation/held_out.py)."""
     from evaluation.benchmarks import get_plugin
+    from evaluation.held_out import task_results_for
     from evaluation.models import Judgment, TaskJudgment
 
     plugin = get_plugin(submission.benchmark.plugin)
-    rows = submission.task_results.select_related("task").order_by("task__task_id")
+    rows = (
+        task_results_for(user=user, submission=submission)
+        .select_related("task")
+        .order_by("task__task_id")
+    )
     for task_filter in plugin.task_filters:
         value = filters.get(task_filter.name)
         if value is None or value == "":

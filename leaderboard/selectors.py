@@ -140,9 +140,19 @@ class BoardFilters:
     architecture: str | None = None
     open_weights: bool | None = None
     full_duplex: bool | None = None
+    # The run configuration and the contamination disclosure (papers' rows have neither).
+    input_modality: str | None = None
+    output_modality: str | None = None
+    contamination: str | None = None
 
     def q(self) -> Q:
         q = Q()
+        if self.input_modality:
+            q &= Q(run_config__input_modality=self.input_modality)
+        if self.output_modality:
+            q &= Q(run_config__output_modality=self.output_modality)
+        if self.contamination:
+            q &= Q(contamination=self.contamination, is_reported=False)
         if self.system_type:
             q &= Q(row_group=self.system_type)
         if self.architecture:
@@ -189,7 +199,7 @@ class Entry:
     # Judgments that failed under this judge (counted as wrong); retrying: another try is due.
     failed_judgments: int = 0
     retrying_failed: bool = False
-    # On a slice of the tasks (leaderboard/selectors_slices.py): the slice's tasks, or not
+    # On a slice of the tasks (leaderboard.selectors_rows.py): the slice's tasks, or not
     # available (a paper's row, a score without slice results). rank is None when unranked.
     slice_tasks: int | None = None
     slice_unavailable: bool = False
@@ -200,6 +210,14 @@ class Entry:
     held_out_results: dict | None = None
     held_out_rank: int | None = None
     rank_delta: int | None = None
+    # The parts of the current scorer this row was not scored with ("judge", "prompts", ...).
+    older_scorer: list = field(default_factory=list)
+    # What produced the outputs, the contamination disclosure, and whether the system's other
+    # runs here used another configuration.
+    run_config: dict = field(default_factory=dict)
+    contamination: str = ""
+    contamination_note: str = ""
+    config_differs: bool = False
     # (label, title) of the plug-in's badges that the submission's facts call for
     badges: tuple[tuple[str, str], ...] = ()
 
@@ -393,6 +411,9 @@ def _entry(submission: Submission, judge: Judge | None, judge_slug: str, columns
         rescoring=not reported and submission.status != Submission.Status.SCORED,
         failed_judgments=getattr(submission, "board_failed", 0) or 0,
         retrying_failed=submission.retry_failed_at is not None,
+        run_config={} if reported else submission.run_config,
+        contamination="" if reported else submission.contamination,
+        contamination_note="" if reported else submission.contamination_note,
         badges=tuple(
             (badge.label, badge.title)
             for badge in plugin.fact_badges

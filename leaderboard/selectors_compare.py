@@ -60,7 +60,7 @@ def task_attributes(*, benchmark: Benchmark) -> dict[str, dict[str, str]]:
     plugin = get_plugin(benchmark.plugin)
     if not plugin.slices:
         return {}
-    state = benchmark.tasks.aggregate(n=Count("pk"), last=Max("pk"))
+    state = benchmark.tasks.filter(held_out=False).aggregate(n=Count("pk"), last=Max("pk"))
     key = _key("task-attributes-v1", benchmark.pk, state, slices_version(plugin))
     found = cache.get(key)
     if found is None:
@@ -70,7 +70,8 @@ def task_attributes(*, benchmark: Benchmark) -> dict[str, dict[str, str]]:
                 for name, value in plugin.task_attributes(task_id, spec).items()
                 if value is not None
             }
-            for task_id, spec in Task.objects.filter(benchmark=benchmark)
+            # Held-out tasks are scored apart and never sliced.
+            for task_id, spec in Task.objects.filter(benchmark=benchmark, held_out=False)
             .order_by("task_id")
             .values_list("task_id", "spec")
         }

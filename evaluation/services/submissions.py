@@ -15,6 +15,12 @@ from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import UploadContents, UploadLimits
 from evaluation.bundles import BundleRejected, ValidationReport, manifest_check
 from evaluation.models import Benchmark, Judge, Submission, System, Team
+from evaluation.run_config import (
+    RunConfigInvalid,
+    contamination_clean,
+    manifest_disclosures,
+    run_config_clean,
+)
 from evaluation.services.files import file_sha256
 from evaluation.services.pipeline import enqueue_on_commit
 
@@ -60,6 +66,11 @@ def bundle_validate(
         choices={"system_type": [group.key for group in plugin.row_groups]},
         max_lengths={"system_type": 50, **MANIFEST_TEXT_FIELDS},
     )
+    try:
+        manifest_disclosures(contents.manifest or {})
+    except RunConfigInvalid as invalid:
+        for problem in invalid.problems:
+            report.add(problem, file="manifest.json")
     return report, contents
 
 
@@ -132,11 +143,25 @@ def submission_create(
     idempotency_key: str = "",
     options: dict | None = None,
     validated: UploadContents | None = None,
+    run_config: dict | None = None,
+    contamination: str | None = None,
+    contamination_note: str | None = None,
 ) -> Submission:
     """Validate, then store the upload and queue it. A rejected upload raises BundleRejected
     and leaves no row and no file behind. ``validated``: the contents of a successful
-    bundle_validate of this same file, so that it is not read twice."""
+    bundle_validate of this same file, so that it is not read twice. The run configuration and
+    the contamination disclosure given here replace the manifest's (evaluation/run_config.py);
+    a malformed one raises SubmissionInvalid naming every problem."""
     plugin = get_plugin(benchmark.plugin)
+    try:
+        config = run_config_clean(run_config) if run_config is not None else None
+        disclosed = (
+            contamination_clean(contamination, contamination_note)
+            if contamination is not None or contamination_note is not None
+            else None
+        )
+    except RunConfigInvalid as invalid:
+        raise SubmissionInvalid(str(invalid)) from None
     if validated is None:
         report, validated = bundle_validate(
             benchmark=benchmark, path=bundle_path, allow_partial=allow_partial, options=options
@@ -144,6 +169,9 @@ def submission_create(
         if not report.ok:
             raise BundleRejected(report)
     contents = validated
+    from_manifest = manifest_disclosures(contents.manifest or {})
+    config = from_manifest[0] if config is None else config
+    disclosed = from_manifest[1:] if disclosed is None else disclosed
     groups = [group.key for group in plugin.row_groups]
     if row_group and row_group not in groups:
         raise SubmissionInvalid(
@@ -171,6 +199,9 @@ def submission_create(
                 manifest=contents.manifest,
                 row_group=plugin.group_for(manifest=contents.manifest, declared=row_group),
                 options=contents.options,
+                run_config=config,
+                contamination=disclosed[0],
+                contamination_note=disclosed[1],
                 is_partial=bool(contents.missing),
                 missing_task_count=len(contents.missing),
                 bundle_sha256=sha,

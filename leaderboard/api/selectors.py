@@ -7,6 +7,7 @@ from django.db.models import Count, QuerySet
 
 from evaluation.benchmarks import get_plugin
 from evaluation.models import Benchmark, Judge, Score, Submission, System, TaskJudgment, TaskResult
+from evaluation.scorer import current_scorer, older_parts
 from evaluation.selectors import current_prompts, judge_usage, submissions_visible_to
 
 
@@ -103,6 +104,12 @@ def submission_scores(*, submission: Submission) -> list[dict]:
                 "official": score.judge.is_official,
                 "offline": score.judge.is_offline,
                 "results": score.results,
+                "held_out_results": score.held_out_results,
+                "scorer": score.scorer,
+                "older": older_parts(
+                    score.scorer,
+                    current_scorer(benchmark=submission.benchmark, judge=score.judge),
+                ),
                 "judgments_total": score.judgments_total,
                 "judgments_failed": score.judgments_failed,
                 "tokens": {"input": usage.input_tokens, "output": usage.output_tokens},

@@ -140,6 +140,9 @@ class SubmissionSerializer(serializers.ModelSerializer):
             "missing_task_count",
             "is_reported",
             "reported_source",
+            "run_config",
+            "contamination",
+            "contamination_note",
             "created_at",
             "finished_at",
         ]
@@ -178,7 +181,21 @@ class JudgeResultSerializer(serializers.Serializer):
     judge = serializers.CharField()
     official = serializers.BooleanField()
     offline = serializers.BooleanField()
-    results = serializers.JSONField(help_text="The benchmark's results structure")
+    results = serializers.JSONField(
+        help_text="The benchmark's results structure (on the public tasks when some are held out)"
+    )
+    held_out_results = serializers.JSONField(
+        allow_null=True, help_text="The same on the held-out tasks; null when none is held out"
+    )
+    scorer = serializers.JSONField(
+        allow_null=True,
+        help_text="What produced the numbers: rules, processing steps, judge, prompt versions",
+    )
+    older = serializers.ListField(
+        child=serializers.ChoiceField(choices=["rules", "processing", "judge", "prompts"]),
+        help_text="The parts of the current scorer these numbers were not made with (empty: "
+        "current)",
+    )
     judgments_total = serializers.IntegerField()
     judgments_failed = serializers.IntegerField()
     tokens = TokensSerializer()

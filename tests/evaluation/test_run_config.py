@@ -100,3 +100,95 @@ def test_fingerprint_ignores_date_and_notes_and_treats_a_prompt_as_its_hash():
         {**base, "system_prompt_sha256": digest}
     )
     assert config_fingerprint({}) == "" and config_fingerprint({"notes": "x"}) == ""
+
+
+# --- Through a submission ----------------------------------------------------------------------
+
+CONFIG = {
+    "model": "Agent-7B",
+    "decoding": {"temperature": 0.2},
+    "components": {"asr": "ASR-1"},
+    "input_modality": "audio",
+    "output_modality": "audio",
+    "run_date": "2026-11-20",
+}
+
+
+def _bundle(mpbench_dir, tmp_path, manifest: dict):
+    import json
+
+    from tests.conftest import copy_examples, zip_tree
+
+    tree = copy_examples(mpbench_dir, tmp_path / "tree")
+    (tree / "manifest.json").write_text(json.dumps(manifest))
+    return zip_tree(tree, tmp_path / "bundle.zip")
+
+
+@pytest.mark.django_db
+def test_the_manifest_carries_the_configuration_and_the_disclosure(mpbench, mpbench_dir, tmp_path):
+    from evaluation.services import submission_create
+
+    manifest = {
+        "run_config": CONFIG,
+        "contamination": {"saw_benchmark_data": "yes", "note": "tuned on the demo split"},
+    }
+    submission = submission_create(
+        benchmark=mpbench,
+        bundle_path=_bundle(mpbench_dir, tmp_path, manifest),
+        system_name="Agent",
+        allow_partial=True,
+    )
+    assert submission.run_config == CONFIG
+    assert (submission.contamination, submission.contamination_note) == (
+        "yes",
+        "tuned on the demo split",
+    )
+
+
+@pytest.mark.django_db
+def test_given_values_replace_the_manifests(mpbench, mpbench_dir, tmp_path):
+    from evaluation.services import submission_create
+
+    submission = submission_create(
+        benchmark=mpbench,
+        bundle_path=_bundle(mpbench_dir, tmp_path, {"run_config": CONFIG}),
+        system_name="Agent",
+        allow_partial=True,
+        run_config={"model": "Other"},
+        contamination="no",
+    )
+    assert submission.run_config == {"model": "Other"}
+    assert submission.contamination == "no"
+
+
+@pytest.mark.django_db
+def test_a_malformed_manifest_is_refused_with_each_problem_named(mpbench, mpbench_dir, tmp_path):
+    from evaluation.bundles import BundleRejected
+    from evaluation.models import Submission
+    from evaluation.services import SubmissionInvalid, submission_create
+
+    manifest = {
+        "run_config": {"model": ["x"], "input_modality": "video"},
+        "contamination": {"saw_benchmark_data": "maybe"},
+    }
+    with pytest.raises(BundleRejected) as caught:
+        submission_create(
+            benchmark=mpbench,
+            bundle_path=_bundle(mpbench_dir, tmp_path, manifest),
+            system_name="Agent",
+            allow_partial=True,
+        )
+    text = str(caught.value.report.problems)
+    assert "run_config.model: expected text, got a list" in text
+    assert "run_config.input_modality: one of audio, text, got 'video'" in text
+    assert "contamination: one of no, yes, unknown, got 'maybe'" in text
+    assert not Submission.objects.filter(is_reported=False).exists()
+    with pytest.raises(SubmissionInvalid, match="run_config.temperature: unknown field"):
+        submission_create(
+            benchmark=mpbench,
+            bundle_path=_bundle(mpbench_dir, tmp_path / "b", {}),
+            system_name="Agent",
+            allow_partial=True,
+            run_config={"temperature": 0.1},
+        )
+    assert not Submission.objects.filter(is_reported=False).exists()

@@ -106,3 +106,37 @@ def test_a_judge_change_and_a_rules_change_are_logged_with_what_changed(scored, 
 def test_rows_from_before_scorers_were_kept_are_older_in_every_part():
     assert older_parts(None, {"rules": "1"}) == ["rules", "processing", "judge", "prompts"]
     assert changes(None, {"rules": "1"}) == ["first scorer"]
+
+
+def test_the_changelog_page_marks_older_rows_and_staff_rescore_them(scored, client):
+    from django.contrib.auth.models import User
+    from django.urls import reverse
+
+    benchmark, offline, submission = scored
+    submission.is_published = True
+    submission.save()
+    old = PromptVersion.objects.get(benchmark=benchmark, kind="discussion", version=1)
+    PromptVersion.objects.create(
+        benchmark=benchmark,
+        kind="discussion",
+        version=2,
+        template=old.template + " ",
+        sha256="e" * 64,
+    )
+    url = reverse("scorer-changelog", args=[benchmark.slug])
+    page = client.get(url).content.decode()
+    assert "discussion prompt v1 → v2" in page
+    assert "1 row scored with an older scorer." in page
+    assert "Re-score the whole board" not in page  # staff only
+    entry = ScorerVersion.objects.filter(judge=offline).first()
+    assert client.post(url, {"version": entry.pk, "note": "x"}).status_code == 403
+
+    client.force_login(User.objects.create_user("sam", is_staff=True))
+    client.post(url, {"version": entry.pk, "note": "Stricter wording for discussions."})
+    entry.refresh_from_db()
+    assert entry.note == "Stricter wording for discussions."
+    page = client.get(url).content.decode()
+    assert "Re-score the whole board with offline" in page
+    client.post(reverse("judge-rescore", args=[benchmark.slug, "offline"]))
+    page = client.get(url).content.decode()
+    assert "Every row scored with offline is current." in page

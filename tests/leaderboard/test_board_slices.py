@@ -14,7 +14,7 @@ from evaluation.models import Score, Submission, System
 from evaluation.services.pipeline import score_slices
 from leaderboard.selectors import BoardSort, leaderboard_entries
 from leaderboard.selectors_compare import board_slice
-from leaderboard.selectors_slices import sliced_entries, with_rank_ranges
+from leaderboard.selectors_rows import sliced_entries, with_rank_ranges
 from tests.evaluation.test_slices import _random_outcome
 
 pytestmark = pytest.mark.django_db
@@ -183,3 +183,44 @@ def test_stale_slice_results_are_not_shown(board):
     }
     assert shown["Bee"].slice_unavailable and shown["Bee"].rank is None
     assert not shown["Ace"].slice_unavailable
+
+
+def test_rows_say_when_their_scorer_is_older_and_when_configurations_differ(board):
+    from evaluation.scorer import current_scorer
+    from leaderboard.selectors import BoardFilters
+    from leaderboard.selectors_rows import with_scorer_and_config
+
+    benchmark, judge, _, _, _ = board
+    Score.objects.filter(judge=judge).update(
+        scorer=current_scorer(benchmark=benchmark, judge=judge)
+    )
+    old = current_scorer(benchmark=benchmark, judge=judge)
+    old["judge"] = {**old["judge"], "models": {"understanding": "retired-model"}}
+    Score.objects.filter(judge=judge, submission__system__name="Bee").update(scorer=old)
+    ace = Submission.objects.get(system__name="Ace")
+    ace.run_config = {"model": "A", "input_modality": "audio", "output_modality": "audio"}
+    ace.contamination = "yes"
+    ace.save()
+    # A second, unscored run of Ace's system under another configuration.
+    Submission.objects.create(
+        benchmark=benchmark,
+        system=ace.system,
+        judge=judge,
+        status=Submission.Status.FAILED,
+        is_published=True,
+        run_config={"model": "A", "decoding": {"temperature": 1.0}},
+    )
+    entries = leaderboard_entries(benchmark=benchmark, judge=judge, sort=BoardSort())
+    rows = {
+        e.system: e
+        for e in with_scorer_and_config(entries, benchmark=benchmark, judge=judge, user=None)
+    }
+    assert rows["Bee"].older_scorer == ["judge"] and rows["Ace"].older_scorer == []
+    assert rows["Ace"].config_differs and not rows["Cay"].config_differs
+    assert rows["Ace"].contamination == "yes" and rows["Cay"].contamination == "unknown"
+    only = leaderboard_entries(
+        benchmark=benchmark,
+        judge=judge,
+        filters=BoardFilters(contamination="yes", input_modality="audio"),
+    )
+    assert [e.system for e in only] == ["Ace"]

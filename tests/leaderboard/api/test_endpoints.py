@@ -87,6 +87,9 @@ def test_submission_detail_has_status_progress_and_scores(world):
             "official": False,
             "offline": True,
             "results": score.results,
+            "held_out_results": None,
+            "scorer": score.scorer,
+            "older": [],
             "judgments_total": score.judgments_total,
             "judgments_failed": 0,
             "tokens": {"input": 0, "output": 0},
@@ -94,6 +97,7 @@ def test_submission_detail_has_status_progress_and_scores(world):
             "computed_at": body["scores"][0]["computed_at"],
         }
     ]
+    assert score.scorer["judge"]["slug"] == "offline" and score.scorer["rules"] == "harness-1"
     assert body["tasks_url"].endswith(f"/api/submissions/{world.private.pk}/tasks/")
 
 

@@ -16,6 +16,8 @@ ENDPOINTS = {
     "/api/benchmarks/": {"get"},
     "/api/benchmarks/{slug}/": {"get"},
     "/api/benchmarks/{slug}/judges/": {"get"},
+    "/api/benchmarks/{slug}/slices/": {"get"},
+    "/api/benchmarks/{slug}/compare/": {"get"},
     "/api/systems/": {"get"},
     "/api/systems/{id}/": {"get"},
     "/api/submissions/": {"get"},
@@ -75,6 +77,18 @@ def test_schema_documents_auth_filters_and_pagination(schema):
     assert {"count", "next", "previous", "results"} <= set(paginated["properties"])
     retry = schema["paths"]["/api/submissions/{id}/retry-failed/"]["post"]
     assert "202" in retry["responses"]
+
+
+def test_schema_documents_the_comparison(schema):
+    compare = schema["paths"]["/api/benchmarks/{slug}/compare/"]["get"]
+    names = {p["name"]: p for p in compare["parameters"]}
+    assert {"a", "b", "judge", "split", "slice"} <= set(names)
+    assert names["a"]["required"] and names["b"]["required"]
+    ok = compare["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+    body = schema["components"]["schemas"][ok.rsplit("/", 1)[1]]
+    assert {"overall", "by_slice", "disagreements", "draws", "seed"} <= set(body["properties"])
+    metric = schema["components"]["schemas"]["MetricComparison"]["properties"]
+    assert {"difference", "interval", "p_value", "b_only_a", "c_only_b"} <= set(metric)
 
 
 def test_schema_is_served_as_yaml_too(db):

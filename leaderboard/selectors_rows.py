@@ -1,5 +1,9 @@
-"""The board on a slice of the tasks, and rank ranges. The rows come from
-leaderboard_entries (visibility, filters and row choice as on the whole board); a slice swaps
+"""What a board row carries beyond its own numbers: the numbers on a slice of the tasks, its
+plausible rank range, its held-out score and rank delta, whether its scorer is older than the
+current one, and whether its system was run under other configurations.
+
+The rows come from leaderboard_entries (visibility, filters and row choice as on the whole
+board); each function here returns them with more filled in, in a few queries. A slice swaps
 each row's numbers for the ones its score stores for that slice (Score.slices, read in SQL a
 slice at a time) and ranks the rows again exactly as the board does: the plug-in's rank keys on
 unrounded values, standard competition ranking, within the row group when grouped. A paper's
@@ -171,17 +175,28 @@ def with_rank_ranges(
         return entries
     key = rank_columns[0].key
     scored = [e for e in entries if not e.reported_in_paper and e.rank is not None]
+    scores = Score.objects.filter(
+        judge=judge, submission_id__in=[e.submission_id for e in scored]
+    ).annotate(
+        part_sha=KeyTransform("tasks_sha", "contributions"),
+        part_absent=KeyTransform("absent", "contributions"),
+        part_units=KeyTransform(key, KeyTransform("metrics", "contributions")),
+    )
+    found = list(scores.values_list("pk", "submission_id", "part_sha", "part_absent", "part_units"))
+    # Scores of one benchmark mostly share one task list: read each distinct list once.
+    task_lists = {}
+    for pk, _, sha, _, _ in found:
+        list_key = sha or f"score {pk}"  # stored before lists had a key: its own
+        if list_key not in task_lists:
+            task_lists[list_key] = (
+                Score.objects.filter(pk=pk)
+                .annotate(part_tasks=KeyTransform("tasks", "contributions"))
+                .values_list("part_tasks", flat=True)
+                .first()
+            )
     rows = {
-        submission_id: (tasks, absent, units)
-        for submission_id, tasks, absent, units in Score.objects.filter(
-            judge=judge, submission_id__in=[e.submission_id for e in scored]
-        )
-        .annotate(
-            part_tasks=KeyTransform("tasks", "contributions"),
-            part_absent=KeyTransform("absent", "contributions"),
-            part_units=KeyTransform(key, KeyTransform("metrics", "contributions")),
-        )
-        .values_list("submission_id", "part_tasks", "part_absent", "part_units")
+        submission_id: (task_lists.get(sha or f"score {pk}"), absent, units)
+        for pk, submission_id, sha, absent, units in found
     }
     keep = None
     if chosen is not None:
@@ -260,6 +275,53 @@ def with_held_out(
                 held_out_results=found[entry.submission_id],
                 held_out_rank=rank,
                 rank_delta=rank - public[entry.submission_id],
+            )
+        )
+    return shown
+
+
+# --- Scorer and configuration -------------------------------------------------------------------
+
+
+def with_scorer_and_config(
+    entries: list[Entry], *, benchmark: Benchmark, judge: Judge | None, user
+) -> list[Entry]:
+    """older_scorer: the parts of the current scorer (evaluation/scorer.py) a row's numbers
+    were not made with; config_differs: the row's system has another submission on this
+    benchmark, visible to this viewer, run under a different configuration."""
+    from evaluation.run_config import config_fingerprint
+    from evaluation.scorer import current_scorer, older_parts
+    from evaluation.selectors import submissions_visible_to
+
+    scored = [e for e in entries if not e.reported_in_paper]
+    if not scored:
+        return entries
+    scorers = {}
+    if judge is not None:
+        scorers = dict(
+            Score.objects.filter(
+                judge=judge, submission_id__in=[e.submission_id for e in scored]
+            ).values_list("submission_id", "scorer")
+        )
+        current = current_scorer(benchmark=benchmark, judge=judge)
+    configs: dict[int, set[str]] = {}
+    for system_id, config in (
+        submissions_visible_to(user=user)
+        .filter(benchmark=benchmark, is_reported=False, system_id__in={e.system_id for e in scored})
+        .values_list("system_id", "run_config")
+    ):
+        configs.setdefault(system_id, set()).add(config_fingerprint(config))
+    shown = []
+    for entry in entries:
+        if entry.reported_in_paper:
+            shown.append(entry)
+            continue
+        older = older_parts(scorers.get(entry.submission_id), current) if judge else []
+        shown.append(
+            dataclasses.replace(
+                entry,
+                older_scorer=older,
+                config_differs=len(configs.get(entry.system_id, ())) > 1,
             )
         )
     return shown
