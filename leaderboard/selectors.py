@@ -330,8 +330,8 @@ def leaderboard_entries(
 ) -> list[Entry]:
     """The rows of a board as shown. Rank and order come from SQL: rows ranked by the plug-in's
     rank keys (standard competition ranking: exact ties share a rank), within their row group
-    when the board is grouped. A team sees its own unpublished rows, marked private; hidden
-    rows only staff."""
+    when the board is grouped. On a board with splits, only rows whose results hold the split.
+    A team sees its own unpublished rows, marked private; hidden rows only staff."""
     filters = filters or BoardFilters()
     sort = sort or BoardSort()
     split = board_split(benchmark=benchmark, requested=split)
@@ -340,6 +340,9 @@ def leaderboard_entries(
         raise ValueError(f"unknown sort key {sort.key!r}")
     rank_order = [_ordered(_exact_number(c), True) for c in _rank_columns(benchmark, split)]
     queryset = _board_queryset(benchmark=benchmark, judge=judge, user=user, filters=filters)
+    if split:
+        # A split's table lists the systems scored on it (a submission may cover one language).
+        queryset = queryset.filter(board_results__has_key=split)
     if rank_order:
         ranking = Window(
             Rank(),

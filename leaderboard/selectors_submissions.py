@@ -148,11 +148,11 @@ def score_tables(*, submission: Submission, results: dict | None) -> list[ScoreT
 
 
 def submission_facts(*, submission: Submission) -> list[tuple[str, object]]:
-    """What the processing found about the whole submission, as the plug-in labels it."""
+    """What the submitter declared and the processing found about the whole submission, as
+    the plug-in labels it."""
     plugin = get_plugin(submission.benchmark.plugin)
-    return [
-        (label, submission.facts[key]) for key, label in plugin.facts if key in submission.facts
-    ]
+    known = {**(submission.options or {}), **(submission.facts or {})}
+    return [(label, known[key]) for key, label in plugin.facts if key in known]
 
 
 # --- Task page -------------------------------------------------------------------------------

@@ -23,6 +23,9 @@ How a submission flows through a plug-in:
 6. ``aggregate`` turns the per-task outcomes into the benchmark's results; :attr:`metrics`
    declares how the board reads, sorts, rounds and bounds them.
 
+The ``facts`` every hook receives start as the options the submitter declared with the upload
+(:attr:`UploadFormat.options`, a run mode, say), and submission-scope steps add what they find.
+
 Everything here is plain Python: no hook receives a model instance, and pure computation stays
 testable without a database.
 """
@@ -216,13 +219,15 @@ class JudgeKind:
 
 @dataclass(frozen=True)
 class JudgeDefaults:
-    """The judge a benchmark's import creates as official, as its paper or harness ran it."""
+    """The judge a benchmark's import creates as official, as its paper or harness ran it.
+    ``base_url``: the endpoint its paper called (empty: the provider's from the settings)."""
 
     slug: str
     name: str
     provider: str
     models_by_kind: Mapping[str, str]
     send_sampling_params: bool = True
+    base_url: str = ""
 
 
 @dataclass(frozen=True)

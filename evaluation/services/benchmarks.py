@@ -145,6 +145,7 @@ def _ensure_default_judges(benchmark: Benchmark, plugin: BenchmarkPlugin) -> Non
                 "provider": defaults.provider,
                 "models_by_kind": dict(defaults.models_by_kind),
                 "send_sampling_params": defaults.send_sampling_params,
+                "base_url": defaults.base_url,
                 "is_official": True,
             },
         )

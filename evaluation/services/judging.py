@@ -131,6 +131,8 @@ def judgments_prepare(*, submission: Submission, judge: Judge) -> int:
     """Link every judged slot of every task to its judgment, creating the missing ones (the
     offline judge answers at once). Byte-identical requests under the same judge share one
     judgment. Returns how many still need a call."""
+    from evaluation.services.pipeline import hook_facts  # the pipeline imports this module
+
     plugin = get_plugin(submission.benchmark.plugin)
     prompts = current_prompts(benchmark=submission.benchmark)
     wanted: dict[tuple[str, str], Judgment] = {}
@@ -139,7 +141,9 @@ def judgments_prepare(*, submission: Submission, judge: Judge) -> int:
     with open_upload(submission) as archive:
         for row in rows:
             task = task_input(row, archive)
-            for request in plugin.judgment_requests(task, prompts=prompts, facts=submission.facts):
+            for request in plugin.judgment_requests(
+                task, prompts=prompts, facts=hook_facts(submission)
+            ):
                 if request.fixed is not None:
                     links.append((row.pk, request, None))
                     continue

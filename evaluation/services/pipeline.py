@@ -138,6 +138,12 @@ def heartbeat(submission_id: int, renew: Callable[[], None] | None = None):
         thread.join()
 
 
+def hook_facts(submission: Submission) -> dict:
+    """The facts a plug-in's hooks receive: the options the submitter declared (a run mode,
+    say), then what submission-scope steps found."""
+    return {**(submission.options or {}), **(submission.facts or {})}
+
+
 def submission_fail(*, submission_id: int, error: str) -> None:
     """Record why a submission failed. The error is shown to its owner: callers pass a message
     meant for people, never raw exception text."""
@@ -271,7 +277,7 @@ def _submission_step(submission: Submission, plugin, step, index: int) -> None:
     with heartbeat(submission.pk), open_upload(submission) as archive:
         rows = list(submission.task_results.select_related("task").order_by("task__task_id"))
         inputs = [task_input(row, archive) for row in rows]
-        facts, found = plugin.run_submission_step(step, inputs, facts=submission.facts)
+        facts, found = plugin.run_submission_step(step, inputs, facts=hook_facts(submission))
     for row in rows:
         row.detection = {**row.detection, **found.get(row.task.task_id, {})}
         row.steps_done = index + 1
@@ -304,14 +310,20 @@ def _task_step(submission: Submission, plugin, step, index: int) -> bool:
             if not rows:
                 break
             found = plugin.run_task_step_batch(
-                step, [task_input(row, archive) for row in rows], facts=submission.facts
+                step, [task_input(row, archive) for row in rows], facts=hook_facts(submission)
             )
             for row in rows:
                 row.detection = {**row.detection, **found.get(row.task.task_id, {})}
                 row.steps_done = index + 1
                 row.lease_owner, row.lease_until = "", None
-            TaskResult.objects.bulk_update(
-                rows, ["detection", "steps_done", "lease_owner", "lease_until"]
+            # An upsert on the natural key, as for a submission step: one statement per batch
+            # (bulk_update builds a CASE per row and field, slow past a few hundred rows).
+            TaskResult.objects.bulk_create(
+                rows,
+                batch_size=SQL_IN_BATCH,
+                update_conflicts=True,
+                unique_fields=["submission", "task"],
+                update_fields=["detection", "steps_done", "lease_owner", "lease_until"],
             )
     return not TaskResult.objects.filter(
         submission_id=submission.pk, steps_done__lte=index
@@ -463,7 +475,8 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
     hidden = [outcome for outcome in outcomes if outcome.task_id in held]
     if hidden:
         outcomes = [outcome for outcome in outcomes if outcome.task_id not in held]
-    contributions, slices = score_slices(plugin, outcomes, submission.facts)
+    facts = hook_facts(submission)
+    contributions, slices = score_slices(plugin, outcomes, facts)
     benchmark = submission.benchmark
     scorer_log(
         benchmark=benchmark, judge=judge, identity=current_scorer(benchmark=benchmark, judge=judge)
@@ -472,10 +485,8 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
         submission=submission,
         judge=judge,
         defaults={
-            "results": plugin.aggregate(outcomes, facts=submission.facts),
-            "held_out_results": plugin.aggregate(hidden, facts=submission.facts)
-            if hidden
-            else None,
+            "results": plugin.aggregate(outcomes, facts=facts),
+            "held_out_results": plugin.aggregate(hidden, facts=facts) if hidden else None,
             "contributions": contributions,
             "slices": slices,
             "scorer": score_scorer(submission=submission, judge=judge),

@@ -2,6 +2,7 @@
 computation, scipy's binomial test, numpy draws made the documented way, and MP-Bench's own
 aggregation run on each subset."""
 
+import hashlib
 import json
 import random
 
@@ -254,5 +255,6 @@ def test_contributions_file_roundtrips_through_json():
     data = contributions_json([("t1", {"a": (1, 1)}), ("t2", {"a": [(0, 1), (1, 1)]})])
     assert json.loads(json.dumps(data)) == {
         "tasks": ["t1", "t2"],
+        "tasks_sha": hashlib.sha256(b"t1\nt2").hexdigest()[:16],
         "metrics": {"a": [[0, 1, 1], [1, 0, 1], [1, 1, 1]]},
     }

@@ -54,7 +54,7 @@ class Command(BaseCommand):
     help = __doc__.splitlines()[0]
 
     def add_arguments(self, parser):
-        parser.add_argument("--benchmark", default="mp-bench", help="an imported benchmark")
+        parser.add_argument("--benchmark", required=True, help="the slug of an imported benchmark")
         parser.add_argument("--systems", type=int, default=500)
         parser.add_argument("--repeat", type=int, default=20)
         parser.add_argument(
