@@ -66,7 +66,7 @@ INSTALLED_APPS = [
     "annotation",
 ]
 # Benchmark plug-ins: each package is a Django app exposing `plugin` (evaluation/benchmarks/base.py).
-FLOORBOARD_BENCHMARKS = env_list("FLOORBOARD_BENCHMARKS", ["evaluation.benchmarks.mpbench", "evaluation.benchmarks.msibench"])  # fmt: skip
+FLOORBOARD_BENCHMARKS = env_list("FLOORBOARD_BENCHMARKS", ["evaluation.benchmarks.mpbench", "evaluation.benchmarks.msibench", "evaluation.benchmarks.duplexmpe"])  # fmt: skip
 INSTALLED_APPS += [path for path in FLOORBOARD_BENCHMARKS if path not in INSTALLED_APPS]
 
 MIDDLEWARE = [
@@ -239,6 +239,8 @@ OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")
 GEMINI_BASE_URL = env_str("GEMINI_BASE_URL", "https://generativelanguage.googleapis.com/v1beta")
 GEMINI_API_KEY = env_str("GEMINI_API_KEY")
+ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL", "https://api.anthropic.com/v1")
+ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 JUDGE_CONCURRENCY = env_int("FLOORBOARD_JUDGE_CONCURRENCY", 16)
 JUDGE_TIMEOUT_SECONDS = env_float("FLOORBOARD_JUDGE_TIMEOUT_SECONDS", 120.0)
 JUDGE_MAX_ATTEMPTS = env_int("FLOORBOARD_JUDGE_MAX_ATTEMPTS", 6)

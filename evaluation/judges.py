@@ -1,6 +1,8 @@
-"""LLM judge clients: an OpenAI-compatible chat-completions client and a Gemini client.
+"""LLM judge clients: an OpenAI-compatible chat-completions client, a Gemini client and an
+Anthropic Messages API client.
 
-Both send exactly one user message (the filled template) and ask for strict JSON-schema output.
+Each sends an optional system message and one user message (the filled template) and, where the
+API has a way to, asks for the kind's answer format.
 Transient failures (408, 429, 5xx, timeouts, dropped connections) are retried with exponential
 backoff that honours Retry-After; anything else fails at once.
 """
@@ -178,6 +180,55 @@ class GeminiClient:
             content = ""
         usage = data.get("usageMetadata") or {}
         return JudgeReply(content, usage.get("promptTokenCount"), usage.get("candidatesTokenCount"))
+
+    def close(self) -> None:
+        self.http.close()
+
+
+ANTHROPIC_VERSION = "2023-06-01"  # the Messages API version header every call carries
+ANTHROPIC_DEFAULT_MAX_TOKENS = 4096  # max_tokens is required by the API
+
+
+class AnthropicClient:
+    """The Anthropic Messages API (``POST {base}/messages``). It has no response_format: the
+    prompt asks for the answer's format and parsing reads it. Sampling: ``temperature`` and
+    ``max_completion_tokens`` (sent as max_tokens) are sent; ``top_p`` only when it is not 1,
+    since recent models refuse both temperature and top_p in one request."""
+
+    def __init__(self, *, base_url: str, api_key: str, timeout: float):
+        self.base_url = base_url.rstrip("/")
+        headers = {"anthropic-version": ANTHROPIC_VERSION}
+        if api_key:
+            headers["x-api-key"] = api_key
+        self.http = httpx.Client(timeout=timeout, headers=headers)
+
+    def request_body(self, *, model: str, prompt: str, params: dict, system: str = "", **_) -> dict:
+        body = {
+            "model": model,
+            "max_tokens": params.get("max_completion_tokens", ANTHROPIC_DEFAULT_MAX_TOKENS),
+            "messages": [{"role": "user", "content": prompt}],
+        }
+        if system:
+            body["system"] = system
+        if "temperature" in params:
+            body["temperature"] = params["temperature"]
+        if params.get("top_p", 1.0) != 1.0:
+            body["top_p"] = params["top_p"]
+        return body
+
+    def complete(self, *, model: str, prompt: str, params: dict, **request) -> JudgeReply:
+        data = _post(
+            self.http,
+            f"{self.base_url}/messages",
+            json=self.request_body(model=model, prompt=prompt, params=params, **request),
+        )
+        try:
+            blocks = data["content"]
+            content = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+        except (KeyError, TypeError, AttributeError):
+            raise JudgeError(f"unexpected response shape: {str(data)[:300]}") from None
+        usage = data.get("usage") or {}
+        return JudgeReply(content, usage.get("input_tokens"), usage.get("output_tokens"))
 
     def close(self) -> None:
         self.http.close()

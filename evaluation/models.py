@@ -108,6 +108,7 @@ class Judge(models.Model):
     class Provider(models.TextChoices):
         OPENAI = "openai", "OpenAI-compatible"
         GEMINI = "gemini", "Gemini"
+        ANTHROPIC = "anthropic", "Anthropic Messages API"
         OFFLINE = "offline", "Offline (heuristic, not an LLM)"
 
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="judges")
@@ -115,7 +116,9 @@ class Judge(models.Model):
     name = models.CharField(max_length=200)
     provider = models.CharField(max_length=20, choices=Provider.choices)
     models_by_kind = models.JSONField(default=dict, help_text='{"<judge kind>": "<model>", ...}')
-    base_url = models.URLField(blank=True, help_text="Empty: OPENAI_BASE_URL / GEMINI_BASE_URL")
+    base_url = models.URLField(
+        blank=True, help_text="Empty: OPENAI_BASE_URL / GEMINI_BASE_URL / ANTHROPIC_BASE_URL"
+    )
     send_sampling_params = models.BooleanField(default=True)
     temperature = models.FloatField(default=0.0)
     top_p = models.FloatField(default=1.0)

@@ -242,6 +242,8 @@ class Entry:
     contamination: str = ""
     contamination_note: str = ""
     config_differs: bool = False
+    # (label, title) of the plug-in's badges that the submission's facts call for
+    badges: tuple[tuple[str, str], ...] = ()
 
 
 def leaderboard_judges(*, benchmark: Benchmark) -> list[Judge]:
@@ -503,6 +505,11 @@ def _entry(submission: Submission, judge: Judge | None, judge_slug: str, columns
         run_config={} if reported else submission.run_config,
         contamination="" if reported else submission.contamination,
         contamination_note="" if reported else submission.contamination_note,
+        badges=tuple(
+            (badge.label, badge.title)
+            for badge in plugin.fact_badges
+            if (submission.facts or {}).get(badge.fact) == badge.value
+        ),
     )
 
 

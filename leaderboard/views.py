@@ -446,6 +446,7 @@ def _entry_json(entry) -> dict:
         },
         "failed_judgments": entry.failed_judgments,
         "flag_reason": entry.flag_reason,
+        "badges": [{"label": label, "title": title} for label, title in entry.badges],
         "reported_source": entry.reported_source,
         "facets": entry.facets,
         "results": entry.results,

@@ -197,6 +197,7 @@ def judge_server():
             body = json.loads(self.rfile.read(length))
             body["_path"] = self.path
             body["_auth"] = self.headers.get("Authorization")
+            body["_headers"] = {key.lower(): value for key, value in self.headers.items()}
             prompt = body.get("messages", [{}])[-1].get("content", "")
             with state.lock:
                 state.requests.append(body)

@@ -13,8 +13,9 @@ How a submission flows through a plug-in:
    file; nothing is stored for a rejected upload.
 2. ``ingest`` walks the stored upload and yields one :class:`IngestedTask` per task: the files
    the engine stores or references and the task's data (a prediction row, say).
-3. The :attr:`steps` run in order, each per task (fanned out in chunks across workers) or once per
-   submission; each returns JSON merged into the task result's ``detection``.
+3. The :attr:`steps` run in order, each per task (fanned out in chunks across workers; a chunk
+   goes to ``run_task_step_batch``) or once per submission; each returns JSON merged into the
+   task result's ``detection``.
 4. ``judgment_requests`` lists, per task, the judge calls it needs (any number of slots per judge
    kind) and the outcomes decided without a call. Identical requests share one stored judgment
    (the cache), so a re-score calls nothing.
@@ -477,6 +478,17 @@ class StudyUnit:
     prompt: str = ""  # the question put to the rater about this unit
 
 
+@dataclass(frozen=True)
+class FactBadge:
+    """A badge the board shows beside a submission whose ``facts`` hold ``value`` under
+    ``fact`` (results scored from measurements the submitter made, say)."""
+
+    fact: str
+    value: Any
+    label: str
+    title: str = ""
+
+
 # --- Reported rows and the demo -------------------------------------------------------------
 
 
@@ -544,6 +556,8 @@ class BenchmarkPlugin:
     reported_source: ClassVar[str] = ""
     # Submission-wide facts a step records, shown on the submission page: (key, label).
     facts: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # Badges the board shows beside a submission, from its facts.
+    fact_badges: ClassVar[tuple[FactBadge, ...]] = ()
     # The row group of a submission that declares none (empty: the first group).
     default_row_group: ClassVar[str] = ""
     # Bytes allowed for an upload of this benchmark once uncompressed.
@@ -585,6 +599,14 @@ class BenchmarkPlugin:
     def run_task_step(self, step: Step, task: TaskInput, *, facts: Mapping) -> dict:
         """A task-scope step's output for one task (merged into its detection)."""
         raise NotImplementedError
+
+    def run_task_step_batch(
+        self, step: Step, tasks: Sequence[TaskInput], *, facts: Mapping
+    ) -> dict[str, dict]:
+        """A task-scope step over one chunk of tasks (at most ``step.chunk_size``): output by
+        task id. The engine calls this; the default runs :meth:`run_task_step` per task.
+        Override it when tasks go faster together (several runs through a model at once)."""
+        return {task.task_id: self.run_task_step(step, task, facts=facts) for task in tasks}
 
     def run_submission_step(
         self, step: Step, tasks: Sequence[TaskInput], *, facts: Mapping

@@ -26,6 +26,7 @@ from django.utils import timezone
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import BenchmarkPlugin, JudgmentRequest
 from evaluation.judges import (
+    AnthropicClient,
     GeminiClient,
     JudgeError,
     JudgeReply,
@@ -68,11 +69,11 @@ def judge_endpoint(judge: Judge) -> str:
     """The base URL a judge's calls go to: its own, or the provider's from the settings."""
     if judge.base_url:
         return judge.base_url
-    return (
-        settings.GEMINI_BASE_URL
-        if judge.provider == Judge.Provider.GEMINI
-        else settings.OPENAI_BASE_URL
-    )
+    if judge.provider == Judge.Provider.GEMINI:
+        return settings.GEMINI_BASE_URL
+    if judge.provider == Judge.Provider.ANTHROPIC:
+        return settings.ANTHROPIC_BASE_URL
+    return settings.OPENAI_BASE_URL
 
 
 def judge_model(judge: Judge, kind: str) -> str:
@@ -94,6 +95,12 @@ def judge_client(judge: Judge):
         return GeminiClient(
             base_url=judge_endpoint(judge),
             api_key=settings.GEMINI_API_KEY,
+            timeout=settings.JUDGE_TIMEOUT_SECONDS,
+        )
+    if judge.provider == Judge.Provider.ANTHROPIC:
+        return AnthropicClient(
+            base_url=judge_endpoint(judge),
+            api_key=settings.ANTHROPIC_API_KEY,
             timeout=settings.JUDGE_TIMEOUT_SECONDS,
         )
     if judge.provider == Judge.Provider.OPENAI:

@@ -310,11 +310,11 @@ def _task_step(submission: Submission, plugin, step, index: int) -> bool:
             rows = _rows_claim(submission.pk, index, owner, step.chunk_size)
             if not rows:
                 break
+            found = plugin.run_task_step_batch(
+                step, [task_input(row, archive) for row in rows], facts=hook_facts(submission)
+            )
             for row in rows:
-                output = plugin.run_task_step(
-                    step, task_input(row, archive), facts=hook_facts(submission)
-                )
-                row.detection = {**row.detection, **output}
+                row.detection = {**row.detection, **found.get(row.task.task_id, {})}
                 row.steps_done = index + 1
                 row.lease_owner, row.lease_until = "", None
             # An upsert on the natural key, as for a submission step: one statement per batch

@@ -122,6 +122,8 @@ def _badges(entry, judge_name: str) -> list[str]:
             f'<span class="badge reported" title="{escape(entry.reported_source)}">'
             "reported in paper</span>"
         )
+    for label, title in entry.badges:
+        badges.append(f'<span class="badge fact" title="{escape(title)}">{escape(label)}</span>')
     if entry.incomplete:
         badges.append(
             '<span class="badge incomplete" title="Some tasks were missing from the bundle">'

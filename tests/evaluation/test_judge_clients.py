@@ -5,6 +5,7 @@ import json
 import pytest
 
 from evaluation.judges import (
+    AnthropicClient,
     GeminiClient,
     JudgeError,
     JudgeReply,
@@ -168,3 +169,85 @@ def test_reply_json_is_returned_verbatim(judge_server):
         ]
         is True
     )
+
+
+def messages_reply(text: str, input_tokens: int = 50, output_tokens: int = 4) -> dict:
+    """A Messages API answer as the Anthropic API returns it."""
+    return {
+        "id": "msg_test",
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+    }
+
+
+def test_anthropic_request_and_reply(judge_server):
+    judge_server.responder = lambda body, call: (200, {}, messages_reply('{"correct": true}', 88))
+    client = AnthropicClient(base_url=judge_server.url, api_key="sk-ant-test", timeout=5)
+    reply = client.complete(
+        model="claude-test",
+        prompt="Judge this",
+        system="You grade answers.",
+        response_format="text",
+        params={"temperature": 0.0, "top_p": 1.0, "max_completion_tokens": 512},
+    )
+    assert reply == JudgeReply('{"correct": true}', 88, 4)
+    body = judge_server.requests[0]
+    assert body["_path"] == "/v1/messages"
+    assert body["_headers"]["x-api-key"] == "sk-ant-test"
+    assert body["_headers"]["anthropic-version"] == "2023-06-01"
+    assert body["_auth"] is None  # the key goes in x-api-key, never as a bearer token
+    # top_p at its default is left out: recent models refuse temperature and top_p together.
+    assert {k: v for k, v in body.items() if not k.startswith("_")} == {
+        "model": "claude-test",
+        "max_tokens": 512,
+        "system": "You grade answers.",
+        "messages": [{"role": "user", "content": "Judge this"}],
+        "temperature": 0.0,
+    }
+
+
+def test_anthropic_defaults_and_a_non_default_top_p(judge_server):
+    judge_server.responder = lambda body, call: (200, {}, messages_reply("x"))
+    client = AnthropicClient(base_url=judge_server.url, api_key="", timeout=5)
+    client.complete(model="m", prompt="p", params={})
+    client.complete(model="m", prompt="q", params={"top_p": 0.9})
+    first, second = judge_server.requests
+    assert first["max_tokens"] == 4096  # required by the API
+    assert not {"temperature", "top_p", "system"} & first.keys()
+    assert "x-api-key" not in first["_headers"]
+    assert second["top_p"] == 0.9
+
+
+def test_anthropic_joins_text_blocks_and_skips_others(judge_server):
+    payload = messages_reply("")
+    payload["content"] = [
+        {"type": "thinking", "thinking": "hmm"},
+        {"type": "text", "text": '{"label":'},
+        {"type": "text", "text": ' "intrusion"}'},
+    ]
+    judge_server.responder = lambda body, call: (200, {}, payload)
+    client = AnthropicClient(base_url=judge_server.url, api_key="", timeout=5)
+    assert client.complete(model="m", prompt="p", params={}).raw_output == (
+        '{"label": "intrusion"}'
+    )
+
+
+@pytest.mark.parametrize(("status", "transient"), [(429, True), (529, True), (400, False)])
+def test_anthropic_status_classification(judge_server, status, transient):
+    judge_server.responder = lambda body, call: (status, {"Retry-After": "3"}, {"error": {}})
+    client = AnthropicClient(base_url=judge_server.url, api_key="", timeout=5)
+    with pytest.raises(JudgeError) as caught:
+        client.complete(model="m", prompt="p", params={})
+    assert isinstance(caught.value, TransientJudgeError) is transient
+    if transient:
+        assert caught.value.retry_after == 3.0
+
+
+def test_anthropic_unexpected_shape_is_an_error(judge_server):
+    judge_server.responder = lambda body, call: (200, {}, {"content": "not a list of blocks"})
+    client = AnthropicClient(base_url=judge_server.url, api_key="", timeout=5)
+    with pytest.raises(JudgeError):
+        client.complete(model="m", prompt="p", params={})

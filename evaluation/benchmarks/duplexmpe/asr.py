@@ -45,10 +45,12 @@ class AsrConfig:
                 "language": self.language}  # fmt: skip
 
 
+def sha256(audio: bytes) -> str:
+    return hashlib.sha256(audio).hexdigest()
+
+
 def cache_key(audio: bytes, identity: Mapping) -> str:
-    payload = json.dumps(
-        {"audio_sha256": hashlib.sha256(audio).hexdigest(), "asr": dict(identity)}, sort_keys=True
-    )
+    payload = json.dumps({"audio_sha256": sha256(audio), "asr": dict(identity)}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

@@ -194,6 +194,19 @@ def validate_log(
     return problems
 
 
+def silent_log(scenario: Scenario) -> SchedulerLog:
+    """The log the scheduler writes for a model that never speaks (SPEC §1): 0.5 s after the
+    preamble and after each turn, 5 s after T (no response), 3 s after N4Q. Used to score a run
+    missing from a partial upload as silence, the debugging mode of SPEC §8 row 20."""
+    start, turns = scenario.preamble_ms + POST_MS, []
+    for turn in scenario.turns:
+        end = start + turn.duration_ms
+        turns.append(LogTurn(turn.index, turn.label, start, end))
+        start = end + {"T": W_T_MS, "N4Q": GAP_MS}.get(turn.label, POST_MS)
+    return SchedulerLog(scenario.scenario_id, scenario.condition, 0, scenario.preamble_ms,
+                        tuple(turns), turns[-1].end + POST_MS)  # fmt: skip
+
+
 def gt_run(log: SchedulerLog, scenario: Scenario) -> dict:
     """SPEC §3 GT run of a validated log (times in seconds)."""
     return {

@@ -22,7 +22,8 @@ from .manifest import ManifestTurn, Scenario, write_manifest
 from .schedule import ENDPOINT_SILENCE_MS, RESPONSE_CAP_MS, SchedulerLog
 
 SPEAKER_VOICES = {"A": "ryan", "B": "aiden", "C": "eric", "D": "dylan"}  # SPEC §1 voice map
-PROFILES = ("good", "chatty", "silent", "late")
+# "literal" behaves like "good" but often misses a request that does not name Aria (implicit).
+PROFILES = ("good", "chatty", "silent", "late", "literal")
 ASSISTANT = "assistant"
 PREAMBLE = (
     "You are Aria, a voice assistant listening to a group conversation. Answer only when "
@@ -58,7 +59,7 @@ TEXTS = {
             "No need, Ben already booked one for us."),
 }  # fmt: skip
 ACK, INTRUSION, WRONG = (
-    "Mm-hm.",
+    "Okay, understood.",  # long enough for the VAD to find in synthetic speech
     "Actually, I can help with that, let me explain.",
     "I am not sure.",
 )
@@ -72,8 +73,9 @@ def clip_ms(text: str, *, speaker: str = "A") -> int:
     return count * per_voice + pauses * 120
 
 
-def scenarios(count: int, *, seed: int = 0) -> list[Scenario]:
-    """``count`` scenarios, each as an explicit and an implicit run sharing pair id and gold."""
+def scenarios(count: int, *, seed: int = 0, preamble: str = PREAMBLE) -> list[Scenario]:
+    """``count`` scenarios, each as an explicit and an implicit run sharing pair id and gold;
+    ``preamble`` is the spoken duty preamble (the demo uses a short one to keep runs short)."""
     rng = random.Random(seed)
     out = []
     for n in range(count):
@@ -104,9 +106,9 @@ def scenarios(count: int, *, seed: int = 0) -> list[Scenario]:
                     sid,
                     {s: SPEAKER_VOICES[s] for s in speakers},
                     gold,
-                    PREAMBLE,
+                    preamble,
                     f"clips/{sid}__{condition}/preamble.wav",
-                    clip_ms(PREAMBLE, speaker=ASSISTANT),
+                    clip_ms(preamble, speaker=ASSISTANT),
                     turns,
                 )  # fmt: skip
             )
@@ -146,10 +148,14 @@ class Said:
     text: str
 
 
-def _behaviour(profile: str, label: str, gold: str, rng: random.Random):
+def _behaviour(profile: str, label: str, gold: str, rng: random.Random, condition: str = ""):
     """(delay after the turn's end in ms, text) the assistant says after a turn, or None."""
     if profile == "silent":
         return None
+    if profile == "literal":
+        if label == "T" and condition == "implicit" and rng.random() < 0.5:
+            return None
+        profile = "good"
     if label == "T":
         if profile == "late":
             return rng.randint(5300, 6500), gold
@@ -188,7 +194,7 @@ def simulate(run: Scenario, profile: str, *, seed: int = 0) -> tuple[dict, list[
         start, end = t, t + turn.duration_ms
         turns.append({"index": turn.index, "label": turn.label, "start": start / 1000,
                       "end": end / 1000})  # fmt: skip
-        reply = _behaviour(profile, turn.label, run.gold_answer, rng)
+        reply = _behaviour(profile, turn.label, run.gold_answer, rng, run.condition)
         spoken = say(end + reply[0], reply[1]) if reply else None
         if turn.label == "T":
             if spoken and spoken.start <= end + 5000:

@@ -1,0 +1,369 @@
+"""Duplex-MPE as a Floorboard plug-in: the declarations the engine renders and the hooks it calls.
+
+The rules live beside this file (segments, vad, schedule, metrics, judge: SPEC
+../shared/benchmarks/duplexmpe/SPEC.md); upload.py reads bundles, processing.py and
+transcribing.py are the steps, scoring.py turns detections into judge calls and results, pages.py
+is what people see. This module only maps them onto the plug-in interface, and is the one place
+that reaches Django (storage, the transcript cache), inside the hooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from evaluation.benchmarks.base import (
+    Asset,
+    BenchmarkPlugin,
+    Chart,
+    DemoRun,
+    FactBadge,
+    JudgeDefaults,
+    JudgeKind,
+    JudgmentRequest,
+    Metric,
+    ParsedOutput,
+    PromptSource,
+    ReportedRow,
+    RowGroup,
+    SliceAttribute,
+    Source,
+    SourceError,
+    Split,
+    Step,
+    StudyKind,
+    StudyUnit,
+    TaskColumn,
+    TaskFilter,
+    TaskInput,
+    TaskOutcome,
+    TaskSource,
+    UploadFormat,
+)
+
+from . import demo, offline, pages, paper, processing, scoring, transcribing, upload, vad
+from . import judge as judges
+from .manifest import ManifestError, read_manifest
+from .metrics import ACK, ANSWER, CONDITIONS
+from .segments import N_MIN
+
+# The paper's judge [P]; SPEC §7 asks to pin the snapshot (staff set the judge's model names).
+OFFICIAL_MODEL = "claude-opus-5"
+VAD_STEP, ASR_STEP, INPUT_STEP, SUMMARY_STEP = "vad", "asr", "input", "summary"
+# Bundles are ~17 GB (4,000 runs of ~100 s at 24 kHz); 48 GiB leaves room for 48 kHz mono.
+MAX_UPLOAD_BYTES = 48 * 1024**3
+
+
+def _rate(key: str, label: str, group: str, description: str) -> Metric:
+    return Metric(key, label, group, "rate", True, None, "wilson", 2, "%", description)
+
+
+def _prompt_rule(kind: str, title: str) -> str:
+    return (
+        f"{title} (ours: the paper's prompts are not public; template {kind}.txt, version "
+        f"{judges.template_version(kind)}), sent as one user message:\n\n{judges.template(kind)}"
+    )
+
+
+class DuplexMPE(BenchmarkPlugin):
+    slug = "duplex-mpe"
+    name = "Duplex-MPE"
+    description = (
+        "Full-duplex voice models in multi-party conversations: 2,000 scenarios, each explicit "
+        "and implicit. Does the model answer the one request addressed to it, stay silent while "
+        "people talk among themselves, and yield when a human resolves a question?"
+    )
+    rules_version = "spec-1"
+    rules_notes = {
+        "spec-1": "First rules: the SPEC's timing metrics (§4-6), our two judge prompts (§7) "
+        "and the decisions listed on the benchmark's page.",
+    }
+    upload = UploadFormat(
+        label="a zip of audio/<run>.wav and schedule/<run>.json per run",
+        suffixes=(".zip",),
+        description=(
+            "Per run (<scenario>__<condition>): the model's output channel as PCM WAV on the "
+            "input clock (sample 0 = start of the preamble) and the scheduler's log; optionally "
+            "transcripts/<run>.json, the submitter's own ASR ({asr, chunks: [{start, end, "
+            "text}]}), used instead of ours and labelled as theirs. Low-trust alternative: "
+            "schedule/ with segments.jsonl and judgments.jsonl (SPEC §3), shown as unverified. "
+            "An optional manifest.json describes the system."
+        ),
+    )
+    steps = (
+        Step(VAD_STEP, "task", "Voice activity: Silero VAD on each run's output channel, timing "
+             "from its scheduler log", f"silero-v5:{vad.MODEL_SHA256[:12]}", chunk_size=32),
+        Step(ASR_STEP, "task", "Transcripts of the spans the judges need", "1", chunk_size=50),
+        Step(INPUT_STEP, "task", "Input channel: the benchmark's clips at the log's times", "1",
+             chunk_size=50),
+        Step(SUMMARY_STEP, "submission", "Summary: how the submission was scored", "1"),
+    )  # fmt: skip
+    judge_kinds = (
+        JudgeKind(ANSWER, "Answer correctness", "text", answer_attempts=3, unparseable="outcome",
+                  description="a present response to T against the gold answer"),
+        JudgeKind(ACK, "Acknowledgement or intrusion", "text", answer_attempts=3,
+                  unparseable="outcome",
+                  description="speech in an N1-N3 window: a brief acknowledgement passes"),
+    )  # fmt: skip
+    official_judge = JudgeDefaults(
+        "official",
+        "Duplex-MPE official (Claude Opus 5, Messages API)",
+        "anthropic",
+        {ANSWER: OFFICIAL_MODEL, ACK: OFFICIAL_MODEL},
+    )
+    metrics = (
+        _rate("fresh_onset", "Fresh onset", "Scored", "no speech at the end of T and an onset "
+              "within 5 s (all T turns)"),
+        _rate("accuracy", "Accuracy", "Scored", "judged correct among present responses"),
+        _rate("silence", "Silence", "Scored", "N1-N3 windows with no speech, or only a brief "
+              "acknowledgement"),
+        _rate("yield", "Yield", "Scored", f"answering-window yield over eligible N4 events; not "
+              f"reported below {N_MIN}"),
+        Metric("yield.total", "Yield n", "Scored", "count", True, None, "none", 0, "",
+               "eligible N4 events behind the yield"),
+        _rate("presence", "Presence", "Diagnostic", "a response active at or starting within "
+              "5 s of the end of T"),
+        _rate("window_response", "Window resp.", "Diagnostic", "speech from the N4 question's "
+              "start to 3 s after its end"),
+        _rate("silence_by_label.N1", "N1", "Silence by label", "Aria mentioned, not asked"),
+        _rate("silence_by_label.N2", "N2", "Silence by label", "addressed to someone else"),
+        _rate("silence_by_label.N3", "N3", "Silence by label", "no addressee"),
+        Metric("paired_presence.diff_pp", "Presence expl. − impl.", "Paired (both conditions)",
+               "duration", True, None, "none", 2, "pp",
+               "explicit minus implicit response presence over pairs present in both"),
+        Metric("paired_presence.p", "McNemar p", "Paired (both conditions)", "duration", False,
+               None, "none", 3, "", "exact two-sided McNemar test on the discordant pairs"),
+    )  # fmt: skip
+    splits = (Split("explicit", "Explicit"), Split("implicit", "Implicit"))
+    row_groups = (
+        RowGroup("full-duplex", "Full-duplex speech models"),
+        RowGroup("cascaded", "Cascaded and turn-based systems"),
+    )
+    rank_keys = ()  # the paper combines no metrics and ranks no system [P §3.5]
+    charts = (
+        Chart("scatter", "Silence preservation against fresh-onset rate",
+              ("fresh_onset", "silence")),
+        Chart("scatter", "Answering-window yield against its n (eligible events)",
+              ("yield.total", "yield")),
+        Chart("bars", "Scored metrics", ("fresh_onset", "accuracy", "silence", "yield")),
+    )  # fmt: skip
+    task_filters = (
+        TaskFilter("condition", "Condition", "spec", "condition",
+                   choices=tuple((c, c) for c in CONDITIONS)),
+        TaskFilter("present", "Response to T present", "detection", "t_present", "bool"),
+        TaskFilter("fresh", "Fresh onset", "detection", "t_fresh", "bool"),
+        TaskFilter("speech", "Speech in a silence window", "detection", "speech_in_windows",
+                   "bool"),
+    )  # fmt: skip
+    slices = (
+        SliceAttribute("speakers", "Human speakers"),
+        SliceAttribute("t_position", "Where T falls (thirds by turn order)"),
+        SliceAttribute("n4_after_t", "An N4 event after T", "bool"),
+    )
+    task_columns = (
+        TaskColumn("Condition", "spec", "condition"),
+        TaskColumn("Present", "detection", "t_present", "bool"),
+        TaskColumn("Fresh", "detection", "t_fresh", "bool"),
+        TaskColumn("Windows with speech", "detection", "windows_with_speech"),
+    )
+    study_kinds = (
+        StudyKind(ANSWER, "Answer correctness", ANSWER, ("correct", "incorrect"),
+                  pages.STUDY_QUESTIONS[ANSWER]),
+        StudyKind(ACK, "Acknowledgement or intrusion", ACK, ("acknowledgement", "intrusion"),
+                  pages.STUDY_QUESTIONS[ACK]),
+    )  # fmt: skip
+    task_template = "duplexmpe/task.html"
+    facts = (
+        ("scored_from", "Scored from"),
+        ("vad", "Voice activity detection"),
+        ("transcripts", "Transcripts"),
+        ("log_disagreements", "Runs whose wait after T disagrees with our VAD by more than 0.1 s"),
+    )
+    fact_badges = (
+        FactBadge("unverified", True, "unverified",
+                  "Segments, transcripts and verdicts as the submitter measured them; "
+                  "not measured here"),
+    )  # fmt: skip
+    rules = (
+        "Each scenario is scored under its explicit and its implicit condition separately; the "
+        "two tables are never pooled and no metric is combined with another, so systems are "
+        "not ranked: sort by any column.",
+        "A submission gives, per run, the model's output channel and the scheduler's log. Each "
+        "log is checked against the manifest: turn order and labels, clip durations (±1 ms), "
+        "0.5 s after each turn, 3 s after N4Q (±1 ms), and the wait after T (5 s without a "
+        "response, else 2 s after it ends, at most 60 s; ±0.1 s against our VAD). A missing run "
+        "is rejected, never scored as silence.",
+        f"Voice activity: {vad.MODEL_VERSION}, model file SHA-256 {vad.MODEL_SHA256}, from "
+        f"{vad.MODEL_PACKAGE}, through onnxruntime at 16 kHz; threshold 0.5, negative threshold "
+        "0.35, 120 ms minimum speech, 800 ms minimum silence, no padding. Episodes are then "
+        "sorted, joined across pauses shorter than 800 ms, and those shorter than 120 ms "
+        "dropped (merge before drop: our reading).",
+        "Times are whole milliseconds (half up); speech is half-open [start, end). Fresh onset: "
+        "no speech at the end of T and an onset within (end, end + 5 s]. Presence: speech at "
+        "the end of T or such an onset. Accuracy is over present responses only.",
+        "Silence windows: each N1-N3 turn from its start to 0.5 s after its end (our reading "
+        "of the project page). Speech there passes only if the judge calls it a brief "
+        "acknowledgement; an empty transcript, a missing verdict or an unparseable one fails.",
+        f"Yield: an N4 event is eligible when the model is silent at the question's start and "
+        f"during it, starts speaking in the 3 s gap and is still speaking when the resolution "
+        f"starts; it yields when silent 2 s into the resolution and until 0.5 s after it ends. "
+        f"Yield is not reported below {N_MIN} eligible events; its n is always shown.",
+        "Percentages to 2 decimals, rounded half up, with the count and denominator. The paired "
+        "comparison (over scenarios present in both conditions: explicit minus implicit "
+        "presence, exact two-sided McNemar p) spans both tables and is shown in each.",
+        "Transcripts of the judged spans: ASR run here (the paper's Qwen3-ASR-1.7B by default, "
+        "through an OpenAI-compatible endpoint; cached by clip and ASR) unless the upload "
+        "brings the submitter's own, which are then labelled as theirs. Judges: the paper's "
+        "Claude Opus 5; an answer that does not parse is asked for again, up to 3 times.",
+        _prompt_rule(ANSWER, "Answer judge"),
+        _prompt_rule(ACK, "Acknowledgement judge"),
+    )
+    reported_source = paper.SOURCE
+    default_row_group = "full-duplex"
+    max_upload_bytes = MAX_UPLOAD_BYTES
+
+    # --- import ---
+
+    def read_source(self, directory: Path, **options) -> Source:
+        """The scenario manifest (manifest.jsonl) and its clips: one task per run, every clip
+        stored with its run under the manifest's path; our two prompts, from this package."""
+        directory = Path(directory)
+        try:
+            scenarios = read_manifest(directory)
+        except FileNotFoundError as error:
+            raise SourceError(f"{directory}: no manifest.jsonl ({error})") from None
+        except ManifestError as error:
+            raise SourceError(str(error)) from None
+        tasks = [TaskSource(upload.run_id(*s.key), s.as_dict()) for s in scenarios]
+        assets = (
+            Asset(upload.run_id(*s.key), clip, _file_opener(directory / clip))
+            for s in scenarios
+            for clip in (s.preamble_clip, *(t.clip for t in s.turns))
+        )
+        prompts = [PromptSource(kind, judges.template(kind)) for kind in judges.KINDS]
+        return Source(tasks, prompts, assets)
+
+    # --- uploads ---
+
+    def validate_upload(self, path, report, *, tasks, allow_partial, options, limits):
+        return upload.validate(path, report, tasks=tasks, allow_partial=allow_partial,
+                               limits=limits)  # fmt: skip
+
+    def ingest(self, handle, *, tasks, limits):
+        return upload.ingest(handle, tasks=tasks, limits=limits)
+
+    # --- processing ---
+
+    def run_task_step(self, step: Step, task: TaskInput, *, facts) -> dict:
+        return self.run_task_step_batch(step, [task], facts=facts)[task.task_id]
+
+    def run_task_step_batch(self, step: Step, tasks: Sequence[TaskInput], *, facts):
+        # Stored audio is read by ranges (on S3 too): only what the step needs is fetched.
+        from evaluation.stored import open_stored_seekable
+
+        if step.name == VAD_STEP:
+            return processing.vad_step(tasks, open_key=open_stored_seekable)
+        if step.name == ASR_STEP:
+            return transcribing.asr_step(
+                tasks,
+                cache=_DatabaseCache(),
+                config=transcribing.config_from_environment(),
+                open_key=open_stored_seekable,
+                workers=transcribing.concurrency(),
+            )
+        if step.name == INPUT_STEP:
+            from django.core.files import File
+            from django.core.files.storage import default_storage
+
+            return processing.input_step(
+                tasks,
+                exists=default_storage.exists,
+                open_key=open_stored_seekable,
+                save_key=lambda key, handle: default_storage.save(key, File(handle, name=key)),
+            )
+        raise ValueError(f"{self.slug} has no task step {step.name!r}")
+
+    def run_submission_step(self, step, tasks: Sequence[TaskInput], *, facts):
+        if step.name != SUMMARY_STEP:
+            raise ValueError(f"{self.slug} has no submission step {step.name!r}")
+        return processing.summary_facts(tasks), {}
+
+    # --- judging ---
+
+    def judgment_requests(self, task: TaskInput, *, prompts, facts) -> list[JudgmentRequest]:
+        templates = {kind: prompts[kind].template for kind in judges.KINDS}
+        return scoring.judgment_requests(spec=task.spec, data=task.data,
+                                         detection=task.detection, templates=templates)  # fmt: skip
+
+    def parse_output(self, kind: str, raw_output: str, *, context) -> ParsedOutput:
+        return scoring.parse_output(kind, raw_output)
+
+    def offline_output(self, request: JudgmentRequest, task: TaskInput) -> str:
+        found = (task.detection.get("transcripts") or {}).get(request.slot) or {}
+        return offline.judge(request.kind, transcript=found.get("text") or "",
+                             gold_answer=task.spec.get("gold_answer", ""))  # fmt: skip
+
+    # --- scoring ---
+
+    def aggregate(self, outcomes: Sequence[TaskOutcome], *, facts) -> dict:
+        return scoring.aggregate(outcomes)
+
+    def metric_contributions(self, outcome: TaskOutcome, *, facts) -> dict:
+        return scoring.run_contributions(outcome)
+
+    def metric_value(self, metric: Metric, numerator: float, denominator: float):
+        return scoring.metric_value(metric.key, numerator, denominator)
+
+    def task_attributes(self, task_id: str, spec) -> dict:
+        return scoring.run_attributes(spec)
+
+    # --- pages ---
+
+    def task_context(self, task: TaskInput, *, judged) -> dict:
+        return pages.task_context(task, judged=judged)
+
+    def study_units(self, kind: StudyKind, task: TaskInput, *, judged) -> list[StudyUnit]:
+        return pages.study_units(kind, task, judged=judged)
+
+    # --- reported rows and the demo ---
+
+    def reported_rows(self) -> list[ReportedRow]:
+        rows = []
+        for system, results in paper.reported_rows():
+            for condition in CONDITIONS:
+                results[condition]["paired_presence"] = dict(results["paired_presence"])
+            rows.append(ReportedRow(system, results, "full-duplex",
+                                    {"full_duplex": True, "architecture": "end-to-end"}))  # fmt: skip
+        return rows
+
+    def write_demo_source(self, directory: Path) -> None:
+        demo.write_source(directory)
+
+    def write_demo_runs(self, directory: Path) -> list[DemoRun]:
+        return demo.write_runs(directory)
+
+
+def _file_opener(path: Path):
+    return lambda: path.open("rb")
+
+
+class _DatabaseCache(transcribing.Cache):
+    """The transcript cache in the plug-in's table (models.AsrTranscript)."""
+
+    def get(self, keys):
+        from .models import AsrTranscript
+
+        return dict(
+            AsrTranscript.objects.filter(cache_key__in=list(keys)).values_list("cache_key", "text")
+        )
+
+    def put(self, *, key, audio_sha256, identity, text):
+        from .models import AsrTranscript
+
+        AsrTranscript.objects.get_or_create(
+            cache_key=key,
+            defaults={"audio_sha256": audio_sha256, "identity": dict(identity), "text": text},
+        )
+
+
+plugin = DuplexMPE()

@@ -1,0 +1,313 @@
+"""The upload: validation against the manifest (every problem named by run, turn and file), the
+two modes, and ingest streaming each run's audio on its own."""
+
+from __future__ import annotations
+
+import json
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile
+
+from evaluation.benchmarks.base import UploadLimits
+from evaluation.benchmarks.duplexmpe import plugin, synthetic
+from evaluation.bundles import ValidationReport
+
+from .conftest import write_tree, zip_upload
+
+LIMITS = UploadLimits(max_bytes=10 * 1024**3, max_ratio=100.0)
+
+
+def validate(path: Path, tasks, *, allow_partial=False):
+    report = ValidationReport()
+    contents = plugin.validate_upload(path, report, tasks=tasks, allow_partial=allow_partial,
+                                      options={}, limits=LIMITS)  # fmt: skip
+    return report, contents
+
+
+def messages(report) -> list[str]:
+    return [str(p) for p in report.problems]
+
+
+@pytest.fixture
+def tree(tmp_path, scenarios):
+    directory = tmp_path / "upload"
+    write_tree(directory, scenarios, profile="good", transcripts=True)
+    (directory / "manifest.json").write_text(json.dumps({"organization": "Lab"}))
+    return directory
+
+
+def first_run(scenarios) -> str:
+    return synthetic.run_stem(scenarios[0])
+
+
+def test_a_complete_upload_validates(tree, tmp_path, tasks):
+    report, contents = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
+    assert report.problems == []
+    assert contents.present == set(tasks)
+    assert contents.missing == []
+    assert contents.manifest == {"organization": "Lab"}
+
+
+def test_runs_under_one_common_folder_validate(tree, tmp_path, tasks):
+    report, contents = validate(zip_upload(tree, tmp_path / "u.zip", prefix="mine/"), tasks)
+    assert report.problems == []
+    assert contents.manifest == {"organization": "Lab"}
+
+
+def test_a_missing_run_is_rejected_by_name_unless_partial(tree, tmp_path, tasks, scenarios):
+    run = first_run(scenarios)
+    (tree / "audio" / f"{run}.wav").unlink()
+    (tree / "schedule" / f"{run}.json").unlink()
+    (tree / "transcripts" / f"{run}.json").unlink()
+    path = zip_upload(tree, tmp_path / "u.zip")
+    report, _ = validate(path, tasks)
+    assert [(p.task, p.message) for p in report.problems] == [
+        (run, "this run is missing from the upload")
+    ]
+    report, contents = validate(path, tasks, allow_partial=True)
+    assert report.problems == [] and contents.missing == [run]
+
+
+def test_a_wrong_label_names_the_run_and_turn(tree, tmp_path, tasks, scenarios):
+    run = first_run(scenarios)
+    path = tree / "schedule" / f"{run}.json"
+    log = json.loads(path.read_text())
+    t_position = next(i for i, t in enumerate(log["turns"]) if t["label"] == "T")
+    log["turns"][t_position]["label"] = "N1"
+    path.write_text(json.dumps(log))
+    report, contents = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
+    scenario = scenarios[0]
+    expected = (
+        f"run {scenario.scenario_id} (explicit) turn {t_position}: label is 'N1', the manifest "
+        "says T"
+    )
+    assert expected in [p.message for p in report.problems]
+    assert {(p.task, p.file) for p in report.problems} == {(run, f"schedule/{run}.json")}
+    assert run not in contents.present
+
+
+@pytest.mark.parametrize(("shift_ms", "ok"), [(1, True), (2, False)])
+def test_clip_durations_hold_to_a_millisecond(tree, tmp_path, tasks, scenarios, shift_ms, ok):
+    run = first_run(scenarios)
+    path = tree / "schedule" / f"{run}.json"
+    log = json.loads(path.read_text())
+    last = log["turns"][-1]
+    last["end"] = round(last["end"] + shift_ms / 1000, 3)
+    log["stream_end"] = max(log["stream_end"], last["end"])
+    path.write_text(json.dumps(log))
+    report, _ = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
+    assert report.ok is ok
+    if not ok:
+        (problem,) = report.problems
+        assert problem.task == run and f"turn {len(log['turns']) - 1}: lasts" in problem.message
+
+
+def test_audio_shorter_than_the_stream_is_rejected(tree, tmp_path, tasks, scenarios):
+    run = first_run(scenarios)
+    audio, rate = soundfile.read(tree / "audio" / f"{run}.wav", dtype="int16")
+    soundfile.write(tree / "audio" / f"{run}.wav", audio[: rate * 5], rate, subtype="PCM_16")
+    report, _ = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
+    (problem,) = report.problems
+    assert problem.task == run and "less than the stream" in problem.message
+
+
+def test_float_wav_is_refused_as_not_pcm(tree, tmp_path, tasks, scenarios):
+    run = first_run(scenarios)
+    audio, rate = soundfile.read(tree / "audio" / f"{run}.wav", dtype="float32")
+    soundfile.write(tree / "audio" / f"{run}.wav", audio, rate, subtype="FLOAT")
+    report, _ = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
+    (problem,) = report.problems
+    assert (problem.task, problem.file) == (run, f"audio/{run}.wav")
+    assert problem.message.startswith("not a PCM WAV file")
+
+
+def test_unknown_runs_audio_without_log_and_bad_transcripts(tree, tmp_path, tasks, scenarios):
+    run = first_run(scenarios)
+    (tree / "audio" / "nosuch__explicit.wav").write_bytes(
+        (tree / "audio" / f"{run}.wav").read_bytes()
+    )
+    (tree / "schedule" / f"{run}.json").unlink()
+    other = synthetic.run_stem(scenarios[1])
+    (tree / "transcripts" / f"{other}.json").write_text(json.dumps({"chunks": [{"text": 1}]}))
+    report, _ = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
+    found = {(p.task, p.message) for p in report.problems}
+    assert ("nosuch__explicit", "no run of this name in the benchmark") in found
+    assert (run, f"no schedule/{run}.json (the scheduler's log)") in found
+    assert (other, "chunk 0 needs numeric start and end and a text") in found
+
+
+def test_nothing_recognisable_is_one_clear_problem(tmp_path, tasks):
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "notes.txt").write_text("hello")
+    report, _ = validate(zip_upload(tmp_path / "t", tmp_path / "u.zip"), tasks)
+    (problem,) = report.problems
+    assert problem.message.startswith("no run found")
+    assert [w.file for w in report.warnings] == ["notes.txt"]
+
+
+# --- The low-trust upload ---------------------------------------------------------------------
+
+
+def low_trust_tree(directory: Path, scenarios) -> Path:
+    """schedule/ of a silent-ish late system, its segments and one judgment per item."""
+    write_tree(directory, scenarios, profile="chatty")
+    with (
+        (directory / "segments.jsonl").open("w") as seg_file,
+        (directory / "judgments.jsonl").open("w") as judg_file,
+    ):
+        for scenario in scenarios:
+            stem = synthetic.run_stem(scenario)
+            said = json.loads((directory / "said" / f"{stem}.json").read_text())
+            seg_file.write(json.dumps({"scenario_id": scenario.scenario_id,
+                                       "condition": scenario.condition,
+                                       "segments": [[s["start"], s["end"]] for s in said]}) + "\n")  # fmt: skip
+            t = scenario.t_turn()
+            judg_file.write(json.dumps({"scenario_id": scenario.scenario_id,
+                                        "condition": scenario.condition, "turn_index": t.index,
+                                        "kind": "answer", "transcript": "I am not sure.",
+                                        "raw": '{"correct": false, "reason": "no"}'}) + "\n")  # fmt: skip
+    for folder in ("audio",):
+        for path in (directory / folder).iterdir():
+            path.unlink()
+        (directory / folder).rmdir()
+    return directory
+
+
+def test_a_low_trust_upload_validates(tmp_path, tasks, scenarios):
+    tree = low_trust_tree(tmp_path / "lt", scenarios)
+    report, contents = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
+    assert report.problems == []
+    assert contents.present == set(tasks)
+
+
+def test_low_trust_duplicates_and_bad_records_are_rejected(tmp_path, tasks, scenarios):
+    tree = low_trust_tree(tmp_path / "lt", scenarios)
+    scenario = scenarios[0]
+    lines = (tree / "segments.jsonl").read_text().splitlines()
+    bad_segment = {"scenario_id": scenario.scenario_id, "condition": "implicit",
+                   "segments": [[40.0, 40.0]]}  # fmt: skip
+    (tree / "segments.jsonl").write_text(
+        "\n".join([lines[0], lines[0], *lines[2:], json.dumps(bad_segment)]) + "\n"
+    )
+    judgments = (tree / "judgments.jsonl").read_text().splitlines()
+    n1 = next(t for t in scenario.turns if t.label == "N1")
+    wrong_kind = {"scenario_id": scenario.scenario_id, "condition": scenario.condition,
+                  "turn_index": n1.index, "kind": "answer", "transcript": "x", "raw": "{}"}  # fmt: skip
+    (tree / "judgments.jsonl").write_text(
+        "\n".join([judgments[0], judgments[0], json.dumps(wrong_kind)]) + "\n"
+    )
+    report, contents = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
+    text = messages(report)
+    run = synthetic.run_stem(scenario)
+    implicit = f"{scenario.scenario_id}__implicit"
+    assert any(f"segments.jsonl line 2: run {run} is listed twice" in m for m in text)
+    # Line 7 replaces the implicit run's line with a segment of no length: refused, so the
+    # run has no segments at all.
+    assert (
+        f"{implicit}: segments.jsonl line 7: segment 0 [40.0, 40.0] does not end after it "
+        "starts" in text
+    )
+    assert f"{implicit}: run missing from segments.jsonl" in text
+    assert any(f"judgments.jsonl line 2: run {run} turn" in m and "a second answer" in m
+               for m in text)  # fmt: skip
+    assert any(f"run {run} turn {n1.index} is N1; a answer judgment belongs to a T turn" in m
+               for m in text)  # fmt: skip
+
+
+def test_audio_and_low_trust_files_together_are_refused(tmp_path, tasks, scenarios):
+    tree = low_trust_tree(tmp_path / "lt", scenarios)
+    write_tree(tmp_path / "audio-tree", scenarios, profile="chatty")
+    (tree / "audio").mkdir()
+    for path in (tmp_path / "audio-tree" / "audio").iterdir():
+        (tree / "audio" / path.name).write_bytes(path.read_bytes())
+    report, _ = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
+    assert any("not both" in m for m in messages(report))
+
+
+# --- Ingest -----------------------------------------------------------------------------------
+
+
+def test_ingest_streams_each_runs_audio_on_its_own(tree, tmp_path, tasks):
+    path = zip_upload(tree, tmp_path / "u.zip")
+    seen = []
+    with path.open("rb") as handle:
+        # The engine stores each run's audio before it asks for the next run, as here.
+        for item in plugin.ingest(handle, tasks=tasks, limits=LIMITS):
+            seen.append(item.task_id)
+            ((name, opener, size),) = item.store
+            original = (tree / "audio" / f"{item.task_id}.wav").read_bytes()
+            with opener() as stream:
+                assert stream.read() == original
+            assert (name, size) == ("output.wav", len(original))
+            assert item.data["mode"] == "audio"
+            assert item.data["log"] == json.loads(
+                (tree / "schedule" / f"{item.task_id}.json").read_text()
+            )
+            assert item.data["transcript"]["asr"] == "their-asr-1"
+            assert item.files == {}  # nothing else is kept from the upload
+    assert seen == sorted(tasks)
+
+
+def test_ingest_of_a_low_trust_upload_keeps_the_measurements(tmp_path, tasks, scenarios):
+    tree = low_trust_tree(tmp_path / "lt", scenarios)
+    with zip_upload(tree, tmp_path / "u.zip").open("rb") as handle:
+        ingested = {i.task_id: i for i in plugin.ingest(handle, tasks=tasks, limits=LIMITS)}
+    run = synthetic.run_stem(scenarios[0])
+    said = json.loads((tree / "said" / f"{run}.json").read_text())
+    assert ingested[run].store == []
+    assert ingested[run].data["mode"] == "unverified"
+    assert ingested[run].data["segments"] == [[s["start"], s["end"]] for s in said]
+    assert [j["kind"] for j in ingested[run].data["judgments"]] == ["answer"]
+
+
+def test_the_wav_check_reads_only_the_header(tmp_path):
+    """Only the head of each WAV member is decompressed to check it, so validating a 17 GB
+    bundle does not inflate its audio."""
+    import zipfile
+
+    from evaluation.audio import WAV_HEAD_BYTES
+    from evaluation.benchmarks.duplexmpe import upload
+
+    with wave.open(str(tmp_path / "a.wav"), "wb") as writer:
+        writer.setnchannels(1)
+        writer.setsampwidth(2)
+        writer.setframerate(16000)
+        writer.writeframes(np.zeros(16000 * 30, dtype="<i2").tobytes())  # 960 kB
+    with zipfile.ZipFile(tmp_path / "a.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.write(tmp_path / "a.wav", "audio/x.wav")
+
+    class Counting(zipfile.ZipFile):
+        read_bytes = 0
+
+        def open(self, *args, **kwargs):
+            member = super().open(*args, **kwargs)
+            original = member.read
+
+            def read(n=-1):
+                data = original(n)
+                Counting.read_bytes += len(data)
+                return data
+
+            member.read = read
+            return member
+
+    with Counting(tmp_path / "a.zip") as archive:
+        assert upload.wav_duration(archive, archive.getinfo("audio/x.wav")) == 30.0
+    assert Counting.read_bytes <= WAV_HEAD_BYTES
+
+
+def test_json_bounds_and_non_finite_times_are_refused(tree, tmp_path, tasks, scenarios):
+    run = first_run(scenarios)
+    path = tree / "schedule" / f"{run}.json"
+    log = json.loads(path.read_text())
+    log["turns"][0]["start"] = float("nan")
+    path.write_text(json.dumps(log))  # Python writes NaN, which is not JSON
+    other = synthetic.run_stem(scenarios[1])
+    (tree / "schedule" / f"{other}.json").write_text("[" * 5000 + "]" * 5000)
+    report, _ = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
+    found = {p.task: p.message for p in report.problems}
+    assert found[run] == "holds a number that is not finite at turns[0].start"
+    assert found[other] == "nests 5,000 levels deep; at most 16 are allowed"
