@@ -207,7 +207,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "sweep-stalled-submissions": {
         "task": "evaluation.tasks.sweep_stalled",
-        "schedule": env_float("FLOORBOARD_SWEEP_SECONDS", 30.0),
+        "schedule": env_float("FLOORBOARD_SWEEP_SECONDS", 15.0),
     },
     "expire-abandoned-uploads": {
         "task": "leaderboard.uploads.tasks.expire_abandoned_uploads",
@@ -248,7 +248,7 @@ JUDGE_BACKOFF_BASE_SECONDS = env_float("FLOORBOARD_JUDGE_BACKOFF_BASE_SECONDS", 
 JUDGE_BACKOFF_MAX_SECONDS = env_float("FLOORBOARD_JUDGE_BACKOFF_MAX_SECONDS", 60.0)
 # Work a worker holds (a judgment, a task in a processing step) is leased for this long and the
 # lease is renewed every quarter of it while the worker lives; a dead worker's lapses.
-JUDGE_LEASE_SECONDS = env_int("FLOORBOARD_LEASE_SECONDS", 30)
+JUDGE_LEASE_SECONDS = env_int("FLOORBOARD_LEASE_SECONDS", 20)
 # The pipeline (evaluation/services/pipeline.py): a worker message works this long at most, then
 # queues its continuation; a submission's work runs in this many messages at once; a submission
 # no worker has touched for PIPELINE_STALL_SECONDS (a queued one: PIPELINE_QUEUED_STALL_SECONDS)

@@ -579,7 +579,13 @@ def _cache_key(prefix: str, **parts) -> str:
 
 
 def chart_cache_key(
-    *, benchmark: Benchmark, judge: Judge | None, user, filters: BoardFilters, split: str = ""
+    *,
+    benchmark: Benchmark,
+    judge: Judge | None,
+    user,
+    filters: BoardFilters,
+    split: str = "",
+    chosen_slice: str = "",
 ) -> str:
     """A key that changes whenever the chart's rows can: a score recomputed or added, a
     submission published, hidden or unpublished, or a different viewer class."""
@@ -590,6 +596,7 @@ def chart_cache_key(
         version=_version(benchmark=benchmark, user=user, judge=judge),
         filters=filters,
         split=split,
+        slice=chosen_slice,
     )
 
 
@@ -599,11 +606,13 @@ def board_cache_key(
     """The rendered table's key: the charts' score state (the same _version) and the board's
     query parameters, so a new score, a publication or a flag renders it afresh."""
     return _cache_key(
-        "board-table-v1",
+        "board-table-v2",
         benchmark=benchmark.pk,
         judge=judge.pk if judge else None,
         version=version or _version(benchmark=benchmark, user=user, judge=judge),
         state=sorted(state.items()),
+        # A new scorer (a judge's or prompt's change) marks rows as older without a new score.
+        scorers=benchmark.scorer_versions.aggregate(last=Max("pk"))["last"],
     )
 
 
@@ -631,18 +640,27 @@ class ChartPoint:
 
 
 def chart_points(
-    *, benchmark: Benchmark, judge: Judge | None, user, filters: BoardFilters, split: str = ""
+    *,
+    benchmark: Benchmark,
+    judge: Judge | None,
+    user,
+    filters: BoardFilters,
+    split: str = "",
+    entries: list[Entry] | None = None,
 ) -> list[ChartPoint]:
-    """One point per system on the board, in rank order."""
+    """One point per system on the board, in rank order (of ``entries`` when given: a slice's
+    rows, say; rows without numbers there are left out)."""
     columns = board_columns(benchmark=benchmark, split=split)
-    entries = leaderboard_entries(
-        benchmark=benchmark,
-        judge=judge,
-        user=user,
-        filters=filters,
-        sort=BoardSort(group_by_type=False),
-        split=split,
-    )
+    if entries is None:
+        entries = leaderboard_entries(
+            benchmark=benchmark,
+            judge=judge,
+            user=user,
+            filters=filters,
+            sort=BoardSort(group_by_type=False),
+            split=split,
+        )
+    entries = [e for e in entries if not e.slice_unavailable]
     return [
         ChartPoint(
             system=e.system,

@@ -183,17 +183,18 @@ def with_rank_ranges(
         part_units=KeyTransform(key, KeyTransform("metrics", "contributions")),
     )
     found = list(scores.values_list("pk", "submission_id", "part_sha", "part_absent", "part_units"))
-    # Scores of one benchmark mostly share one task list: read each distinct list once.
-    task_lists = {}
-    for pk, _, sha, _, _ in found:
-        list_key = sha or f"score {pk}"  # stored before lists had a key: its own
-        if list_key not in task_lists:
-            task_lists[list_key] = (
-                Score.objects.filter(pk=pk)
-                .annotate(part_tasks=KeyTransform("tasks", "contributions"))
-                .values_list("part_tasks", flat=True)
-                .first()
-            )
+    # Scores of one benchmark mostly share one task list: read each distinct list once, all in
+    # one query (scores stored before lists had a key, or without contributions, read their own).
+    wanted = {}
+    for pk, _, sha, _, units in found:
+        if units is not None:
+            wanted.setdefault(sha or f"score {pk}", pk)
+    read = dict(
+        Score.objects.filter(pk__in=wanted.values())
+        .annotate(part_tasks=KeyTransform("tasks", "contributions"))
+        .values_list("pk", "part_tasks")
+    )
+    task_lists = {list_key: read.get(pk) for list_key, pk in wanted.items()}
     rows = {
         submission_id: (task_lists.get(sha or f"score {pk}"), absent, units)
         for pk, submission_id, sha, absent, units in found

@@ -8,6 +8,8 @@ duplex, q, rows), so every URL is a permalink and the exports show exactly the r
 from __future__ import annotations
 
 import csv
+import dataclasses
+import json
 import math
 from dataclasses import dataclass
 from functools import wraps
@@ -37,6 +39,7 @@ from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
 from evaluation.benchmarks import get_plugin
 from evaluation.models import Benchmark, Judge, System
+from evaluation.run_config import CONTAMINATION, MODALITIES
 from leaderboard import charts
 from leaderboard.judges import JudgeInvalid, benchmark_rescore, judge_create
 from leaderboard.selectors import (
@@ -59,6 +62,13 @@ from leaderboard.selectors import (
     leaderboard_judges,
     row_group_choices,
     system_submissions,
+)
+from leaderboard.selectors_compare import ComparisonError, board_slice, slice_choices
+from leaderboard.selectors_rows import (
+    sliced_entries,
+    with_held_out,
+    with_rank_ranges,
+    with_scorer_and_config,
 )
 
 CHART_CACHE_SECONDS = 600
@@ -86,6 +96,7 @@ class BoardState:
     split: str = ""
     default_split: str = ""
     all_rows: bool = False
+    slice: str = ""  # attribute=value: every number on that subset of the tasks
 
     def params(self, **overrides) -> dict[str, str]:
         """The query parameters that differ from the defaults (the judge always), in a fixed
@@ -104,6 +115,10 @@ class BoardState:
             "open": _yes_no(filters.open_weights),
             "duplex": _yes_no(filters.full_duplex),
             "q": filters.search or "",
+            "in": filters.input_modality or "",
+            "out": filters.output_modality or "",
+            "contamination": filters.contamination or "",
+            "slice": self.slice,
             "rows": "all" if self.all_rows else "",
         }
         values.update(overrides)
@@ -120,11 +135,23 @@ class BoardState:
             "open_weights": self.filters.open_weights,
             "full_duplex": self.filters.full_duplex,
             "search": self.filters.search,
+            "input_modality": self.filters.input_modality,
+            "output_modality": self.filters.output_modality,
+            "contamination": self.filters.contamination,
         }
 
     def cleared(self) -> str:
         """This view without any filter: judge, split, sort and switches kept."""
-        return self.query(type="", arch="", open="", duplex="", q="")
+        return self.query(
+            type="",
+            arch="",
+            open="",
+            duplex="",
+            q="",
+            contamination="",
+            slice="",
+            **{"in": "", "out": ""},
+        )
 
 
 def _yes_no(value: bool | None) -> str:
@@ -158,6 +185,12 @@ def _board_state(params, *, benchmark: Benchmark, judge: Judge | None) -> BoardS
     open_weights = _choice(params, "open", list(YES_NO), "value")
     full_duplex = _choice(params, "duplex", list(YES_NO), "value")
     rows = _choice(params, "rows", ["all"], "row count")
+    chosen_slice = params.get("slice", "")
+    if chosen_slice:
+        try:
+            chosen_slice = board_slice(benchmark=benchmark, requested=chosen_slice).key
+        except ComparisonError as problem:
+            raise BadBoardQuery(str(problem)) from None
     search = " ".join(params.get("q", "").split())
     if len(search) > SEARCH_MAX:
         raise BadBoardQuery(f"q: a name search has at most {SEARCH_MAX} characters")
@@ -171,6 +204,9 @@ def _board_state(params, *, benchmark: Benchmark, judge: Judge | None) -> BoardS
             open_weights=YES_NO[open_weights] if open_weights else None,
             full_duplex=YES_NO[full_duplex] if full_duplex else None,
             search=search or None,
+            input_modality=_choice(params, "in", list(MODALITIES), "modality"),
+            output_modality=_choice(params, "out", list(MODALITIES), "modality"),
+            contamination=_choice(params, "contamination", list(CONTAMINATION), "disclosure"),
         ),
         sort=BoardSort(
             key=key, descending=sort_value.startswith("-"), group_by_type=group == "type"
@@ -179,6 +215,7 @@ def _board_state(params, *, benchmark: Benchmark, judge: Judge | None) -> BoardS
         split=split,
         default_split=board_split(benchmark=benchmark),
         all_rows=rows == "all",
+        slice=chosen_slice,
     )
 
 
@@ -208,15 +245,67 @@ def _board(request, slug: str) -> Board:
 
 
 def _entries(board: Board, user, limit: int | None = None):
-    return leaderboard_entries(
-        benchmark=board.benchmark,
-        judge=board.judge,
-        user=user,
-        filters=board.state.filters,
-        sort=board.state.sort,
-        split=board.state.split,
-        limit=limit,
+    """The board's rows as shown, with what each carries beyond its numbers
+    (leaderboard/selectors_rows.py): the chosen slice's numbers, rank ranges, held-out scores,
+    scorer age and configuration. Rank ranges and held-out ranks are counted among every row
+    (a name search keeps the board's), so rows are read whole and cut to ``limit`` after."""
+    state, benchmark, judge = board.state, board.benchmark, board.judge
+    plugin = get_plugin(benchmark.plugin)
+    whole = bool(state.slice or plugin.rank_keys or limit is None)
+
+    def rows(filters):
+        return leaderboard_entries(
+            benchmark=benchmark,
+            judge=judge,
+            user=user,
+            filters=filters,
+            sort=state.sort,
+            split=state.split,
+            limit=None if whole else limit,
+        )
+
+    entries = rows(state.filters)
+    pool = (
+        rows(dataclasses.replace(state.filters, search=None)) if state.filters.search else entries
     )
+    chosen = board_slice(benchmark=benchmark, requested=state.slice) if state.slice else None
+    if chosen is not None:
+        entries, pool = (
+            sliced_entries(
+                found,
+                benchmark=benchmark,
+                judge=judge,
+                chosen=chosen,
+                sort=state.sort,
+                split=state.split,
+            )
+            for found in (entries, pool)
+        )
+    grouped = state.sort.group_by_type
+    pool = with_rank_ranges(
+        pool, benchmark=benchmark, judge=judge, split=state.split, grouped=grouped, chosen=chosen
+    )
+    if chosen is None:
+        pool = with_held_out(
+            pool, benchmark=benchmark, judge=judge, split=state.split, grouped=grouped
+        )
+    extras = {entry.submission_id: entry for entry in pool}
+    entries = [
+        dataclasses.replace(
+            entry,
+            rank=extras[entry.submission_id].rank,
+            rank_range=extras[entry.submission_id].rank_range,
+            held_out_results=extras[entry.submission_id].held_out_results,
+            held_out_rank=extras[entry.submission_id].held_out_rank,
+            rank_delta=extras[entry.submission_id].rank_delta,
+        )
+        if entry.submission_id in extras
+        else entry
+        for entry in entries
+    ]
+    if limit is not None:
+        entries = entries[:limit]
+    return with_scorer_and_config(entries, benchmark=benchmark, judge=judge, user=user)
 
 
 def _columns(board: Board):
@@ -344,6 +433,15 @@ def _board_table(request, board: Board, columns) -> dict:
             split=state.split,
         )
     fixed_headers, metric_headers = _headers(board, columns)
+    # Beside the public numbers, the first rank key on the held-out tasks and the rank delta.
+    rank_columns = [
+        c for c in columns if c.metric.key in get_plugin(board.benchmark.plugin).rank_keys
+    ]
+    held_out_column = (
+        rank_columns[0]
+        if rank_columns and any(e.held_out_results is not None for e in entries)
+        else None
+    )
     html = render_to_string(
         "leaderboard/fragments/board_table.html",
         {
@@ -359,7 +457,8 @@ def _board_table(request, board: Board, columns) -> dict:
             "total": total,
             "all_href": state.query(rows="all"),
             "cleared_href": state.cleared(),
-            "span": len(columns) + 5,
+            "span": len(columns) + 5 + (2 if held_out_column else 0),
+            "held_out_column": held_out_column,
         },
     )
     table = {"html": html, "shown": len(entries), "total": total}
@@ -376,6 +475,8 @@ def leaderboard_page(request, slug: str):
     state = board.state
     plugin = get_plugin(board.benchmark.plugin)
     table = _board_table(request, board, columns)
+    choices = slice_choices(benchmark=board.benchmark)
+    chosen = board_slice(benchmark=board.benchmark, requested=state.slice) if state.slice else None
     return render(
         request,
         "leaderboard/leaderboard.html",
@@ -400,6 +501,14 @@ def leaderboard_page(request, slug: str):
             "arch_choices": System.Architecture.choices,
             "plotly_src": reverse("plotly-js", args=[plotly.__version__]),
             "first_rows": FIRST_ROWS,
+            "slice_choices": choices,
+            "chosen_slice": chosen,
+            "slice_tasks": dict(
+                next((c.values for c in choices if chosen and c.attribute == chosen.attribute), [])
+            ).get(chosen.value if chosen else "", 0),
+            "unsliced": state.query(slice=""),
+            "modalities": MODALITIES,
+            "contamination_choices": CONTAMINATION,
         },
     )
 
@@ -451,6 +560,22 @@ def _entry_json(entry) -> dict:
         "facets": entry.facets,
         "results": entry.results,
         "intervals": {key: _interval_json(value) for key, value in entry.intervals.items()},
+        # On a slice: the slice's tasks, or why the row has no numbers there.
+        "slice_tasks": entry.slice_tasks,
+        "slice_unavailable": entry.slice_unavailable,
+        "rank_range": list(entry.rank_range) if entry.rank_range else None,
+        "held_out": None
+        if entry.held_out_results is None
+        else {
+            "results": entry.held_out_results,
+            "rank": entry.held_out_rank,
+            "rank_delta": entry.rank_delta,
+        },
+        "older_scorer": entry.older_scorer,
+        "run_config": entry.run_config,
+        "config_differs": entry.config_differs,
+        "contamination": entry.contamination or None,
+        "contamination_note": entry.contamination_note,
     }
 
 
@@ -501,6 +626,24 @@ BOARD_PARAMETERS = [
     OpenApiParameter(
         "q", str, description="Only systems whose name contains this (ranks stay the board's)"
     ),
+    OpenApiParameter(
+        "slice",
+        str,
+        description="attribute=value (GET /api/benchmarks/<slug>/slices/): every number "
+        "recomputed on that subset of the tasks; papers' rows are kept, marked not available",
+    ),
+    OpenApiParameter(
+        "in", str, enum=list(MODALITIES), description="Only runs with this input modality"
+    ),
+    OpenApiParameter(
+        "out", str, enum=list(MODALITIES), description="Only runs with this output modality"
+    ),
+    OpenApiParameter(
+        "contamination",
+        str,
+        enum=list(CONTAMINATION),
+        description="Only runs that disclosed this about the benchmark's data in training",
+    ),
 ]
 
 
@@ -527,6 +670,7 @@ def leaderboard_api(request, slug: str):
             "judge": _judge_json(board.judge),
             "judges": [j.slug for j in board.judges],
             "split": state.split or None,
+            "slice": state.slice or None,
             "chance_pct": {c.key: c.chance for c in columns if c.chance is not None},
             "sort": state.params().get("sort", SORT_RANK),
             "group": "type" if state.sort.group_by_type else "none",
@@ -596,6 +740,9 @@ def leaderboard_csv(request, slug: str):
     header += ["scored_here", "staff_verified", "reported_in_paper", "incomplete"]
     header += ["offline_judge", "private", "flagged", "flag_reason", "failed_judgments"]
     header += ["architecture", "open_weights", "full_duplex"]
+    header += ["slice", "slice_tasks", "slice_unavailable", "rank_best", "rank_worst"]
+    header += ["held_out_rank", "rank_delta", "older_scorer", "contamination"]
+    header += ["contamination_note", "config_differs", "run_config"]
     for column in columns:
         header.append(column.key)
         if column.kind == "rate":
@@ -610,6 +757,13 @@ def leaderboard_csv(request, slug: str):
         row += [_yes_no_cell(v) for v in (*flags, e.offline_judge, e.private, e.flagged)]
         row += [e.flag_reason, e.failed_judgments, e.facets.get("architecture", "")]
         row += [_yes_no_cell(e.facets.get(k)) for k in ("open_weights", "full_duplex")]
+        row += [board.state.slice, "" if e.slice_tasks is None else e.slice_tasks]
+        row += [_yes_no_cell(e.slice_unavailable) if board.state.slice else ""]
+        row += list(e.rank_range) if e.rank_range else ["", ""]
+        row += ["" if e.held_out_rank is None else e.held_out_rank]
+        row += ["" if e.rank_delta is None else e.rank_delta, " ".join(e.older_scorer)]
+        row += [e.contamination, e.contamination_note, _yes_no_cell(e.config_differs)]
+        row += [json.dumps(e.run_config, sort_keys=True) if e.run_config else ""]
         for column in columns:
             value = column.value(e.results)
             row.append("" if value is None else value)
@@ -642,15 +796,23 @@ def leaderboard_charts(request, slug: str):
         user=request.user,
         filters=board.state.filters,
         split=board.state.split,
+        chosen_slice=board.state.slice,
     )
     figures = cache.get(key)
     if figures is None:
+        sliced = None
+        if board.state.slice:
+            board.state = dataclasses.replace(
+                board.state, sort=BoardSort(group_by_type=False), all_rows=True
+            )
+            sliced = _entries(board, request.user)
         points = chart_points(
             benchmark=board.benchmark,
             judge=board.judge,
             user=request.user,
             filters=board.state.filters,
             split=board.state.split,
+            entries=sliced,
         )
         plugin = get_plugin(board.benchmark.plugin)
         figures = (

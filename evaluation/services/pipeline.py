@@ -598,6 +598,10 @@ def submissions_sweep() -> list[int]:
     stale = _stale()
     quiet = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale)
     not_recent = Q(requeued_at__isnull=True) | Q(requeued_at__lt=stale)
+    # Work whose lease lapsed was held by a dead worker: re-queued once per lease period, so a
+    # kill costs at most a lease and a sweep interval, not a whole stall period.
+    lease_ago = now - timedelta(seconds=settings.JUDGE_LEASE_SECONDS)
+    not_within_lease = Q(requeued_at__isnull=True) | Q(requeued_at__lt=lease_ago)
     queued_stale = now - timedelta(seconds=settings.PIPELINE_QUEUED_STALL_SECONDS)
     lapsed_judgments = Judgment.objects.filter(
         status=Judgment.Status.RUNNING, lease_until__lt=now
@@ -605,12 +609,11 @@ def submissions_sweep() -> list[int]:
     lapsed_rows = TaskResult.objects.filter(lease_until__lt=now).values("submission_id")
     candidates = (
         Submission.objects.filter(status__in=ACTIVE, is_reported=False)
-        .filter(not_recent)
         .filter(
-            Q(status=S.QUEUED, created_at__lt=queued_stale) & quiet
-            | ~Q(status=S.QUEUED) & quiet
-            | Q(pk__in=lapsed_judgments)
-            | Q(pk__in=lapsed_rows)
+            not_recent & Q(status=S.QUEUED, created_at__lt=queued_stale) & quiet
+            | not_recent & ~Q(status=S.QUEUED) & quiet
+            | not_within_lease & Q(pk__in=lapsed_judgments)
+            | not_within_lease & Q(pk__in=lapsed_rows)
         )
         .select_related("benchmark")
     )

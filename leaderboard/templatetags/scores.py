@@ -5,6 +5,8 @@ from django import template
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
+from evaluation.scorer import PART_LABELS
+
 register = template.Library()
 
 
@@ -158,6 +160,28 @@ def _badges(entry, judge_name: str) -> list[str]:
             '<span class="badge rescoring" title="Being re-scored: these are the numbers until '
             'the new ones replace them">re-scoring</span>'
         )
+    if entry.contamination == "yes":
+        note = escape(entry.contamination_note or "disclosed by the submitter")
+        badges.append(
+            f'<span class="badge contamination" title="Saw the benchmark&#x27;s data in '
+            f'training: {note}">saw test data</span>'
+        )
+    elif entry.contamination == "no":
+        badges.append(
+            '<span class="badge clean" title="Disclosed: did not see the benchmark&#x27;s data '
+            'in training">no contamination</span>'
+        )
+    if entry.config_differs:
+        badges.append(
+            '<span class="badge config" title="This system&#x27;s runs here used different '
+            'configurations: see its page">configurations differ</span>'
+        )
+    if entry.older_scorer:
+        parts = ", ".join(PART_LABELS[part] for part in entry.older_scorer)
+        badges.append(
+            f'<span class="badge older" title="Scored with {escape(parts)} than the current '
+            'scorer: see the scorer changelog">older scorer</span>'
+        )
     if entry.offline_judge:
         badges.append('<span class="badge offline">offline judge</span>')
     elif entry.verified:
@@ -185,8 +209,50 @@ def _submitted(entry) -> str:
     return f'<td class="date"><time datetime="{day}">{day}</time></td>'
 
 
+def _rank_cell(entry) -> str:
+    if entry.rank is None:
+        title = "not ranked on a slice: no per-task outcomes" if entry.slice_unavailable else ""
+        return f'<td class="rank muted" title="{title}">–</td>'
+    spread = ""
+    if entry.rank_range:
+        best, worst = entry.rank_range
+        title = (
+            f"plausible rank {best}–{worst}: {best - 1} row(s) significantly better, "
+            "the rest as good or not significantly different (exact McNemar tests on the first "
+            "rank key, p &lt; 0.05)"
+        )
+        text = f"{best}–{worst}" if best != worst else "certain"
+        spread = f'<span class="rank-range" title="{title}">{text}</span>'
+    return f'<td class="rank">{int(entry.rank)}{spread}</td>'
+
+
+def _pick(entry, name: str) -> str:
+    """A box to tick two rows and compare them (the page's compare form)."""
+    if entry.reported_in_paper:
+        return ""
+    return (
+        f'<input type="checkbox" class="pick" name="pick" value="{int(entry.submission_id)}" '
+        f'form="compare-form" aria-label="compare {name}"> '
+    )
+
+
+def _held_out_cells(entry, column) -> str:
+    if column is None:
+        return ""
+    if entry.held_out_results is None:
+        return '<td class="held-out muted">–</td><td class="rank-delta muted">–</td>'
+    cell = board_cell(entry.held_out_results, column, {})
+    delta = entry.rank_delta
+    arrow = "" if not delta else ("▼" if delta > 0 else "▲")
+    title = f"rank {entry.held_out_rank} on the held-out tasks, {entry.rank} on the public ones"
+    return (
+        f'<td class="held-out" title="{escape(cell["title"])}">{escape(cell["text"])}</td>'
+        f'<td class="rank-delta" title="{title}">{arrow}{abs(delta) if delta else "±0"}</td>'
+    )
+
+
 @register.simple_tag
-def board_row(entry, columns, judge_name: str = ""):
+def board_row(entry, columns, judge_name: str = "", held_out_column=None):
     """One board row, built in one go: rank, system with its badges and links, type,
     organisation, submission date, and every number. A board can hold hundreds of systems;
     template nodes per cell would dominate the page. Every value is escaped here (html.escape,
@@ -198,14 +264,25 @@ def board_row(entry, columns, judge_name: str = ""):
         shown = f'<a href="{escape(url_for("system", entry.system_id))}">{name}</a>'
     else:  # anonymous to this viewer: no page to go to
         shown = f'<span class="anonymous">{name}</span>'
-    cells = "".join(_td(entry.results, c, entry.intervals) for c in columns)
+    if entry.slice_unavailable:
+        why = (
+            "reported in a paper: no per-task outcomes, so no numbers on a slice"
+            if entry.reported_in_paper
+            else "no per-task outcomes stored for this score yet"
+        )
+        cells = f'<td class="slice-unavailable muted" title="{why}">not available</td>' * len(
+            columns
+        )
+    else:
+        cells = "".join(_td(entry.results, c, entry.intervals) for c in columns)
     organization = escape(entry.facets.get("organization") or "")
     return mark_safe(  # every part escaped above
-        f'<tr class="{" ".join(classes)}" data-system="{name}"><td class="rank">{int(entry.rank)}</td>'
-        f'<td class="system">{shown}{_links(entry)} '
+        f'<tr class="{" ".join(classes)}" data-system="{name}" '
+        f'data-submission="{int(entry.submission_id)}">{_rank_cell(entry)}'
+        f'<td class="system">{_pick(entry, name)}{shown}{_links(entry)} '
         f"{' '.join(_badges(entry, judge_name))}</td>"
         f'<td>{escape(entry.system_type_label)}</td><td class="org">{organization}</td>'
-        f"{_submitted(entry)}{cells}</tr>"
+        f"{_submitted(entry)}{cells}{_held_out_cells(entry, held_out_column)}</tr>"
     )
 
 

@@ -138,3 +138,45 @@ def test_failed_judgments_are_retried_after_a_pause_and_marked(
         if e["system"] == "Outage"
     )
     assert row["failed_judgments"] == 0 and row["flags"]["retrying_failed"] is False
+
+
+def test_work_a_dead_worker_held_is_requeued_once_per_lease(eager, mpbench, bundle, monkeypatch):
+    """A worker that heartbeats the submission but dies holding a judgment: the sweeper re-queues
+    the submission as soon as the lease lapsed, not after a stall period, and not twice within
+    one lease period."""
+    from django.conf import settings
+
+    from evaluation.services import pipeline
+
+    submission = submission_create(
+        benchmark=mpbench,
+        bundle_path=bundle,
+        system_name="Dead",
+        judge=mpbench.judges.get(slug="offline"),
+        allow_partial=True,
+    )
+    sent = []
+    monkeypatch.setattr(
+        pipeline, "submission_resume", lambda *, submission: sent.append(submission.pk)
+    )
+    now = timezone.now()
+    held = Judgment.objects.filter(uses__task_result__submission=submission).first()
+    Judgment.objects.filter(pk=held.pk).update(
+        status="running", lease_owner="dead", lease_until=now + timedelta(seconds=5)
+    )
+    # The submission looks alive (a recent heartbeat): only the lapsed lease gives it away.
+    Submission.objects.filter(pk=submission.pk).update(
+        status="judging", heartbeat_at=now, requeued_at=None
+    )
+    assert submissions_sweep() == [] and sent == []  # the lease still runs
+
+    Judgment.objects.filter(pk=held.pk).update(lease_until=now - timedelta(seconds=1))
+    assert submissions_sweep() == [submission.pk]
+    Submission.objects.filter(pk=submission.pk).update(requeued_at=timezone.now())
+    assert submissions_sweep() == []  # already re-queued within this lease period
+    lease = settings.JUDGE_LEASE_SECONDS
+    assert lease < settings.PIPELINE_STALL_SECONDS
+    Submission.objects.filter(pk=submission.pk).update(
+        requeued_at=timezone.now() - timedelta(seconds=lease + 1)
+    )
+    assert submissions_sweep() == [submission.pk]  # a lease later, still lapsed: again

@@ -420,6 +420,9 @@ def test_permalink_and_exports_keep_sort_and_filters(client, board):
         "open_weights": True,
         "full_duplex": None,
         "search": None,
+        "input_modality": None,
+        "output_modality": None,
+        "contamination": None,
     }
     assert parse_qs(urlsplit(json_rows["permalink"]).query) == params
 

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connection
 
-from evaluation import services as evaluation_services
 from evaluation.models import Membership, Submission, System, Team
+from evaluation.services import submissions as submission_services
 from leaderboard.uploads.models import Upload
 from leaderboard.uploads.selectors import team_limit_refusal
 from leaderboard.uploads.services import LimitReached, submission_create_within_limits
@@ -156,7 +156,7 @@ def test_ten_simultaneous_creates_never_exceed_the_limit(
     settings.MAX_SUBMISSIONS_PER_DAY_PER_ACCOUNT = 100
     settings.MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT = 100
     # Nothing is queued: the submissions stay "queued", which counts as in progress.
-    monkeypatch.setattr(evaluation_services, "_enqueue_on_commit", lambda *args: None)
+    monkeypatch.setattr(submission_services, "enqueue_on_commit", lambda *args: None)
     bundle = make_bundle()
     judge = mpbench.judges.get(slug="offline")
     start = threading.Barrier(10)
@@ -205,7 +205,7 @@ def test_simultaneous_creates_through_two_teams_keep_the_account_limit(
     Membership.objects.create(team=second, user=people.alice)
     for team in (people.alpha, second):
         limits(team, per_day=100, concurrent=100)
-    monkeypatch.setattr(evaluation_services, "_enqueue_on_commit", lambda *args: None)
+    monkeypatch.setattr(submission_services, "enqueue_on_commit", lambda *args: None)
     bundle = make_bundle()
     judge = mpbench.judges.get(slug="offline")
     start = threading.Barrier(10)
