@@ -172,9 +172,13 @@ def _validate(upload, report, tasks, allow_partial, modality) -> UploadContents:
         submission = _parse(upload, task_ids=list(tasks), modality=modality)
     except SubmissionError as exc:
         for problem in exc.problems:
-            where = f"{problem.where}, " if problem.where else ""
-            what = f"field {problem.field}: " if problem.field else ""
-            report.add(f"{where}{what}{problem.message}", file=problem.file or None)
+            place = ", ".join(
+                part for part in (problem.where, problem.field and f"field {problem.field}") if part
+            )
+            report.add(
+                f"{place}: {problem.message}" if place else problem.message,
+                file=problem.file or None,
+            )
         return UploadContents(manifest=manifest)
     for task_id, reply in submission.responses.items():
         unstorable = unstorable_path({"response": reply})

@@ -43,9 +43,7 @@ def test_parquet_import_stores_user_audio_and_is_idempotent(tmp_path, prompt_fil
     write_parquet_export(records, tmp_path / "export", max_audio_seconds=0.6, row_group_rows=3)
     first = _import(tmp_path / "export", prompt_file)
     # Every user turn 1..L of every record has a clip: sum of L.
-    clips = sum(
-        max(k for k in range(1, 9) if r.get(f"user_turn_{k}_transcript")) for r in records
-    )
+    clips = sum(max(k for k in range(1, 9) if r.get(f"user_turn_{k}_transcript")) for r in records)
     assert first.startswith("audio-multichallenge: 8 tasks (8 new, 0 changed)")
     assert "new prompt versions: rubric_item" in first and f"{clips} files stored" in first
 
