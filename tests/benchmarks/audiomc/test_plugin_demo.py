@@ -48,9 +48,9 @@ def test_demo_board_scores_every_invented_system(tmp_path, client, prompt_file):
     axes = Counter(task.spec["axis"] for task in board.tasks.all())
     assert set(axes) == set(AXES) and min(axes.values()) >= 5
     task = board.tasks.order_by("task_id").first()
-    with default_storage.open(task.assets["user_turn_1.wav"]["key"]) as handle:
-        with wave.open(handle) as clip:
-            assert clip.getnframes() / clip.getframerate() > 0.3  # a clip that plays
+    key = task.assets["user_turn_1.wav"]["key"]
+    with default_storage.open(key) as handle, wave.open(handle) as clip:
+        assert clip.getnframes() / clip.getframerate() > 0.3  # a clip that plays
 
     offline = board.judges.get(slug="offline")
     runs = plugin.write_demo_runs(tmp_path / "uploads")
