@@ -66,7 +66,7 @@ INSTALLED_APPS = [
     "annotation",
 ]
 # Benchmark plug-ins: each package is a Django app exposing `plugin` (evaluation/benchmarks/base.py).
-FLOORBOARD_BENCHMARKS = env_list("FLOORBOARD_BENCHMARKS", ["evaluation.benchmarks.mpbench", "evaluation.benchmarks.msibench", "evaluation.benchmarks.duplexmpe"])  # fmt: skip
+FLOORBOARD_BENCHMARKS = env_list("FLOORBOARD_BENCHMARKS", ["evaluation.benchmarks.mpbench", "evaluation.benchmarks.msibench", "evaluation.benchmarks.duplexmpe", "evaluation.benchmarks.audiomc"])  # fmt: skip
 INSTALLED_APPS += [path for path in FLOORBOARD_BENCHMARKS if path not in INSTALLED_APPS]
 
 MIDDLEWARE = [

@@ -267,7 +267,7 @@ def results_table(*, benchmark, results: dict | None) -> list[dict]:
         if split is not None and part is None:
             continue  # nothing of this split was submitted
         for metric in plugin.metrics:
-            counts = metric.counts(part)
+            counts = plugin.metric_counts(metric, part)
             if metric.interval == "wilson":
                 interval = wilson_pct(metric.node(part))
             elif metric.interval == "bootstrap":

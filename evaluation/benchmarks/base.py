@@ -663,6 +663,12 @@ class BenchmarkPlugin:
             value *= 100
         return round(value, metric.decimals)
 
+    def metric_counts(self, metric: Metric, results: Mapping | None) -> tuple | None:
+        """(count, denominator) behind a metric's value in ``results``, for the command line
+        and the API: a rate's own counts by default. A mean whose numerator is a sum (of
+        per-task fractions, say) may report that sum and its number of units."""
+        return metric.counts(results)
+
     def task_attributes(self, task_id: str, spec: Mapping) -> dict:
         """The values of the slice attributes for one task (default: the spec's fields)."""
         return {attribute.name: spec.get(attribute.name) for attribute in self.slices}

@@ -4,6 +4,11 @@ Rules and sources: SPEC.md of the benchmark (kept beside the checkout, not in it
 dataset (import), responses (upload), judge (requests, parsing, attempts), judgments (stored
 judge outputs), metrics (APR, ARS, intervals), paper (reported rows), offline (a heuristic
 stand-in judge, not an LLM), synthetic (test and demo data), bench (plain-Python reference pass).
+
+plugin.py declares the benchmark to the engine, through importer.py (export -> tasks, prompt,
+audio), upload.py (files -> replies), judging.py (judge requests and answers), outcomes.py
+(stored outcomes -> results and per-task contributions), drilldown.py (the task page and rating
+units) and demo.py (the demo's invented export and systems).
 """
 
 from .dataset import (
@@ -41,6 +46,7 @@ from .metrics import TaskResult, aggregate, task_results
 from .offline import offline_raw_output, offline_verdict
 from .paper import REPORTED_NOTE, reported_rows
 from .paper import SOURCE as REPORTED_SOURCE
+from .plugin import plugin
 from .responses import OUTPUT_MODALITIES, Submission, SubmissionError, parse_submission
 
 __all__ = [
@@ -79,6 +85,7 @@ __all__ = [
     "parse_judgment",
     "parse_record",
     "parse_submission",
+    "plugin",
     "read_dataset",
     "read_judge_prompt",
     "read_judgments",
