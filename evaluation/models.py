@@ -514,7 +514,7 @@ class SpendEstimate(models.Model):
     input_tokens = models.PositiveBigIntegerField(default=0)
     output_tokens = models.PositiveBigIntegerField(default=0)
     cost_usd = models.DecimalField(
-        max_digits=14, decimal_places=6, null=True, blank=True, help_text="Empty: no price"
+        max_digits=16, decimal_places=8, null=True, blank=True, help_text="Empty: no price"
     )
     # {kind: {"calls", "input_tokens", "output_tokens"}}
     by_kind = models.JSONField(default=dict, blank=True)
@@ -553,7 +553,7 @@ class JudgeCharge(models.Model):
     output_tokens = models.PositiveIntegerField(default=0)
     estimated = models.BooleanField(default=False)
     cost_usd = models.DecimalField(
-        max_digits=14, decimal_places=6, null=True, blank=True, help_text="Empty: no price"
+        max_digits=16, decimal_places=8, null=True, blank=True, help_text="Empty: no price"
     )
     charged_at = models.DateTimeField()
 

@@ -379,7 +379,7 @@ def submission_judge(*, submission_id: int, judge_id: int) -> None:
         judging_finish(submission_id=submission_id, judge_id=judge_id)
         return
     if estimate.state == SpendEstimate.State.HELD:
-        _judging_hold(submission, judge, estimate.held_message)
+        _judging_hold(submission, judge)
         return
     batch = max(1, judge.concurrency or settings.JUDGE_CONCURRENCY)
     copies = max(1, min(settings.PIPELINE_PARALLEL_TASKS, math.ceil(open_count / (4 * batch))))
@@ -387,16 +387,23 @@ def submission_judge(*, submission_id: int, judge_id: int) -> None:
         enqueue_on_commit("judge_work", submission_id, judge_id)
 
 
-def _judging_hold(submission: Submission, judge: Judge, message: str) -> None:
+SPEND_HELD = (
+    "Judging held at a judge spending limit: no judge call was made. The estimate, the limit, "
+    "what was spent and how to raise it are under “Judge spending” on this page (for the "
+    "submission's team and staff). Retry once the limit is raised, or staff release it."
+)
+
+
+def _judging_hold(submission: Submission, judge: Judge) -> None:
     """Past a spending limit no call is queued. Under its own judge a submission with no score
-    yet fails with the message (retry, once the limit is raised or staff released it); a
-    re-score goes back to the numbers it had."""
+    yet fails (retry once the limit is raised or staff released it); a re-score goes back to
+    the numbers it had. The amounts stay on the estimate, out of the public error text."""
     if submission.judge_id != judge.pk:
         return
     if Score.objects.filter(submission=submission, judge=judge).exists():
         Submission.objects.filter(pk=submission.pk, status=S.JUDGING).update(status=S.SCORED)
     else:
-        submission_fail(submission_id=submission.pk, error=message)
+        submission_fail(submission_id=submission.pk, error=SPEND_HELD)
 
 
 def judge_run(*, submission_id: int, judge_id: int) -> None:

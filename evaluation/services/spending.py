@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 
 from django.conf import settings
@@ -66,11 +66,14 @@ def output_allowance(judge: Judge, kind) -> int:
 
 def month_start(now: datetime | None = None) -> datetime:
     now = now or timezone.now()
-    return now.astimezone(timezone.UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
 def usd(value: Decimal | None) -> str:
-    return "unknown" if value is None else f"${value:,.2f}"
+    """Dollars and cents; sums under a dollar to a hundredth of a cent."""
+    if value is None:
+        return "unknown"
+    return f"${value:,.4f}" if abs(value) < 1 else f"${value:,.2f}"
 
 
 # --- The estimate ---------------------------------------------------------------------------
