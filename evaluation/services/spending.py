@@ -11,7 +11,8 @@ has no cost, and no limit can stop it.
 
 A limit is a number of USD per calendar month (UTC): FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH per
 team (Team.max_judge_spend_per_month overrides it) and FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH_SITE
-over every submission; 0 is no limit. What counts against one: the charges of this month, plus
+over every submission (a submission without a team, made from the command line, meets only
+the site's); 0 is no limit. What counts against one: the charges of this month, plus
 what judging already queued is still expected to cost, plus this estimate.
 """
 
@@ -215,9 +216,9 @@ def spend_refusal(*, estimate: SpendEstimate, team: Team | None) -> SpendRefusal
     )
     checks = []
     if team is not None and (allowed := team_spend_limit(team)) is not None:
-        checks.append(("team", allowed, team, f"Team {team.name}'s"))
+        checks.append(("team", allowed, team, f"the judge spending limit of team {team.name}"))
     if (allowed := site_spend_limit()) is not None:
-        checks.append(("site", allowed, None, "The site-wide"))
+        checks.append(("site", allowed, None, "the site-wide judge spending limit"))
     for name, allowed, whose, label in checks:
         spent = spent_since(since=since, team=whose)
         held = reserved(team=whose, excluding=estimate)
@@ -235,7 +236,7 @@ def spend_refusal(*, estimate: SpendEstimate, team: Team | None) -> SpendRefusal
                 "submission past it; then retry it."
             )
         message = (
-            f"Judging held: {label} judge spending limit is {usd(allowed)} a month (calendar "
+            f"Judging held: {label} is {usd(allowed)} a month (calendar "
             f"month, UTC). Spent this month: {usd(spent)}, and {usd(held)} more expected by "
             f"judging in progress. {described} No judge call was made. {raise_it}"
         )

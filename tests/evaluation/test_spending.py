@@ -29,11 +29,12 @@ from evaluation.models import (
     JudgeCharge,
     Judgment,
     Membership,
+    Score,
     SpendEstimate,
     Submission,
     Team,
 )
-from evaluation.services import submission_create, submission_resume
+from evaluation.services import judgments_retry, submission_create, submission_resume
 from evaluation.services.pipeline import SPEND_HELD
 from tests.conftest import completion
 from tests.toyplugin import toy
@@ -167,7 +168,7 @@ def test_team_limit_holds_judging_with_a_message(
     estimate = SpendEstimate.objects.get(submission=run)
     assert estimate.state == "held"
     message = estimate.held_message
-    assert "Team Owners's judge spending limit is $0.0500 a month" in message
+    assert "the judge spending limit of team Owners is $0.0500 a month" in message
     assert "Spent this month: $0.0200" in message
     assert "estimate under judge official is $0.0402 (4 calls" in message
     assert "raise the team's limit" in message and "release this submission" in message
@@ -198,7 +199,7 @@ def test_site_limit_counts_every_team(eager, toy_judge, people, tmp_path, judge_
     run = submit(toy_judge, tmp_path, {"q1": "It is 2"}, team=team)
     assert run.status == "failed" and judge_server.requests == []
     message = SpendEstimate.objects.get(submission=run).held_message
-    assert "The site-wide judge spending limit is $0.0300 a month" in message
+    assert "the site-wide judge spending limit is $0.0300 a month" in message
     assert "Spent this month: $0.0100" in message
     assert "FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH_SITE" in message
 
@@ -219,6 +220,23 @@ def test_judging_in_progress_reserves_its_estimate(eager, toy_judge, people, tmp
     )
 
 
+def test_a_held_re_score_keeps_the_numbers_it_had(
+    eager, toy_judge, people, tmp_path, judge_server, settings
+):
+    team = people[0]
+    run = submit(toy_judge, tmp_path, {"q1": "It is 2"}, team=team)
+    assert run.status == "scored" and len(judge_server.requests) == 2
+    # Both judgments failed (say): retrying them would call the judge twice, $0.0200975.
+    Judgment.objects.update(status="failed")
+    settings.MAX_JUDGE_SPEND_PER_MONTH = 0.01
+    judgments_retry(submission=Submission.objects.get(pk=run.pk))
+    run.refresh_from_db()
+    assert run.status == "scored" and run.error == ""
+    assert Score.objects.filter(submission=run).exists()
+    assert SpendEstimate.objects.get(submission=run).state == "held"
+    assert len(judge_server.requests) == 2
+
+
 def test_staff_release_a_held_submission(eager, toy_judge, people, tmp_path, client, settings):
     team, _, owner, _, staff = people
     settings.MAX_JUDGE_SPEND_PER_MONTH = 0.01
@@ -226,7 +244,7 @@ def test_staff_release_a_held_submission(eager, toy_judge, people, tmp_path, cli
     assert run.status == "failed"
     client.force_login(owner)
     page = client.get(f"/submissions/{run.pk}/").content.decode()
-    assert "Team Owners&#x27;s judge spending limit is $0.0100" in page
+    assert "the judge spending limit of team Owners is $0.0100" in page
     assert "Release past the limit" not in page  # staff only
     assert client.post(f"/submissions/{run.pk}/release-spending/").status_code == 403
     client.force_login(staff)
