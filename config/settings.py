@@ -272,6 +272,11 @@ MAX_SUBMISSIONS_PER_DAY_PER_ACCOUNT = env_int(
 MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT = env_int(
     "FLOORBOARD_MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT", MAX_CONCURRENT_EVALUATIONS
 )
+# Judge spending in USD per calendar month (UTC), priced with each judge's USD per million
+# tokens: per team (a team's own value overrides it) and over the whole site. Judging whose
+# estimate would pass a limit is held (evaluation/services/spending.py). 0: no limit.
+MAX_JUDGE_SPEND_PER_MONTH = env_float("FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH", 100.0)
+MAX_JUDGE_SPEND_PER_MONTH_SITE = env_float("FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH_SITE", 1000.0)
 # Unfinished browser uploads per user, and the bytes they may announce together.
 UPLOAD_MAX_OPEN_PER_USER = env_int("FLOORBOARD_UPLOAD_MAX_OPEN_PER_USER", 3)
 UPLOAD_MAX_OPEN_BYTES_PER_USER = env_int("FLOORBOARD_UPLOAD_MAX_OPEN_BYTES_PER_USER", 8 * 1024**3)

@@ -3,14 +3,17 @@ from django.contrib import admin, messages
 from evaluation.models import (
     Benchmark,
     Judge,
+    JudgeCharge,
     Judgment,
     PromptVersion,
     Score,
+    SpendEstimate,
     Submission,
     System,
     Task,
 )
 from evaluation.services import judgments_retry_failed, submission_rescore, submission_resume
+from evaluation.services.spending import spend_release
 
 
 @admin.register(Benchmark)
@@ -56,7 +59,17 @@ class SubmissionAdmin(admin.ModelAdmin):
         "created_at",
     ]
     list_filter = ["benchmark", "status", "is_reported", "is_partial"]
-    actions = ["retry_failed", "rescore", "resume"]
+    actions = ["retry_failed", "rescore", "resume", "release_spending"]
+
+    @admin.action(description="Release past the judge spending limits and judge")
+    def release_spending(self, request, queryset):
+        released = 0
+        for submission in queryset.filter(is_reported=False):
+            if spend_release(submission=submission, by=request.user):
+                released += 1
+                if submission.status in (Submission.Status.SCORED, Submission.Status.FAILED):
+                    submission_resume(submission=submission)
+        self.message_user(request, f"{released} submission(s) released", messages.SUCCESS)
 
     @admin.action(description="Retry failed judgments")
     def retry_failed(self, request, queryset):
@@ -102,3 +115,17 @@ class JudgmentAdmin(admin.ModelAdmin):
 @admin.register(Score)
 class ScoreAdmin(admin.ModelAdmin):
     list_display = ["submission", "judge", "judgments_total", "judgments_failed", "computed_at"]
+
+
+@admin.register(SpendEstimate)
+class SpendEstimateAdmin(admin.ModelAdmin):
+    list_display = ["submission", "judge", "calls", "cost_usd", "state", "computed_at"]
+    list_filter = ["state"]
+    readonly_fields = [f.name for f in SpendEstimate._meta.fields]
+
+
+@admin.register(JudgeCharge)
+class JudgeChargeAdmin(admin.ModelAdmin):
+    list_display = ["submission", "team", "judge", "calls", "cost_usd", "estimated", "charged_at"]
+    list_filter = ["team", "estimated"]
+    readonly_fields = [f.name for f in JudgeCharge._meta.fields]

@@ -17,6 +17,11 @@ class Team(models.Model):
     # Empty: the site-wide defaults (FLOORBOARD_MAX_SUBMISSIONS_PER_DAY, ..._CONCURRENT_EVALUATIONS).
     max_submissions_per_day = models.PositiveIntegerField(null=True, blank=True)
     max_concurrent_evaluations = models.PositiveIntegerField(null=True, blank=True)
+    # USD of judge calls per calendar month (UTC). Empty: FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH;
+    # 0: no limit for this team.
+    max_judge_spend_per_month = models.DecimalField(
+        max_digits=12, decimal_places=2, null=True, blank=True
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -486,3 +491,77 @@ class ScoreRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.submission_id} under {self.judge_id} at {self.computed_at:%Y-%m-%d %H:%M}"
+
+
+class SpendEstimate(models.Model):
+    """What judging one submission under one judge is expected to cost, worked out before its
+    calls are queued from the judgments still to call (cache hits cost nothing): calls, input
+    tokens (characters / 4), an allowance of output tokens per call, and their price. While
+    queued it reserves its cost against the spending limits; past a limit it is held."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        HELD = "held"
+        DONE = "done"
+
+    submission = models.ForeignKey(
+        Submission, on_delete=models.CASCADE, related_name="spend_estimates"
+    )
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+")
+    calls = models.PositiveIntegerField(default=0)
+    # Every answer attempt a kind allows (an unparseable answer is asked for again).
+    calls_at_most = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(
+        max_digits=16, decimal_places=8, null=True, blank=True, help_text="Empty: no price"
+    )
+    # {kind: {"calls", "input_tokens", "output_tokens"}}
+    by_kind = models.JSONField(default=dict, blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    held_message = models.TextField(blank=True)
+    # Staff let it go past the spending limits.
+    released_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    released_at = models.DateTimeField(null=True, blank=True)
+    computed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["submission", "judge"], name="spend_estimate_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.submission_id} under {self.judge_id}: {self.calls} calls"
+
+
+class JudgeCharge(models.Model):
+    """What one stored judge answer cost, charged to the submission whose worker made the call
+    (a judgment shared through the cache is paid once). Tokens are the provider's usage; when
+    it reported none, characters / 4 (``estimated``). Kept when the submission is deleted: the
+    money was spent."""
+
+    submission = models.ForeignKey(
+        Submission, on_delete=models.SET_NULL, null=True, related_name="judge_charges"
+    )
+    team = models.ForeignKey(Team, on_delete=models.SET_NULL, null=True, related_name="+")
+    judge = models.ForeignKey(Judge, on_delete=models.SET_NULL, null=True, related_name="+")
+    judgment = models.ForeignKey(Judgment, on_delete=models.SET_NULL, null=True, related_name="+")
+    calls = models.PositiveIntegerField(default=1, help_text="Answered calls (answer attempts)")
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    estimated = models.BooleanField(default=False)
+    cost_usd = models.DecimalField(
+        max_digits=16, decimal_places=8, null=True, blank=True, help_text="Empty: no price"
+    )
+    charged_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["team", "charged_at"]),
+            models.Index(fields=["charged_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.submission_id}: {self.input_tokens}+{self.output_tokens} tokens"

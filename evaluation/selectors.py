@@ -160,6 +160,64 @@ def judge_usage(*, submission, judge) -> JudgeUsage:
     )
 
 
+@dataclass(frozen=True)
+class JudgeSpending:
+    """One judge's spending on one submission: the estimate made before its calls were queued
+    (None before judging was prepared) and what the calls this submission made were charged."""
+
+    judge: object
+    estimate: object | None
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: Decimal | None  # None when no call was priced
+    estimated_usage: bool  # some answer came without usage: its tokens are characters / 4
+
+    @property
+    def held(self) -> bool:
+        return self.estimate is not None and self.estimate.state == "held"
+
+
+def submission_spending(*, submission) -> list[JudgeSpending]:
+    """Estimate and spending per judge, the submission's own judge first. Shown only to its team
+    and staff."""
+    from evaluation.models import Judge, JudgeCharge, SpendEstimate
+
+    estimates = {
+        e.judge_id: e
+        for e in SpendEstimate.objects.filter(submission=submission).select_related("released_by")
+    }
+    charged = {
+        row["judge_id"]: row
+        for row in JudgeCharge.objects.filter(submission=submission)
+        .values("judge_id")
+        .annotate(
+            calls=Sum("calls"),
+            tokens_in=Sum("input_tokens"),
+            tokens_out=Sum("output_tokens"),
+            cost=Sum("cost_usd"),
+            estimated=Count("pk", filter=Q(estimated=True)),
+        )
+        .order_by()
+    }
+    judges = Judge.objects.filter(pk__in={*estimates, *charged} - {None})
+    found = []
+    for judge in sorted(judges, key=lambda j: (j.pk != submission.judge_id, j.slug)):
+        row = charged.get(judge.pk, {})
+        found.append(
+            JudgeSpending(
+                judge=judge,
+                estimate=estimates.get(judge.pk),
+                calls=row.get("calls") or 0,
+                input_tokens=row.get("tokens_in") or 0,
+                output_tokens=row.get("tokens_out") or 0,
+                cost_usd=row.get("cost"),
+                estimated_usage=bool(row.get("estimated")),
+            )
+        )
+    return found
+
+
 # --- Task results ---------------------------------------------------------------------------
 
 VERDICT_FILTERS = ("correct", "wrong", "none")

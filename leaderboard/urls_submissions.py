@@ -13,6 +13,11 @@ urlpatterns = [
         "submissions/<int:pk>/retry/", views_submissions.submission_retry, name="submission-retry"
     ),
     path(
+        "submissions/<int:pk>/release-spending/",
+        views_submissions.submission_release_spending,
+        name="submission-release-spending",
+    ),
+    path(
         "submissions/<int:pk>/manage/<slug:action>/",
         views_submissions.submission_manage,
         name="submission-manage",

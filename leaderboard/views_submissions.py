@@ -24,11 +24,13 @@ from evaluation.selectors import (
     identity_hidden,
     judge_usage,
     submission_progress,
+    submission_spending,
     submissions_visible_to,
     task_results_filtered,
     task_verdicts,
 )
 from evaluation.services import judgments_retry, submission_resume
+from evaluation.services.spending import spend_release
 from leaderboard.accounts import services as account_services
 from leaderboard.audio import clip_for
 from leaderboard.selectors_submissions import (
@@ -153,8 +155,11 @@ def submission_page(request, pk: int):
     query = request.GET.copy()
     query.pop("page", None)
     score = Score.objects.filter(submission=submission, judge_id=submission.judge_id).first()
+    progress = _progress_context(request, submission)
     context = {
-        **_progress_context(request, submission),
+        **progress,
+        # What judging costs the team is its own business (and staff's).
+        "spending": submission_spending(submission=submission) if progress["may_manage"] else [],
         "plugin": plugin,
         "score": score,
         "tables": score_tables(submission=submission, results=score.results if score else None),
@@ -286,6 +291,21 @@ def submission_retry(request, pk: int):
         return redirect(reverse("submission", args=[submission.pk]))
     count = judgments_retry(submission=submission)
     return redirect(f"{reverse('submission', args=[submission.pk])}?retried={count}")
+
+
+@require_POST
+def submission_release_spending(request, pk: int):
+    """Staff let judging held at a spending limit go past it, and queue it again."""
+    submission = _visible_submission(request, pk)
+    if not request.user.is_staff:
+        return HttpResponseForbidden("only staff may release judging past a spending limit")
+    if not spend_release(submission=submission, by=request.user):
+        raise Http404("no spending estimate to release")
+    submission.refresh_from_db()
+    if submission.status in FINAL_STATUSES:
+        submission_resume(submission=submission)
+    done = "Released past the spending limits: judging is queued again."
+    return redirect(f"{reverse('submission', args=[submission.pk])}?{urlencode({'done': done})}")
 
 
 @require_safe

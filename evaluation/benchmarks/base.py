@@ -206,7 +206,10 @@ class JudgeKind:
     """A judged question. ``response_format`` is "json_schema" (the prompt's schema, strict),
     "json_object" or "text". ``answer_attempts``: answered calls made until one parses (the
     first parseable one decides). ``unparseable``: what an answer that never parses becomes —
-    "failed" (no verdict, retryable on request) or "outcome" (a scored result, e.g. not met)."""
+    "failed" (no verdict, retryable on request) or "outcome" (a scored result, e.g. not met).
+    ``output_tokens``: what to budget for one answer in the spending estimate (capped by the
+    judge's max_completion_tokens when it sends one); a kind whose judges reason at length
+    declares more."""
 
     key: str
     label: str
@@ -215,6 +218,7 @@ class JudgeKind:
     answer_attempts: int = 1
     unparseable: Literal["failed", "outcome"] = "failed"
     description: str = ""
+    output_tokens: int = 1000
 
 
 @dataclass(frozen=True)

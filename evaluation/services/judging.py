@@ -33,9 +33,17 @@ from evaluation.judges import (
     OpenAICompatibleClient,
     call_with_retries,
 )
-from evaluation.models import Judge, Judgment, PromptVersion, Submission, TaskJudgment
+from evaluation.models import (
+    Judge,
+    JudgeCharge,
+    Judgment,
+    PromptVersion,
+    Submission,
+    TaskJudgment,
+)
 from evaluation.selectors import current_prompts
 from evaluation.services.files import open_upload, task_input
+from evaluation.services.spending import charge_for
 from evaluation.throttle import EndpointSlots
 
 logger = logging.getLogger(__name__)
@@ -254,7 +262,7 @@ def open_judgments(*, submission_id: int, judge_id: int):
     )
 
 
-def _claimable(now) -> Q:
+def claimable(now) -> Q:
     return Q(status=Judgment.Status.PENDING) | Q(
         status=Judgment.Status.RUNNING, lease_until__lt=now
     )
@@ -266,13 +274,13 @@ def judgments_claim(*, submission_id: int, judge_id: int, owner: str, limit: int
     now = timezone.now()
     candidates = list(
         open_judgments(submission_id=submission_id, judge_id=judge_id)
-        .filter(_claimable(now))
+        .filter(claimable(now))
         .order_by("pk")
         .values_list("pk", flat=True)[:limit]
     )
     if not candidates:
         return []
-    Judgment.objects.filter(pk__in=candidates).filter(_claimable(now)).update(
+    Judgment.objects.filter(pk__in=candidates).filter(claimable(now)).update(
         status=Judgment.Status.RUNNING,
         lease_owner=owner,
         lease_until=now + timedelta(seconds=settings.JUDGE_LEASE_SECONDS),
@@ -299,6 +307,8 @@ class _CallOutcome:
     seconds: float
     parsed: object = None
     earlier: list = field(default_factory=list)
+    # Every answered attempt's reply (what the calls cost).
+    replies: list = field(default_factory=list)
 
 
 def _call(client, slots: EndpointSlots, judgment: Judgment, params: dict, plugin) -> _CallOutcome:
@@ -306,7 +316,7 @@ def _call(client, slots: EndpointSlots, judgment: Judgment, params: dict, plugin
     again as many times as the kind allows (the first parseable answer decides)."""
     kind = plugin.judge_kind(judgment.kind)
     started = time.monotonic()
-    attempts, earlier = 0, []
+    attempts, earlier, replies = 0, [], []
 
     def attempt() -> JudgeReply:
         # One slot per HTTP attempt: backoff sleeps between retries hold none.
@@ -330,22 +340,37 @@ def _call(client, slots: EndpointSlots, judgment: Judgment, params: dict, plugin
                 backoff_max=settings.JUDGE_BACKOFF_MAX_SECONDS,
             )
             attempts += made
+            replies.append(reply)
             parsed = plugin.parse_output(judgment.kind, reply.raw_output, context=judgment.context)
             if parsed.output is not None or answered == max(1, kind.answer_attempts):
                 return _CallOutcome(
-                    reply, attempts, "", time.monotonic() - started, parsed, earlier
+                    reply, attempts, "", time.monotonic() - started, parsed, earlier, replies
                 )
             earlier.append(reply.raw_output)
     except JudgeError as exc:
         return _CallOutcome(
-            None, attempts + settings.JUDGE_MAX_ATTEMPTS, str(exc), time.monotonic() - started
+            None,
+            attempts + settings.JUDGE_MAX_ATTEMPTS,
+            str(exc),
+            time.monotonic() - started,
+            replies=replies,
         )
     except Exception as exc:  # a bug or an unexpected library error: record it, keep the run going
         logger.exception("judge call failed")
         return _CallOutcome(
-            None, attempts + 1, f"{type(exc).__name__}: {exc}", time.monotonic() - started
+            None,
+            attempts + 1,
+            f"{type(exc).__name__}: {exc}",
+            time.monotonic() - started,
+            replies=replies,
         )
     raise AssertionError("unreachable")
+
+
+def _tokens(replies: list, field: str) -> int | None:
+    """A judgment's tokens over all its answered attempts; None when the provider reported none."""
+    reported = [getattr(reply, field) for reply in replies if getattr(reply, field) is not None]
+    return sum(reported) if reported else None
 
 
 def _record(judgment: Judgment, outcome: _CallOutcome, plugin) -> None:
@@ -367,8 +392,8 @@ def _record(judgment: Judgment, outcome: _CallOutcome, plugin) -> None:
         settled = parsed.output is not None or kind.unparseable == "outcome"
         values.update(
             raw_output=outcome.reply.raw_output,
-            input_tokens=outcome.reply.input_tokens,
-            output_tokens=outcome.reply.output_tokens,
+            input_tokens=_tokens(outcome.replies, "input_tokens"),
+            output_tokens=_tokens(outcome.replies, "output_tokens"),
             output=parsed.output,
             verdict=parsed.verdict,
             reasoning=parsed.reasoning,
@@ -380,12 +405,18 @@ def _record(judgment: Judgment, outcome: _CallOutcome, plugin) -> None:
     ).update(**values)
 
 
-def _record_all(answered: list, plugin) -> float:
-    """Store the answers gathered so far in one transaction; returns when."""
+def _record_all(answered: list, plugin, charge=None) -> float:
+    """Store the answers gathered so far, and what their calls cost, in one transaction;
+    returns when. ``charge(judgment, outcome)``: the JudgeCharge of one answer, or None."""
     if answered:
         with transaction.atomic():
+            charges = []
             for judgment, outcome in answered:
                 _record(judgment, outcome, plugin)
+                # Paid for even when another worker had taken the judgment over meanwhile.
+                if charge is not None:
+                    charges.append(charge(judgment, outcome))
+            JudgeCharge.objects.bulk_create([c for c in charges if c is not None])
         answered.clear()
     return time.monotonic()
 
@@ -404,6 +435,19 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
     client = judge_client(judge)
     slots = judge_slots(judge, client, limit)
     from evaluation.services.pipeline import heartbeat  # the pipeline imports this module
+
+    team_id = Submission.objects.filter(pk=submission_id).values_list("team_id", flat=True).first()
+
+    def charge(judgment: Judgment, outcome: _CallOutcome):
+        # The worker's submission pays for the calls it makes (a shared judgment, once).
+        return charge_for(
+            judge=judge,
+            submission_id=submission_id,
+            team_id=team_id,
+            judgment_id=judgment.pk,
+            replies=outcome.replies,
+            sent_chars=len(judgment.prompt) + len(judgment.system_prompt),
+        )
 
     # Answers are stored a few at a time, each batch in one transaction: at most a fraction of
     # a second of answers is asked again if this worker dies.
@@ -440,9 +484,9 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
                     )
                     answered.extend((in_flight.pop(f), f.result()) for f in finished)
                     if len(answered) >= flush_at or time.monotonic() - flushed >= FLUSH_SECONDS:
-                        flushed = _record_all(answered, plugin)
+                        flushed = _record_all(answered, plugin, charge)
                     continue
-                flushed = _record_all(answered, plugin)
+                flushed = _record_all(answered, plugin, charge)
                 if not open_judgments(submission_id=submission_id, judge_id=judge_id).exists():
                     return True
                 if time.monotonic() >= deadline:
@@ -452,7 +496,7 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
                 time.sleep(1.0)
                 exhausted = False
     finally:
-        _record_all(answered, plugin)
+        _record_all(answered, plugin, charge)
         # Claimed but never started (the deadline came first): free at once for other workers.
         Judgment.objects.filter(lease_owner=owner, status=Judgment.Status.RUNNING).update(
             status=Judgment.Status.PENDING, lease_owner="", lease_until=None

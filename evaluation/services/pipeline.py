@@ -31,10 +31,19 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import JudgedSlot, TaskOutcome
 from evaluation.held_out import held_out_ids
-from evaluation.models import Judge, Judgment, Score, Submission, TaskJudgment, TaskResult
+from evaluation.models import (
+    Judge,
+    Judgment,
+    Score,
+    SpendEstimate,
+    Submission,
+    TaskJudgment,
+    TaskResult,
+)
 from evaluation.scorer import current_scorer, score_scorer, scorer_log
 from evaluation.services.files import open_upload, task_input
 from evaluation.services.records import score_record_add
+from evaluation.services.spending import spend_check, spend_estimate_done
 from evaluation.slices import Contributions, contributions_json, slice_results
 from evaluation.stored import open_stored_seekable
 
@@ -365,13 +374,36 @@ def submission_judge(*, submission_id: int, judge_id: int) -> None:
         return
     with heartbeat(submission_id):
         open_count = judgments_prepare(submission=submission, judge=judge)
+    estimate = spend_check(submission=submission, judge=judge)
     if not open_count:
         judging_finish(submission_id=submission_id, judge_id=judge_id)
+        return
+    if estimate.state == SpendEstimate.State.HELD:
+        _judging_hold(submission, judge)
         return
     batch = max(1, judge.concurrency or settings.JUDGE_CONCURRENCY)
     copies = max(1, min(settings.PIPELINE_PARALLEL_TASKS, math.ceil(open_count / (4 * batch))))
     for _ in range(copies):
         enqueue_on_commit("judge_work", submission_id, judge_id)
+
+
+SPEND_HELD = (
+    "Judging held at a judge spending limit: no judge call was made. The estimate, the limit, "
+    "what was spent and how to raise it are under “Judge spending” on this page (for the "
+    "submission's team and staff). Retry once the limit is raised, or staff release it."
+)
+
+
+def _judging_hold(submission: Submission, judge: Judge) -> None:
+    """Past a spending limit no call is queued. Under its own judge a submission with no score
+    yet fails (retry once the limit is raised or staff released it); a re-score goes back to
+    the numbers it had. The amounts stay on the estimate, out of the public error text."""
+    if submission.judge_id != judge.pk:
+        return
+    if Score.objects.filter(submission=submission, judge=judge).exists():
+        Submission.objects.filter(pk=submission.pk, status=S.JUDGING).update(status=S.SCORED)
+    else:
+        submission_fail(submission_id=submission.pk, error=SPEND_HELD)
 
 
 def judge_run(*, submission_id: int, judge_id: int) -> None:
@@ -406,6 +438,7 @@ def judging_finish(*, submission_id: int, judge_id: int) -> Score | None:
         return None
     with heartbeat(submission_id):
         score = submission_aggregate(submission=submission, judge=judge)
+    spend_estimate_done(submission_id=submission_id, judge_id=judge_id)
     if primary:
         retry = None
         if score.judgments_failed and submission.failed_retries < settings.FAILED_RETRY_ATTEMPTS:

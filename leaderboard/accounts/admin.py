@@ -29,7 +29,13 @@ class MembershipInline(admin.TabularInline):
 
 
 class TeamAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "max_submissions_per_day", "max_concurrent_evaluations"]
+    list_display = [
+        "name",
+        "slug",
+        "max_submissions_per_day",
+        "max_concurrent_evaluations",
+        "max_judge_spend_per_month",
+    ]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
     inlines = [MembershipInline]

@@ -246,9 +246,51 @@ class JudgeResultSerializer(serializers.Serializer):
     computed_at = serializers.DateTimeField()
 
 
+class SpendEstimateSerializer(serializers.Serializer):
+    calls = serializers.IntegerField()
+    calls_at_most = serializers.IntegerField(
+        help_text="With every answer attempt a judge kind allows (an unparseable answer)"
+    )
+    input_tokens = serializers.IntegerField(help_text="Characters sent / 4")
+    output_tokens = serializers.IntegerField(help_text="The judge kinds' allowance per call")
+    cost_usd = serializers.DecimalField(
+        max_digits=16, decimal_places=8, coerce_to_string=False, allow_null=True
+    )
+    by_kind = serializers.JSONField()
+    state = serializers.ChoiceField(choices=["queued", "held", "done"])
+    held_message = serializers.CharField()
+    released_at = serializers.DateTimeField(allow_null=True)
+    computed_at = serializers.DateTimeField()
+
+
+class JudgeSpendingSerializer(serializers.Serializer):
+    """One judge's estimate (made before its calls were queued) and what was spent."""
+
+    judge = serializers.CharField(source="judge.slug")
+    estimate = SpendEstimateSerializer(allow_null=True)
+    calls = serializers.IntegerField(help_text="Answered calls this submission paid for")
+    tokens = serializers.SerializerMethodField()
+    cost_usd = serializers.DecimalField(
+        max_digits=16, decimal_places=8, coerce_to_string=False, allow_null=True
+    )
+    estimated_usage = serializers.BooleanField(
+        help_text="Some answers came without usage: their tokens are characters / 4"
+    )
+
+    def get_tokens(self, spending) -> dict[str, int]:
+        return {"input": spending.input_tokens, "output": spending.output_tokens}
+
+
 class SubmissionDetailSerializer(SubmissionSerializer):
     progress = ProgressSerializer(read_only=True)
     scores = JudgeResultSerializer(many=True, read_only=True, source="scores_list")
+    spending = JudgeSpendingSerializer(
+        many=True,
+        read_only=True,
+        source="spending_list",
+        allow_null=True,
+        help_text="Judge spending per judge; null unless you are on the submission's team or staff",
+    )
     tasks_url = serializers.SerializerMethodField()
 
     class Meta(SubmissionSerializer.Meta):
@@ -263,6 +305,7 @@ class SubmissionDetailSerializer(SubmissionSerializer):
             "reported_results",
             "progress",
             "scores",
+            "spending",
             "tasks_url",
         ]
 

@@ -15,6 +15,7 @@ from evaluation.held_out import task_results_for
 from evaluation.models import Submission
 from evaluation.selectors import (
     submission_progress,
+    submission_spending,
     submissions_visible_to,
     task_results_filtered,
 )
@@ -30,6 +31,7 @@ from leaderboard.api.serializers import (
     TaskJudgmentsSerializer,
     TaskResultSerializer,
 )
+from leaderboard.selectors_submissions import user_may_manage
 
 
 class Conflict(exceptions.APIException):
@@ -50,6 +52,11 @@ def visible_submission(request, pk: int) -> Submission:
 def _detail(request, submission: Submission) -> dict:
     submission.progress = submission_progress(submission=submission)
     submission.scores_list = selectors.submission_scores(submission=submission)
+    submission.spending_list = (
+        submission_spending(submission=submission)
+        if user_may_manage(user=request.user, submission=submission)
+        else None
+    )
     return SubmissionDetailSerializer(submission, context={"request": request}).data
 
 

@@ -1,0 +1,323 @@
+"""Judge spending: an estimate before the calls are queued, limits per team and over the site,
+and what the calls cost (charged as their answers are stored).
+
+The estimate counts the judgments a submission still has to call under one judge: a judgment
+the cache settled (another submission asked the same) costs nothing. Input tokens are the
+characters of the messages (and of the answer schema, for kinds that send one) divided by four,
+rounded up per kind — the usual rule of thumb for English text with these tokenizers; output
+tokens are the kind's allowance per call (JudgeKind.output_tokens, capped by the judge's
+max_completion_tokens). Prices are the judge's USD per million tokens; a judge without a price
+has no cost, and no limit can stop it.
+
+A limit is a number of USD per calendar month (UTC): FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH per
+team (Team.max_judge_spend_per_month overrides it) and FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH_SITE
+over every submission (a submission without a team, made from the command line, meets only
+the site's); 0 is no limit. What counts against one: the charges of this month, plus
+what judging already queued is still expected to cost, plus this estimate.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, F, Q, Sum
+from django.db.models.functions import Length
+from django.utils import timezone
+
+from evaluation.benchmarks import get_plugin
+from evaluation.models import (
+    Judge,
+    JudgeCharge,
+    PromptVersion,
+    SpendEstimate,
+    Submission,
+    Team,
+)
+
+CHARS_PER_TOKEN = 4
+MILLION = Decimal(1_000_000)
+S = Submission.Status
+
+
+def tokens_from_chars(chars: int) -> int:
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def judge_cost(judge: Judge, input_tokens: int, output_tokens: int) -> Decimal | None:
+    """USD at the judge's prices; None when either price is unknown."""
+    if judge.price_input_per_mtok is None or judge.price_output_per_mtok is None:
+        return None
+    return (
+        input_tokens * judge.price_input_per_mtok + output_tokens * judge.price_output_per_mtok
+    ) / MILLION
+
+
+def output_allowance(judge: Judge, kind) -> int:
+    allowance = kind.output_tokens
+    if judge.send_sampling_params and judge.max_completion_tokens:
+        allowance = min(allowance, judge.max_completion_tokens)
+    return allowance
+
+
+def month_start(now: datetime | None = None) -> datetime:
+    now = now or timezone.now()
+    return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def usd(value: Decimal | None) -> str:
+    """Dollars and cents; sums under a dollar to a hundredth of a cent."""
+    if value is None:
+        return "unknown"
+    return f"${value:,.4f}" if abs(value) < 1 else f"${value:,.2f}"
+
+
+# --- The estimate ---------------------------------------------------------------------------
+
+
+def spend_estimate_store(*, submission: Submission, judge: Judge) -> SpendEstimate:
+    """Estimate the calls this submission still has to make under this judge (run after its
+    judgments are prepared) and store it. A staff release stays with the row."""
+    from evaluation.services.judging import claimable, open_judgments
+
+    by_kind: dict[str, dict] = {}
+    calls = calls_at_most = input_tokens = output_tokens = 0
+    if not judge.is_offline:
+        plugin = get_plugin(submission.benchmark.plugin)
+        to_call = (
+            open_judgments(submission_id=submission.pk, judge_id=judge.pk)
+            .filter(claimable(timezone.now()))
+            .values("kind", "prompt_version_id")
+            .annotate(
+                n=Count("pk"), user=Sum(Length("prompt")), system=Sum(Length("system_prompt"))
+            )
+            .order_by("kind")
+        )
+        schemas = {}
+        for group in to_call:
+            kind = plugin.judge_kind(group["kind"])
+            chars = (group["user"] or 0) + (group["system"] or 0)
+            if kind.response_format == "json_schema":
+                version = group["prompt_version_id"]
+                if version not in schemas:
+                    schema = PromptVersion.objects.get(pk=version).schema
+                    schemas[version] = len(json.dumps(schema)) if schema else 0
+                chars += group["n"] * schemas[version]
+            entry = by_kind.setdefault(
+                group["kind"], {"calls": 0, "input_chars": 0, "output_tokens": 0}
+            )
+            entry["calls"] += group["n"]
+            entry["input_chars"] += chars
+            entry["output_tokens"] += group["n"] * output_allowance(judge, kind)
+            calls_at_most += group["n"] * max(1, kind.answer_attempts)
+        for entry in by_kind.values():
+            entry["input_tokens"] = tokens_from_chars(entry.pop("input_chars"))
+            calls += entry["calls"]
+            input_tokens += entry["input_tokens"]
+            output_tokens += entry["output_tokens"]
+    cost = Decimal(0) if judge.is_offline else judge_cost(judge, input_tokens, output_tokens)
+    estimate, _ = SpendEstimate.objects.update_or_create(
+        submission=submission,
+        judge=judge,
+        defaults={
+            "calls": calls,
+            "calls_at_most": calls_at_most,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cost_usd": cost,
+            "by_kind": by_kind,
+            "state": SpendEstimate.State.QUEUED,
+            "held_message": "",
+            "computed_at": timezone.now(),
+        },
+    )
+    return estimate
+
+
+# --- Limits ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SpendRefusal:
+    limit: str  # "team" or "site"
+    allowed: Decimal
+    spent: Decimal
+    reserved: Decimal
+    message: str
+
+
+def _limit(value) -> Decimal | None:
+    """None: no limit (empty or 0)."""
+    if value is None:
+        return None
+    value = Decimal(str(value))
+    return value if value > 0 else None
+
+
+def team_spend_limit(team: Team) -> Decimal | None:
+    if team.max_judge_spend_per_month is not None:
+        return _limit(team.max_judge_spend_per_month)
+    return _limit(settings.MAX_JUDGE_SPEND_PER_MONTH)
+
+
+def site_spend_limit() -> Decimal | None:
+    return _limit(settings.MAX_JUDGE_SPEND_PER_MONTH_SITE)
+
+
+def spent_since(*, since: datetime, team: Team | None = None) -> Decimal:
+    """USD charged since then, for one team or (no team) the whole site."""
+    charges = JudgeCharge.objects.filter(charged_at__gte=since)
+    if team is not None:
+        charges = charges.filter(team=team)
+    return charges.aggregate(total=Sum("cost_usd"))["total"] or Decimal(0)
+
+
+def reserved(*, team: Team | None = None, excluding: SpendEstimate | None = None) -> Decimal:
+    """What judging already queued (and still running) is expected to cost beyond what it has
+    been charged so far."""
+    queued = SpendEstimate.objects.filter(
+        state=SpendEstimate.State.QUEUED, cost_usd__isnull=False
+    ).filter(
+        # Judging in progress: its own judge's (the submission judging), or another judge's
+        # re-score (the submission stays scored meanwhile).
+        Q(submission__status__in=(S.JUDGING, S.AGGREGATING)) | ~Q(submission__judge=F("judge"))
+    )
+    if team is not None:
+        queued = queued.filter(submission__team=team)
+    if excluding is not None:
+        queued = queued.exclude(pk=excluding.pk)
+    total = Decimal(0)
+    for estimate in queued:
+        charged = JudgeCharge.objects.filter(
+            submission_id=estimate.submission_id,
+            judge_id=estimate.judge_id,
+            charged_at__gte=estimate.computed_at,
+        ).aggregate(total=Sum("cost_usd"))["total"] or Decimal(0)
+        total += max(Decimal(0), estimate.cost_usd - charged)
+    return total
+
+
+def spend_refusal(*, estimate: SpendEstimate, team: Team | None) -> SpendRefusal | None:
+    """Why judging with this estimate may not be queued, or None. Callers hold the team row
+    lock, so two submissions of one team cannot both pass on the same room."""
+    if not estimate.cost_usd:
+        return None  # nothing to call, or no price: no limit applies
+    since = month_start()
+    described = (
+        f"This submission's estimate under judge {estimate.judge.slug} is "
+        f"{usd(estimate.cost_usd)} ({estimate.calls:,} calls, about "
+        f"{estimate.input_tokens:,} input tokens and up to {estimate.output_tokens:,} output "
+        "tokens)."
+    )
+    checks = []
+    if team is not None and (allowed := team_spend_limit(team)) is not None:
+        checks.append(("team", allowed, team, f"the judge spending limit of team {team.name}"))
+    if (allowed := site_spend_limit()) is not None:
+        checks.append(("site", allowed, None, "the site-wide judge spending limit"))
+    for name, allowed, whose, label in checks:
+        spent = spent_since(since=since, team=whose)
+        held = reserved(team=whose, excluding=estimate)
+        if spent + held + estimate.cost_usd <= allowed:
+            continue
+        if name == "team":
+            raise_it = (
+                "Staff can raise the team's limit (its monthly judge spending in the admin; "
+                "FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH is the default) or release this "
+                "submission past it; then retry it."
+            )
+        else:
+            raise_it = (
+                "Staff can raise FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH_SITE or release this "
+                "submission past it; then retry it."
+            )
+        message = (
+            f"Judging held: {label} is {usd(allowed)} a month (calendar "
+            f"month, UTC). Spent this month: {usd(spent)}, and {usd(held)} more expected by "
+            f"judging in progress. {described} No judge call was made. {raise_it}"
+        )
+        return SpendRefusal(name, allowed, spent, held, message)
+    return None
+
+
+def spend_check(*, submission: Submission, judge: Judge) -> SpendEstimate:
+    """Estimate, then hold the estimate (state HELD, with the message) when it would pass a
+    limit and staff have not released it. The caller queues the calls only when it is QUEUED."""
+    with transaction.atomic():
+        team = None
+        if submission.team_id is not None:
+            team = Team.objects.select_for_update().get(pk=submission.team_id)
+        estimate = spend_estimate_store(submission=submission, judge=judge)
+        if estimate.released_at is not None:
+            return estimate
+        refusal = spend_refusal(estimate=estimate, team=team)
+        if refusal is not None:
+            estimate.state = SpendEstimate.State.HELD
+            estimate.held_message = refusal.message
+            estimate.save(update_fields=["state", "held_message"])
+    return estimate
+
+
+def spend_release(*, submission: Submission, judge: Judge | None = None, by) -> bool:
+    """Staff let a held submission's judging go past the limits. Returns whether one was held;
+    the caller re-queues the submission."""
+    judge = judge or submission.judge
+    return bool(
+        SpendEstimate.objects.filter(submission=submission, judge=judge).update(
+            released_by=by, released_at=timezone.now()
+        )
+    )
+
+
+def spend_estimate_done(*, submission_id: int, judge_id: int) -> None:
+    """Judging finished: its estimate reserves nothing any more."""
+    SpendEstimate.objects.filter(
+        submission_id=submission_id, judge_id=judge_id, state=SpendEstimate.State.QUEUED
+    ).update(state=SpendEstimate.State.DONE)
+
+
+# --- Charges --------------------------------------------------------------------------------
+
+
+def charge_for(
+    *,
+    judge: Judge,
+    submission_id: int,
+    team_id: int | None,
+    judgment_id: int,
+    replies: list,
+    sent_chars: int,
+) -> JudgeCharge | None:
+    """The charge of one stored answer: every answered attempt's usage, or where the provider
+    reported none, characters / 4 of what was sent and what came back."""
+    if not replies:
+        return None
+    input_tokens = output_tokens = 0
+    estimated = False
+    for reply in replies:
+        if reply.input_tokens is None or reply.output_tokens is None:
+            estimated = True
+        input_tokens += (
+            reply.input_tokens if reply.input_tokens is not None else tokens_from_chars(sent_chars)
+        )
+        output_tokens += (
+            reply.output_tokens
+            if reply.output_tokens is not None
+            else tokens_from_chars(len(reply.raw_output))
+        )
+    return JudgeCharge(
+        submission_id=submission_id,
+        team_id=team_id,
+        judge=judge,
+        judgment_id=judgment_id,
+        calls=len(replies),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        estimated=estimated,
+        cost_usd=judge_cost(judge, input_tokens, output_tokens),
+        charged_at=timezone.now(),
+    )
