@@ -2,6 +2,8 @@
 
 import datetime
 import hashlib
+import io
+import json
 
 import pytest
 
@@ -115,7 +117,6 @@ CONFIG = {
 
 
 def _bundle(mpbench_dir, tmp_path, manifest: dict):
-    import json
 
     from tests.conftest import copy_examples, zip_tree
 
@@ -192,3 +193,58 @@ def test_a_malformed_manifest_is_refused_with_each_problem_named(mpbench, mpbenc
             run_config={"temperature": 0.1},
         )
     assert not Submission.objects.filter(is_reported=False).exists()
+
+
+@pytest.mark.django_db
+def test_the_command_line_takes_a_configuration_file_and_a_disclosure(
+    mpbench, mpbench_dir, tmp_path
+):
+    from django.core.management import CommandError, call_command
+
+    from evaluation.models import Submission
+
+    bundle = _bundle(mpbench_dir, tmp_path, {"run_config": {"model": "From manifest"}})
+    config = tmp_path / "run.json"
+    config.write_text(json.dumps({"model": "Agent-7B", "hardware": "1x H100 80GB"}))
+    call_command(
+        "submit",
+        str(bundle),
+        "--benchmark=mp-bench",
+        "--system=Agent",
+        "--judge=offline",
+        "--allow-partial",
+        f"--run-config={config}",
+        "--contamination=yes",
+        "--contamination-note=tuned on the demo split",
+        stdout=io.StringIO(),
+    )
+    submission = Submission.objects.get(system__name="Agent")
+    assert submission.run_config == {"model": "Agent-7B", "hardware": "1x H100 80GB"}
+    assert (submission.contamination, submission.contamination_note) == (
+        "yes",
+        "tuned on the demo split",
+    )
+
+    config.write_text(json.dumps({"model": "Agent-7B", "temperature": 0.2}))
+    with pytest.raises(CommandError, match="run_config.temperature: unknown field"):
+        call_command(
+            "submit",
+            str(bundle),
+            "--benchmark=mp-bench",
+            "--system=Second",
+            "--judge=offline",
+            "--allow-partial",
+            f"--run-config={config}",
+            stdout=io.StringIO(),
+        )
+    config.write_text("{not json")
+    with pytest.raises(CommandError, match="run.json: not JSON"):
+        call_command(
+            "submit",
+            str(bundle),
+            "--benchmark=mp-bench",
+            "--system=Second",
+            f"--run-config={config}",
+            stdout=io.StringIO(),
+        )
+    assert not Submission.objects.filter(system__name="Second").exists()

@@ -48,6 +48,19 @@ class Command(BaseCommand):
         parser.add_argument(
             "--timeout", type=float, default=6 * 3600, help="seconds to wait at most"
         )
+        parser.add_argument(
+            "--run-config",
+            type=Path,
+            metavar="FILE",
+            help="the run configuration as a JSON file (README: Run configuration); "
+            "replaces the manifest's run_config",
+        )
+        parser.add_argument(
+            "--contamination",
+            choices=["no", "yes", "unknown"],
+            help="did the system see this benchmark's data in training or tuning",
+        )
+        parser.add_argument("--contamination-note", help="what it saw, and how")
         parser.add_argument("--json", action="store_true", dest="as_json")
 
     def handle(
@@ -65,6 +78,9 @@ class Command(BaseCommand):
         wait,
         timeout,
         as_json,
+        run_config=None,
+        contamination=None,
+        contamination_note=None,
         **options,
     ):
         board = Benchmark.objects.filter(slug=benchmark).first()
@@ -89,6 +105,7 @@ class Command(BaseCommand):
             if not equals:
                 raise CommandError(f"--option {item!r}: write it as NAME=VALUE")
             options[name] = value
+        config = _read_run_config(run_config) if run_config is not None else None
         plugin = get_plugin(board.plugin)
         if bundle.is_dir() and not plugin.upload.directories_are_zipped:
             raise CommandError(f"{board.name} takes {plugin.upload.label}, not a directory")
@@ -105,6 +122,9 @@ class Command(BaseCommand):
                 team=owner,
                 publish=publish,
                 options=options,
+                run_config=config,
+                contamination=contamination,
+                contamination_note=contamination_note,
             )
         except BundleRejected as exc:
             if as_json:
@@ -152,3 +172,17 @@ def _metric_line(row: dict) -> str:
     interval = f" [{row['interval'][0]:g}, {row['interval'][1]:g}]" if row["interval"] else ""
     split = f"[{row['split']}] " if row["split"] else ""
     return f"{split}{row['label']}: {value}{counts}{interval}"
+
+
+def _read_run_config(path: Path) -> dict:
+    if not path.is_file():
+        raise CommandError(f"--run-config {path}: no such file")
+    if path.stat().st_size > 1024 * 1024:
+        raise CommandError(f"--run-config {path}: larger than 1 MB; a run configuration is small")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CommandError(f"--run-config {path}: not JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise CommandError(f"--run-config {path}: expected a JSON object")
+    return config
