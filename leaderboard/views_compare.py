@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
@@ -76,8 +76,15 @@ def _candidates(request, benchmark: Benchmark):
 def compare_page(request, slug: str):
     benchmark = get_object_or_404(Benchmark, slug=slug)
     plugin = get_plugin(benchmark.plugin)
+    picked = request.GET.getlist("pick")
+    if len(picked) == 2 and not (request.GET.get("a") or request.GET.get("b")):
+        # Two rows ticked on the board: the permalink names them as a and b.
+        query = request.GET.copy()
+        query.pop("pick")
+        query["a"], query["b"] = picked
+        return redirect(f"{request.path}?{query.urlencode()}")
     found, error = None, ""
-    if request.GET.get("a") or request.GET.get("b") or request.GET.get("pick"):
+    if request.GET.get("a") or request.GET.get("b") or picked:
         try:
             found = comparison_from_request(request, benchmark)
         except ComparisonError as problem:

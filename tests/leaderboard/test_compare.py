@@ -210,7 +210,11 @@ def test_compare_page_and_side_by_side_task(client, runs, mpbench_tasks):
 def test_ticking_two_rows_on_the_board_compares_them(client, runs):
     a, b = runs["a"], runs["b"]
     url = reverse("compare", args=["mp-bench"])
-    page = client.get(f"{url}?pick={a.pk}&pick={b.pk}")
+    ticked = client.get(f"{url}?judge=offline&pick={a.pk}&pick={b.pk}")
+    # The permalink names them as a and b, and keeps the rest of the query.
+    assert ticked.status_code == 302
+    assert ticked["Location"] == f"{url}?judge=offline&a={a.pk}&b={b.pk}"
+    page = client.get(ticked["Location"])
     assert page.status_code == 200 and 'id="compare-table"' in page.content.decode()
     one = client.get(f"{url}?pick={a.pk}")
     assert one.status_code == 400
