@@ -54,6 +54,6 @@ def test_bench_command_reports_and_cleans_up():
     assert all(float(value) > 0 for value in (*engine.groups(), *plain.groups(), *ratios.groups()))
     assert "same APR/ARS overall and per axis: yes" in text
     assert re.search(rf"results: 12 tasks, 44 items, APR {NUMBER}% .*ARS {NUMBER}%", text)
-    assert re.search(rf"whole pipeline: engine {NUMBER} s.*same APR/ARS: yes", text)
+    assert re.search(rf"whole pipeline: engine {NUMBER} s.*same APR/ARS values: yes", text)
     assert not Benchmark.objects.filter(slug="bench-audio-multichallenge").exists()
     assert not Submission.objects.exists() and not Judgment.objects.exists()
