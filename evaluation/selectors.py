@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -286,6 +287,17 @@ def slot_state(*, judgment_id, status, verdict, fixed) -> str:
     return status
 
 
+_DIGITS = re.compile(r"(\d+)")
+
+
+def slot_sort_key(slot: str) -> tuple:
+    """A judged slot's place among its task's: runs of digits compare as numbers, so rubric item
+    "2" comes before "10" and "answer-9" before "answer-10"."""
+    # re.split with one group alternates text and digits, text first: the odd parts are digits.
+    parts = _DIGITS.split(slot or "")
+    return tuple(int(part) if index % 2 else part for index, part in enumerate(parts))
+
+
 def task_verdicts(*, rows, judge_id: int | None) -> dict[int, list]:
     """(kind and slot, state) per task result under one judge."""
     from evaluation.models import TaskJudgment
@@ -304,6 +316,7 @@ def task_verdicts(*, rows, judge_id: int | None) -> dict[int, list]:
             "judgment__verdict",
         )
     )
+    links = sorted(links, key=lambda link: (link[1], slot_sort_key(link[2])))
     for row_pk, kind, slot, fixed, judgment_id, status, verdict in links:
         name = f"{kind} {slot}".strip()
         found[row_pk].append(

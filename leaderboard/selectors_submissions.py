@@ -13,6 +13,7 @@ from django.utils import timezone
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import Timeline
 from evaluation.models import Membership, Submission, TaskJudgment, TaskResult
+from evaluation.selectors import slot_sort_key
 from evaluation.services.files import open_upload, task_input
 from evaluation.services.pipeline import judged_slots
 from leaderboard.selectors import board_columns
@@ -239,7 +240,11 @@ def task_judgment_groups(*, task_result: TaskResult, judge_id: int | None) -> li
         "judge", "judgment", "judgment__prompt_version"
     )
     groups: dict[int, dict] = {}
-    for link in sorted(links, key=lambda x: (x.judge_id != judge_id, x.judge.slug, x.kind, x.slot)):
+
+    def order(link: TaskJudgment) -> tuple:
+        return (link.judge_id != judge_id, link.judge.slug, link.kind, slot_sort_key(link.slot))
+
+    for link in sorted(links, key=order):
         group = groups.setdefault(
             link.judge_id,
             {"judge": link.judge, "primary": link.judge_id == judge_id, "items": []},

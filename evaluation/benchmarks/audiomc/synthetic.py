@@ -40,6 +40,10 @@ REAL_AXIS_ITEMS = {
 }
 REAL_LAST_TURNS = {3: 85, 4: 93, 5: 93, 6: 69, 7: 52, 8: 60}
 FULL_TASKS = 452
+FULL_ITEMS = 1_712
+# Task counts by size: the real set (452 tasks, 1,712 rubric items) and a small one for tests
+# (12 tasks, every axis, 44 items).
+SIZES = {"full": FULL_TASKS, "small": 12}
 MAX_TURNS_USER, MAX_TURNS_ASSISTANT, MAX_ITEMS = 8, 7, 15
 SAMPLE_RATE = 16_000
 PARQUET_NAME = "data/test-00000-of-00001.parquet"

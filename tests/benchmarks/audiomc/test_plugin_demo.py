@@ -5,6 +5,7 @@ study of rubric items, and the slices the board offers."""
 
 from __future__ import annotations
 
+import re
 import wave
 from collections import Counter
 
@@ -94,6 +95,13 @@ def test_demo_board_scores_every_invented_system(tmp_path, client, prompt_file):
     assert html.count("data-floorboard-player") == task.spec["last_user_turn"] + 1
     assert "User turn 1" in html and "Submitted reply (audio" in html
     assert task.spec["rubric"][0] in html
+
+    # A task of more than ten items: its judgments in rubric order, item 2 before item 10.
+    long = max(board.tasks.all(), key=lambda t: len(t.spec["rubric"]))
+    assert len(long.spec["rubric"]) > 10
+    html = client.get(f"/submissions/{speaking.pk}/tasks/{long.task_id}/").content.decode()
+    shown = [int(n) for n in re.findall(r"rubric_item · rubric item (\d+):", html)]
+    assert shown == list(range(len(long.spec["rubric"])))
 
     # A rating study of rubric items: met / not met per item, the judge's label beside it.
     study = study_create(
