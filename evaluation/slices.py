@@ -415,7 +415,10 @@ def rank_ranges(
         b = np.rint(only_row).astype(np.int64)
         c = b.T
         n = b + c
-        critical = np.vectorize(mcnemar_critical, otypes=[np.int64])(n)
+        # Few distinct n (at most the units): each critical value is computed once.
+        values, where = np.unique(n, return_inverse=True)
+        table = np.array([mcnemar_critical(int(v)) for v in values], np.int64)
+        critical = table[where].reshape(n.shape)
         significant = np.minimum(b, c) <= critical
         np.fill_diagonal(significant, False)
         better = (significant & (c > b)).sum(axis=1)

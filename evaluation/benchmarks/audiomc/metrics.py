@@ -31,7 +31,9 @@ A group without tasks has null value/exact/pct/ci. ``ars.sum`` is Σ m_t/n_t as 
 
 Bootstrap (documented so that anyone can redraw it): BOOTSTRAP_SEED = 251214865 and
 BOOTSTRAP_RESAMPLES = 10,000 (rather than 2,000: the 2.5% tail then rests on 250 resamples, so the
-bounds barely move with the seed). For each group of n >= 1 tasks, in dataset order, a fresh ``numpy.random.Generator(numpy.random.PCG64(BOOTSTRAP_SEED))`` draws
+bounds barely move with the seed). For each group of n >= 1 tasks, ordered by task id (Python's
+string order, so the order a dataset file or an upload lists them in does not matter), a fresh
+``numpy.random.Generator(numpy.random.PCG64(BOOTSTRAP_SEED))`` draws
 ``idx = rng.integers(0, n, size=(BOOTSTRAP_RESAMPLES, n))`` (requested 1,000 rows at a time,
 which yields the same stream). Resample b's APR is the mean of pass_t over row b, its ARS the mean
 of m_t/n_t over row b, both exact. The interval is the percentile interval at 95%: the 2.5th and
@@ -215,6 +217,7 @@ def bootstrap_intervals(
     n = len(members)
     if n == 0 or resamples <= 0:
         return None, None
+    members = sorted(members, key=lambda r: r.task_id)
     # Integer weights keep every resample exact: m_t/n_t = w_t / D with D the lcm of the n_t.
     scale = lcm(*(r.n_items for r in members))
     passes = np.array([int(r.passed) for r in members], dtype=np.int64)

@@ -208,6 +208,7 @@ def exact_percentile(sorted_values: list[Fraction], q: Fraction) -> Fraction:
 
 def redraw(results: list[TaskResult], *, seed: int, resamples: int):
     """The docstring's recipe, computed independently: exact statistics from per-row counts."""
+    results = sorted(results, key=lambda r: r.task_id)  # "ordered by task id"
     n = len(results)
     rng = np.random.Generator(np.random.PCG64(seed))
     idx = rng.integers(0, n, size=(resamples, n))  # one call, as documented
@@ -266,6 +267,16 @@ def test_bootstrap_intervals_are_reproduced_from_the_documented_draws():
         "seed": 251214865,
         "generator": "numpy PCG64",
     }
+
+
+def test_the_order_tasks_arrive_in_does_not_move_the_intervals():
+    results = varied_results(30)
+    shuffled = list(results)
+    np.random.default_rng(3).shuffle(shuffled)
+    assert [r.task_id for r in shuffled] != [r.task_id for r in results]
+    one, other = aggregate(results), aggregate(shuffled)
+    assert one["overall"]["apr"]["ci"] == other["overall"]["apr"]["ci"]
+    assert one["overall"]["ars"]["ci"] == other["overall"]["ars"]["ci"]
 
 
 def test_bootstrap_with_other_settings_and_tiny_groups():
