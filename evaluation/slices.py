@@ -119,12 +119,18 @@ class Contributions:
         absent = frozenset(tasks[i] for i in data.get("absent", ()))
         return cls(tasks, metrics, absent)
 
-    def units(self, key: str, order: Mapping[str, int]) -> Units:
-        """The metric's units on the tasks of ``order`` (task id -> place), by place."""
+    def places(self, order: Mapping[str, int]) -> np.ndarray:
+        """Each of this system's tasks' place in ``order`` (task id -> place), -1 where absent."""
+        return np.array([order.get(task, -1) for task in self.tasks], dtype=np.int64)
+
+    def units(self, key: str, order: Mapping[str, int], places: np.ndarray | None = None) -> Units:
+        """The metric's units on the tasks of ``order`` (task id -> place), by place;
+        ``places``: self.places(order), when the caller reads several metrics."""
         rows = self.metrics.get(key)
         if rows is None or not len(rows):
             return Units(np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
-        places = np.array([order.get(task, -1) for task in self.tasks], dtype=np.int64)
+        if places is None:
+            places = self.places(order)
         at = places[rows[:, 0].astype(np.int64)]
         kept = at >= 0
         at, rows = at[kept], rows[kept]
@@ -198,6 +204,7 @@ def results_on(plugin, contributions: Contributions, tasks: Sequence[str]) -> di
     "pct"}, a mean {"value" or "pct", "ci"?, "n"}, a duration or count a number), with the
     metric's own interval method."""
     order = {task: i for i, task in enumerate(tasks)}
+    places = contributions.places(order)
     n = len(tasks)
     results: dict = {}
     weights = None
@@ -205,7 +212,7 @@ def results_on(plugin, contributions: Contributions, tasks: Sequence[str]) -> di
         if column.key not in contributions.metrics:
             continue
         metric = column.metric
-        units = contributions.units(column.key, order)
+        units = contributions.units(column.key, order, places)
         total_num, total_den = float(units.num.sum()), float(units.den.sum())
         value = plugin.metric_value(metric, total_num, total_den)
         path = column.key.split(".")
@@ -312,7 +319,10 @@ def compare(
         for c in columns
         if (c.key in a.metrics or c.key in b.metrics) and c.metric.type != "count"
     ]
-    units = {c.key: (a.units(c.key, order), b.units(c.key, order)) for c in present}
+    a_places, b_places = a.places(order), b.places(order)
+    units = {
+        c.key: (a.units(c.key, order, a_places), b.units(c.key, order, b_places)) for c in present
+    }
     resampled = None
     if n and present and draws:
         stacked = np.empty((n, 4 * len(present)))
