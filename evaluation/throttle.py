@@ -1,7 +1,8 @@
 """A bound on calls in flight to one judge endpoint, shared by every worker process.
 
-With a Redis broker the slots live in Redis (a sorted set of leases, so a slot held by a worker
-that died frees itself); on the embedded default they are a semaphore in this process.
+With a Redis broker the slots live in Redis: a sorted set of leases, renewed every quarter lease
+while their call lasts, so a slot held by a worker that died frees itself one lease later (not
+after the longest a call may take). On the embedded default they are a semaphore in this process.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import redis
 
@@ -33,6 +34,9 @@ class EndpointSlots:
         self.limit = limit
         self.lease_seconds = lease_seconds
         self.redis = redis.Redis.from_url(redis_url) if redis_url else None
+        self._held: set[str] = set()
+        self._held_lock = threading.Lock()
+        self._renewer: threading.Thread | None = None
         if self.redis is not None:
             self._acquire_script = self.redis.register_script(_ACQUIRE)
         else:
@@ -55,7 +59,32 @@ class EndpointSlots:
             ):
                 break
             time.sleep(POLL_SECONDS)
+        with self._held_lock:
+            self._held.add(token)
+            if self._renewer is None:
+                self._renewer = threading.Thread(
+                    target=self._renew, name="judge-slot-leases", daemon=True
+                )
+                self._renewer.start()
         try:
             yield
         finally:
+            with self._held_lock:
+                self._held.discard(token)
             self.redis.zrem(self.key, token)
+
+    def _renew(self) -> None:
+        """Extend this process's leases while it holds any; stops when it holds none."""
+        interval = max(0.05, self.lease_seconds / 4)
+        while True:
+            time.sleep(interval)
+            with self._held_lock:
+                tokens = list(self._held)
+                if not tokens:
+                    self._renewer = None
+                    return
+            until = time.time() + self.lease_seconds
+            # XX: only leases still held (one that lapsed is not revived); a failure is tried
+            # again next round.
+            with suppress(redis.RedisError):
+                self.redis.zadd(self.key, dict.fromkeys(tokens, until), xx=True)

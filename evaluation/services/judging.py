@@ -127,8 +127,8 @@ def judge_slots(judge: Judge, client, limit: int) -> EndpointSlots:
         endpoint=f"{judge.provider}:{client.base_url}",
         limit=limit,
         redis_url=broker if broker.startswith(("redis://", "rediss://")) else None,
-        # A killed worker's slots come back once a call could no longer be running.
-        lease_seconds=settings.JUDGE_TIMEOUT_SECONDS + 5,
+        # Renewed while the call lasts: a killed worker's slots come back one lease later.
+        lease_seconds=settings.JUDGE_LEASE_SECONDS,
     )
 
 

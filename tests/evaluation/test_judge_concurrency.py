@@ -1,12 +1,14 @@
 """Calls in flight to one judge endpoint stay within the configured bound."""
 
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
 from evaluation.throttle import EndpointSlots
-from tests.conftest import require_service
+from tests.conftest import REPO, require_service
 
 
 class InFlight:
@@ -65,15 +67,66 @@ def test_redis_slots_bound_across_workers():
 
 
 @pytest.mark.services
-def test_a_dead_holders_slot_frees_itself():
+def test_a_killed_holders_slot_frees_itself_one_lease_later():
+    """A process that holds the only slot is SIGKILLed mid-call: its lease is no longer
+    renewed, so the slot comes back after the lease (0.3 s here), not after a call's timeout."""
     require_service("Redis", "127.0.0.1", 6379)
     endpoint = f"redis-lease-{time.monotonic_ns()}"
-    slots = EndpointSlots(
-        endpoint=endpoint, limit=1, redis_url="redis://127.0.0.1:6379/15", lease_seconds=0.3
+    url = "redis://127.0.0.1:6379/15"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from evaluation.throttle import EndpointSlots\n"
+            f"slots = EndpointSlots(endpoint={endpoint!r}, limit=1, redis_url={url!r}, "
+            "lease_seconds=0.3)\n"
+            "with slots.slot():\n"
+            "    print('held', flush=True)\n"
+            "    time.sleep(60)\n",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
     )
-    held = slots.slot()
-    held.__enter__()  # never released, like a worker killed mid-call
-    started = time.monotonic()
-    with slots.slot():
-        waited = time.monotonic() - started
-    assert 0.2 < waited < 2.0
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        time.sleep(1.0)  # three leases: a live holder keeps its slot by renewing it
+        slots = EndpointSlots(endpoint=endpoint, limit=1, redis_url=url, lease_seconds=0.3)
+        key = slots.key
+        assert slots.redis.zcard(key) == 1
+        assert slots.redis.zrange(key, 0, -1, withscores=True)[0][1] > time.time()
+        holder.kill()
+        holder.wait()
+        killed = time.monotonic()
+        with slots.slot():
+            waited = time.monotonic() - killed
+        assert waited < 2.0
+    finally:
+        holder.kill()
+
+
+@pytest.mark.services
+def test_a_call_longer_than_the_lease_keeps_its_slot():
+    require_service("Redis", "127.0.0.1", 6379)
+    endpoint = f"redis-long-{time.monotonic_ns()}"
+    first, second = (
+        EndpointSlots(
+            endpoint=endpoint, limit=1, redis_url="redis://127.0.0.1:6379/15", lease_seconds=0.2
+        )
+        for _ in range(2)
+    )
+    released = []
+
+    def long_call():
+        with first.slot():
+            time.sleep(1.0)  # five leases
+            released.append(time.monotonic())
+
+    thread = threading.Thread(target=long_call)
+    thread.start()
+    time.sleep(0.1)
+    with second.slot():
+        got = time.monotonic()
+    thread.join()
+    assert released and got >= released[0]  # never two calls at once
