@@ -42,7 +42,6 @@ def test_redis_visibility_timeout_outlasts_the_time_limit(monkeypatch):
 
 def test_pipeline_tasks_are_registered_with_late_acks():
     from evaluation import tasks
-
     from leaderboard.uploads import tasks as upload_tasks
 
     pipeline = (

@@ -513,7 +513,7 @@ def test_web_is_healthy_while_healthz_answers(services):
     assert (url.hostname, url.port, url.path) == ("127.0.0.1", port, PATH)
     assert "urlopen" in script and "timeout=" in script
     # Answered by the middleware before any URL is resolved (and before host checks).
-    assert "config.health.HealthCheckMiddleware" == django_settings.MIDDLEWARE[0]
+    assert django_settings.MIDDLEWARE[0] == "config.health.HealthCheckMiddleware"
     with pytest.raises(Resolver404):
         resolve(PATH)
     assert _seconds(check["timeout"]) <= _seconds(check["interval"])
