@@ -660,14 +660,6 @@ QUEUE_FAILED = (
 )
 
 
-class FinishFailed(UploadError):
-    status = 500
-
-
-class FinishNotQueued(UploadError):
-    status = 503
-
-
 FINISHING = (Upload.Status.FINISHING, Upload.Status.VALIDATING)
 
 
@@ -813,8 +805,7 @@ def upload_finish(*, upload_id) -> Upload | None:
         _forget(stored, taken)
         _reopen(upload, error=FINISH_FAILED, report=None)
         raise
-    if stored is not None and not taken:
-        _forget(stored, taken)
+    _forget(stored, taken)
     upload.refresh_from_db()
     # Accepted: the submission holds its own copy. Rejected: nothing of it is kept.
     try:

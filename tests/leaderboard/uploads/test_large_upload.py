@@ -88,7 +88,12 @@ def test_gigabytes_stream_through(
     monkeypatch.setattr(
         mpbench_limits,
         "AUDIO_LIMITS",
-        dataclasses.replace(mpbench_limits.AUDIO_LIMITS, max_bytes=audio_bytes + 1024**2),
+        # The clip's bytes and its length (16 kHz, 16-bit mono: 32,000 bytes a second).
+        dataclasses.replace(
+            mpbench_limits.AUDIO_LIMITS,
+            max_bytes=audio_bytes + 1024**2,
+            max_seconds=audio_bytes / 32_000 + 60,
+        ),
     )
     bundle = build_bundle(mpbench_dir, tmp_path, audio_bytes)
     size = bundle.stat().st_size
@@ -132,7 +137,8 @@ def test_gigabytes_stream_through(
     assert answered - uploaded < 10, "the finish request only queues the work"
 
     # The worker: validate, place in bundles/, count and create, then (eager) score offline.
-    assert tasks.finish_upload.apply(args=queued[0]).get() == "accepted"
+    outcome = tasks.finish_upload.apply(args=queued[0]).get()
+    assert outcome == "accepted", Upload.objects.get(pk=state["id"]).report
     finished = time.monotonic()
     outcome = http.get(state["urls"]["state"]).json()["outcome"]
     assert outcome["status"] == "accepted" and outcome["finishing"] is False
