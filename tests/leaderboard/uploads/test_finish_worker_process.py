@@ -69,10 +69,9 @@ def test_a_worker_process_finishes_a_browser_upload(tmp_path, make_bundle):
     run("manage.py", "migrate", "--noinput")
     run("manage.py", "import_benchmark", "mp-bench", str(SHARED_MPBENCH))
     bundle = make_bundle()
-    upload_id, status = run(
-        "manage.py", "shell", "-c", WEB.replace("sys.argv[1]", repr(str(bundle)))
-    ).stdout.split()
-    assert status == "finishing"
+    web = run("manage.py", "shell", "-c", WEB.replace("sys.argv[1]", repr(str(bundle))))
+    upload_id, status = web.stdout.strip().splitlines()[-1].split()
+    assert status == "finishing", web.stdout
 
     def query(sql, *params):
         with sqlite3.connect(f"file:{var / 'floorboard.sqlite3'}?mode=ro", uri=True) as db:
