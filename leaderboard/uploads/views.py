@@ -240,7 +240,7 @@ def upload_finish(request, pk):
     if not _wants_json(request):
         target = (
             reverse("submission", args=[upload.submission_id])
-            if upload.status == Upload.Status.ACCEPTED
+            if upload.status == Upload.Status.ACCEPTED and upload.submission_id
             else reverse("upload-detail", args=[upload.pk])
         )
         return HttpResponseRedirect(target)
@@ -267,7 +267,7 @@ def _outcome(request, upload: Upload) -> dict:
         "error": upload.error,
         "state": reverse("upload-state", args=[upload.pk]),
     }
-    if upload.status == Upload.Status.ACCEPTED:
+    if upload.status == Upload.Status.ACCEPTED and upload.submission_id:
         outcome["redirect"] = reverse("submission", args=[upload.submission_id])
     elif not outcome["finishing"]:
         outcome["redirect"] = reverse("upload-detail", args=[upload.pk])
