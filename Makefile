@@ -6,16 +6,31 @@ STAMP := $(VENV)/.installed-stamp
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install demo test lint check-migrations bench clean
+# A DEBUG-off process needs its own DJANGO_SECRET_KEY; local commands that run without DEBUG
+# (benchmarks, the migrations check) get a throwaway one unless the environment has one.
+LOCAL_KEY := DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-floorboard-local-only-not-a-secret}"
 
-$(STAMP): pyproject.toml
+.PHONY: install demo test lint check-migrations bench clean lock
+
+# Exact versions from the lock file (every dependency, direct or not), then the project itself.
+$(STAMP): pyproject.toml requirements-dev.lock
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11 or newer is required") if sys.version_info < (3, 11) else None'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -r requirements-dev.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# After changing a dependency in pyproject.toml: pin the whole tree again (the image installs
+# requirements.lock, `make install` requirements-dev.lock; tests/config/test_lock_files.py checks
+# both against pyproject.toml).
+lock: install
+	$(BIN)/pip-compile --quiet --strip-extras --no-emit-find-links --no-emit-index-url \
+	  --extra prod -o requirements.lock pyproject.toml
+	$(BIN)/pip-compile --quiet --strip-extras --no-emit-find-links --no-emit-index-url \
+	  --extra dev -o requirements-dev.lock pyproject.toml
 
 # The embedded default: SQLite and files under var/, a filesystem Celery broker, the offline judge.
 # A worker scores the demo submissions in the background while the site is served; it runs beat
@@ -38,13 +53,13 @@ lint: install
 	$(BIN)/ruff format --check .
 
 check-migrations: install
-	$(BIN)/python manage.py makemigrations --check --dry-run
+	$(LOCAL_KEY) $(BIN)/python manage.py makemigrations --check --dry-run
 
 bench: install
-	$(BIN)/python manage.py bench_scoring
-	$(BIN)/python manage.py bench_agreement
-	$(BIN)/python manage.py bench_leaderboard
-	@case "$$DATABASE_URL" in postgres*) $(BIN)/python manage.py bench_assignment ;; \
+	$(LOCAL_KEY) $(BIN)/python manage.py bench_scoring
+	$(LOCAL_KEY) $(BIN)/python manage.py bench_agreement
+	$(LOCAL_KEY) $(BIN)/python manage.py bench_leaderboard
+	@case "$$DATABASE_URL" in postgres*) $(LOCAL_KEY) $(BIN)/python manage.py bench_assignment ;; \
 	  *) echo "bench_assignment needs PostgreSQL: set DATABASE_URL=postgres://..." ;; esac
 
 clean:

@@ -13,10 +13,15 @@ VAR_DIR = Path(env_str("FLOORBOARD_VAR_DIR", str(BASE_DIR / "var")))
 DEBUG = env_bool("DJANGO_DEBUG", False)
 SECRET_KEY = env_str("DJANGO_SECRET_KEY")
 if not SECRET_KEY:
-    if not DEBUG and env_bool("FLOORBOARD_PRODUCTION", False):
+    # Only a DEBUG process (`make demo`) may sign with a key everyone knows; anything else
+    # (production, whatever its other settings say) refuses to start without its own.
+    if not DEBUG:
         from django.core.exceptions import ImproperlyConfigured
 
-        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set in production")
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off; for local use only, "
+            "set DJANGO_DEBUG=1 instead"
+        )
     SECRET_KEY = "floorboard-local-development-only"
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
@@ -70,6 +75,8 @@ FLOORBOARD_BENCHMARKS = env_list("FLOORBOARD_BENCHMARKS", ["evaluation.benchmark
 INSTALLED_APPS += [path for path in FLOORBOARD_BENCHMARKS if path not in INSTALLED_APPS]
 
 MIDDLEWARE = [
+    # /healthz, answered before host validation and the HTTPS redirect (config/health.py).
+    "config.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Pages, JSON and CSV go out gzip-compressed (static files are precompressed by whitenoise).
     "config.middleware.TextCompressionMiddleware",

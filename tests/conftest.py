@@ -18,7 +18,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED_MPBENCH = REPO.parent / "shared" / "benchmarks" / "mpbench"
+# FLOORBOARD_SHARED: where shared/ is when the checkout does not sit beside it (a worktree).
+SHARED_MPBENCH = (
+    Path(os.environ.get("FLOORBOARD_SHARED") or REPO.parent / "shared") / "benchmarks" / "mpbench"
+)
 REQUIRE_SERVICES = os.environ.get("FLOORBOARD_REQUIRE_SERVICES") == "1"
 # The services tier (PostgreSQL, Redis, worker processes, SIGKILL runs, headless Chromium) runs
 # in CI, or with FLOORBOARD_RUN_SERVICES=1; plain `make test` is the quick tier.

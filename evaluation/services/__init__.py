@@ -24,7 +24,12 @@ from evaluation.services.pipeline import (
     task_outcomes,
 )
 from evaluation.services.submissions import (
+    StoredBundle,
     SubmissionInvalid,
+    bundle_discard,
+    bundle_store,
+    bundle_stored_name,
+    bundle_suffix,
     bundle_validate,
     submission_create,
     system_for_submission,
@@ -36,8 +41,13 @@ judgments_retry_failed = judgments_retry
 
 __all__ = [
     "ImportSummary",
+    "StoredBundle",
     "SubmissionInvalid",
     "benchmark_import",
+    "bundle_discard",
+    "bundle_store",
+    "bundle_stored_name",
+    "bundle_suffix",
     "bundle_validate",
     "enqueue_on_commit",
     "file_sha256",

@@ -3,6 +3,8 @@ A rejected upload leaves no row and no file behind."""
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
@@ -27,6 +29,40 @@ from evaluation.services.pipeline import enqueue_on_commit
 
 class SubmissionInvalid(ValueError):
     """A submission that cannot be made as asked (an unknown row group, no judge)."""
+
+
+@dataclass(frozen=True)
+class StoredBundle:
+    """A bundle already in storage under bundles/, put there before any lock is taken, so that
+    creating its submission writes rows only. Whoever stored it deletes it if no submission
+    takes it (bundle_discard)."""
+
+    name: str
+    sha256: str
+    size: int
+
+
+def bundle_suffix(benchmark: Benchmark, filename: str) -> str:
+    plugin = get_plugin(benchmark.plugin)
+    return next((s for s in plugin.upload.suffixes if str(filename).lower().endswith(s)), "")
+
+
+def bundle_stored_name(*, sha256: str, suffix: str) -> str:
+    """A fresh name under bundles/: random, so two stores of one bundle never meet."""
+    return f"bundles/{uuid.uuid4().hex}-{sha256[:16]}{suffix or '.zip'}"
+
+
+def bundle_store(*, benchmark: Benchmark, path: Path) -> StoredBundle:
+    """Copy a local bundle into storage (the API path, where the bundle came in the request)."""
+    sha, size = file_sha256(path)
+    name = bundle_stored_name(sha256=sha, suffix=bundle_suffix(benchmark, str(path)))
+    with open(path, "rb") as handle:
+        name = default_storage.save(name, File(handle))
+    return StoredBundle(name=name, sha256=sha, size=size)
+
+
+def bundle_discard(stored: StoredBundle) -> None:
+    default_storage.delete(stored.name)
 
 
 def upload_limits(benchmark: Benchmark) -> UploadLimits:
@@ -146,12 +182,15 @@ def submission_create(
     run_config: dict | None = None,
     contamination: str | None = None,
     contamination_note: str | None = None,
+    stored: StoredBundle | None = None,
 ) -> Submission:
     """Validate, then store the upload and queue it. A rejected upload raises BundleRejected
     and leaves no row and no file behind. ``validated``: the contents of a successful
     bundle_validate of this same file, so that it is not read twice. The run configuration and
     the contamination disclosure given here replace the manifest's (evaluation/run_config.py);
-    a malformed one raises SubmissionInvalid naming every problem."""
+    a malformed one raises SubmissionInvalid naming every problem. ``stored``: the bundle is
+    already in storage (with ``validated``); then only rows are written here, and a failure
+    leaves the stored file to the caller."""
     plugin = get_plugin(benchmark.plugin)
     try:
         config = run_config_clean(run_config) if run_config is not None else None
@@ -185,8 +224,11 @@ def submission_create(
             raise SubmissionInvalid(
                 f"benchmark {benchmark.slug} has no official judge; choose one of: {known}"
             )
-    sha, size = file_sha256(bundle_path)
-    suffix = next((s for s in plugin.upload.suffixes if str(bundle_path).lower().endswith(s)), "")
+    if stored is not None:
+        sha, size = stored.sha256, stored.size
+    else:
+        sha, size = file_sha256(bundle_path)
+    suffix = bundle_suffix(benchmark, str(bundle_path))
     stored_name = None
     submission = None
     try:
@@ -212,11 +254,14 @@ def submission_create(
                 published_at=timezone.now() if publish else None,
                 idempotency_key=idempotency_key,
             )
-            with open(bundle_path, "rb") as handle:
-                stored_name = default_storage.save(
-                    f"bundles/{submission.pk}-{sha[:16]}{suffix or '.zip'}", File(handle)
-                )
-            submission.bundle.name = stored_name
+            if stored is not None:
+                submission.bundle.name = stored.name
+            else:
+                with open(bundle_path, "rb") as handle:
+                    stored_name = default_storage.save(
+                        f"bundles/{submission.pk}-{sha[:16]}{suffix or '.zip'}", File(handle)
+                    )
+                submission.bundle.name = stored_name
             submission.save(update_fields=["bundle"])
             enqueue_on_commit("ingest_submission", submission.pk)
     except BaseException:

@@ -21,7 +21,8 @@ class Upload(models.Model):
 
     class Status(models.TextChoices):
         UPLOADING = "uploading"  # bytes arriving, or all there and waiting to be finished
-        VALIDATING = "validating"
+        FINISHING = "finishing"  # all there, queued for a worker to validate and submit
+        VALIDATING = "validating"  # a worker is validating and submitting it
         REJECTED = "rejected"
         ACCEPTED = "accepted"
         CANCELLED = "cancelled"

@@ -114,7 +114,8 @@ def open_uploads_refusal(*, user, adding: int) -> LimitRefusal | None:
     """Why this user may not open another upload of `adding` bytes: too many open at once, or
     too many bytes announced by them. Callers that go on to open hold the user row lock."""
     open_uploads = Upload.objects.filter(
-        user=user, status__in=[Upload.Status.UPLOADING, Upload.Status.VALIDATING]
+        user=user,
+        status__in=[Upload.Status.UPLOADING, Upload.Status.FINISHING, Upload.Status.VALIDATING],
     )
     count = open_uploads.count()
     limit = settings.UPLOAD_MAX_OPEN_PER_USER

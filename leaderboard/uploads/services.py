@@ -2,7 +2,13 @@
 and turn it into a submission within the team's limits.
 
 Limits are enforced under a lock on the team row, taken before counting and held until the
-submission exists, so concurrent creates for one team are serialised and never exceed them.
+submission row exists, so concurrent creates for one team are serialised and never exceed them.
+Nothing but that counting and those rows happens under the lock: the bundle is validated and put
+into bundles/ before it, and deleted again if no submission takes it.
+
+A browser upload is finished by a worker (tasks.finish_upload): the request checks that every
+byte is there and that the team could submit now, marks the upload finishing and queues it; the
+upload's state endpoint says how it went.
 """
 
 from __future__ import annotations
@@ -24,10 +30,21 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from evaluation.bundles import BundleRejected
 from evaluation.models import Benchmark, Judge, Membership, Submission, Team
-from evaluation.services import bundle_validate, submission_create, upload_limits
+from evaluation.services import (
+    StoredBundle,
+    bundle_discard,
+    bundle_store,
+    bundle_stored_name,
+    bundle_suffix,
+    bundle_validate,
+    file_sha256,
+    submission_create,
+    upload_limits,
+)
 from leaderboard.uploads import storage
 from leaderboard.uploads.models import Upload
 from leaderboard.uploads.selectors import (
@@ -104,12 +121,50 @@ def submission_create_within_limits(
     publish: bool,
     idempotency_key: str,
     validated=None,
+    stored: StoredBundle | None = None,
 ) -> tuple[Submission, bool]:
     """(submission, created). A submission already made by this team under the same key is
     returned as it is; otherwise the team's limits are checked and the submission created, both
-    under the team row lock. Raises LimitReached or BundleRejected."""
-    with transaction.atomic():
-        _lock(user=submitted_by, team=team)
+    under the team row lock. Raises LimitReached or BundleRejected.
+
+    The bundle is validated (unless ``validated`` is given) and stored (unless ``stored`` is
+    given) before the lock is taken. A bundle stored here is deleted again when no submission
+    takes it; a ``stored`` one given by the caller is the caller's to delete."""
+    if validated is None:
+        report, validated = bundle_validate(
+            benchmark=benchmark, path=bundle_path, allow_partial=allow_partial
+        )
+        if not report.ok:
+            raise BundleRejected(report)
+    owned = stored is None
+    if owned:
+        stored = bundle_store(benchmark=benchmark, path=bundle_path)
+    try:
+        submission, created = _create_counted(
+            team=team,
+            benchmark=benchmark,
+            bundle_path=bundle_path,
+            system_name=system_name,
+            system_type=system_type,
+            judge=judge,
+            allow_partial=allow_partial,
+            submitted_by=submitted_by,
+            publish=publish,
+            idempotency_key=idempotency_key,
+            validated=validated,
+            stored=stored,
+        )
+    except BaseException:
+        if owned:
+            _discard_stored(stored)
+        raise
+    if owned and not created:
+        _discard_stored(stored)
+    return submission, created
+
+
+def _create_counted(*, team: Team, submitted_by, idempotency_key: str, system_type: str, **create):
+    with limits_locked(user=submitted_by, team=team):
         if idempotency_key:
             existing = Submission.objects.filter(team=team, idempotency_key=idempotency_key).first()
             if existing is not None:
@@ -119,21 +174,30 @@ def submission_create_within_limits(
         )
         if refusal is not None:
             raise LimitReached(refusal)
-        # Validated beforehand, outside the lock: only the counting and the insert hold it.
         submission = submission_create(
-            validated=validated,
-            benchmark=benchmark,
-            bundle_path=bundle_path,
-            system_name=system_name,
             row_group=system_type,
-            judge=judge,
-            allow_partial=allow_partial,
             team=team,
             submitted_by=submitted_by,
-            publish=publish,
             idempotency_key=idempotency_key,
+            **create,
         )
         return submission, True
+
+
+def _discard_stored(stored: StoredBundle) -> None:
+    try:
+        bundle_discard(stored)
+    except Exception:
+        logger.exception("could not delete the stored bundle %s", stored.name)
+
+
+@contextlib.contextmanager
+def limits_locked(*, user, team: Team | None) -> Iterator[None]:
+    """A transaction holding the submitting account's and the team's row locks: counting a
+    limit and writing the rows that count against it happen inside, nothing else."""
+    with transaction.atomic():
+        _lock(user=user, team=team)
+        yield
 
 
 def _lock(*, user, team: Team | None) -> None:
@@ -247,8 +311,55 @@ def submission_create_via_api(
     )
     if not report.ok:
         raise BundleRejected(report)
-    with transaction.atomic():
-        _lock(user=user, team=team)
+    # Into storage before the lock; out again if no submission takes it.
+    stored = bundle_store(benchmark=benchmark, path=bundle_path)
+    try:
+        upload, created = _api_create_counted(
+            user=user,
+            team=team,
+            benchmark=benchmark,
+            bundle_path=bundle_path,
+            filename=filename,
+            size=size,
+            system_name=system_name,
+            system_type=system_type,
+            judge=judge,
+            allow_partial=allow_partial,
+            publish=publish,
+            idempotency_key=idempotency_key,
+            fingerprint=fingerprint,
+            report=report,
+            contents=contents,
+            stored=stored,
+        )
+    except BaseException:
+        _discard_stored(stored)
+        raise
+    if not created or upload.submission.bundle.name != stored.name:
+        _discard_stored(stored)
+    return upload, created
+
+
+def _api_create_counted(
+    *,
+    user,
+    team: Team,
+    benchmark: Benchmark,
+    bundle_path: Path,
+    filename: str,
+    size: int,
+    system_name: str,
+    system_type: str,
+    judge: Judge | None,
+    allow_partial: bool,
+    publish: bool,
+    idempotency_key: str,
+    fingerprint: str,
+    report,
+    contents,
+    stored: StoredBundle,
+) -> tuple[Upload, bool]:
+    with limits_locked(user=user, team=team):
         if idempotency_key:
             # Two identical requests at once: the second waited for the lock and finds the first.
             prior = _replay(team=team, key=idempotency_key, fingerprint=fingerprint)
@@ -266,6 +377,7 @@ def submission_create_via_api(
             publish=publish,
             idempotency_key=idempotency_key,
             validated=contents,
+            stored=stored,
         )
         upload = Upload.objects.create(
             benchmark=benchmark,
@@ -458,39 +570,60 @@ def _discard(upload: Upload) -> None:
         storage.object_delete(key=upload.s3_key)
 
 
-def _assemble_s3(upload: Upload) -> None:
-    """Complete the multipart upload once every part is there, sized as announced."""
-    if upload.s3_upload_id:
-        parts = storage.parts_uploaded(key=upload.s3_key, upload_id=upload.s3_upload_id)
-        count = storage.s3_part_count(upload.size, upload.part_bytes)
-        missing = sorted(set(range(1, count + 1)) - {p["PartNumber"] for p in parts})
-        if missing:
+def _check_parts(upload: Upload) -> list[dict]:
+    """The bucket's parts of a multipart upload, once every one is there, sized as announced."""
+    parts = storage.parts_uploaded(key=upload.s3_key, upload_id=upload.s3_upload_id)
+    count = storage.s3_part_count(upload.size, upload.part_bytes)
+    missing = sorted(set(range(1, count + 1)) - {p["PartNumber"] for p in parts})
+    if missing:
+        raise UploadIncomplete(
+            f"{len(missing)} of {count} parts have not arrived (first: part {missing[0]})"
+        )
+    for part in parts:
+        expected = storage.s3_part_size(upload.size, upload.part_bytes, part["PartNumber"])
+        if part["Size"] != expected:
             raise UploadIncomplete(
-                f"{len(missing)} of {count} parts have not arrived (first: part {missing[0]})"
+                f"part {part['PartNumber']} holds {part['Size']:,} bytes; expected "
+                f"{expected:,}: send it again"
             )
-        for part in parts:
-            expected = storage.s3_part_size(upload.size, upload.part_bytes, part["PartNumber"])
-            if part["Size"] != expected:
-                raise UploadIncomplete(
-                    f"part {part['PartNumber']} holds {part['Size']:,} bytes; expected "
-                    f"{expected:,}: send it again"
-                )
-        storage.multipart_complete(key=upload.s3_key, upload_id=upload.s3_upload_id, parts=parts)
-        upload.s3_upload_id = ""
-        Upload.objects.filter(pk=upload.pk).update(s3_upload_id="")
-    stored = storage.object_size(key=upload.s3_key)
-    if stored != upload.size:
-        raise UploadIncomplete(f"the bucket holds {stored} bytes; expected {upload.size:,}")
+    return parts
 
 
-@contextlib.contextmanager
-def _local_bundle(upload: Upload) -> Iterator[Path]:
-    """A local path to the whole bundle. From S3 it is streamed into a temporary file first."""
+def _check_complete(upload: Upload) -> None:
+    """Every byte is where the worker will look for it (cheap: no byte is read)."""
     if upload.method == Upload.Method.CHUNKED:
         if upload.received != upload.size:
             raise UploadIncomplete(
                 f"the server holds {upload.received:,} of {upload.size:,} bytes; send the rest"
             )
+    elif upload.s3_upload_id:
+        _check_parts(upload)
+    else:
+        _check_object(upload)
+
+
+def _check_object(upload: Upload) -> None:
+    stored = storage.object_size(key=upload.s3_key)
+    if stored != upload.size:
+        raise UploadIncomplete(f"the bucket holds {stored} bytes; expected {upload.size:,}")
+
+
+def _assemble_s3(upload: Upload) -> None:
+    """Complete the multipart upload once every part is there, sized as announced."""
+    if upload.s3_upload_id:
+        parts = _check_parts(upload)
+        storage.multipart_complete(key=upload.s3_key, upload_id=upload.s3_upload_id, parts=parts)
+        upload.s3_upload_id = ""
+        Upload.objects.filter(pk=upload.pk).update(s3_upload_id="")
+    _check_object(upload)
+
+
+@contextlib.contextmanager
+def _local_bundle(upload: Upload) -> Iterator[Path]:
+    """A local path to the whole bundle, to validate. From S3 it is streamed into a temporary
+    file first (read once; what is stored is copied inside the bucket, see _place)."""
+    if upload.method == Upload.Method.CHUNKED:
+        _check_complete(upload)
         yield storage.partial_path(upload.pk)
         return
     _assemble_s3(upload)
@@ -502,28 +635,45 @@ def _local_bundle(upload: Upload) -> Iterator[Path]:
         yield Path(local.name)
 
 
+def _place(upload: Upload, *, sha256: str, size: int) -> StoredBundle:
+    """The upload's bytes under a new name in bundles/, by the store itself: a hard link on the
+    filesystem, a copy inside the bucket on S3. The upload's own bytes stay until it is done."""
+    name = bundle_stored_name(
+        sha256=sha256, suffix=bundle_suffix(upload.benchmark, upload.filename) or ".zip"
+    )
+    if upload.method == Upload.Method.CHUNKED:
+        storage.partial_place(upload.pk, name=name)
+    else:
+        storage.object_copy(source=upload.s3_key, target=storage.s3_key(name))
+    return StoredBundle(name=name, sha256=sha256, size=size)
+
+
 # What the user reads when finishing failed for a reason of the server's own (the details go to
 # the log, never to the user).
 FINISH_FAILED = (
     "The server could not finish checking this bundle. Its bytes are kept: finish again, "
     "or cancel the upload."
 )
+QUEUE_FAILED = (
+    "The server could not hand this bundle to a worker just now. Its bytes are kept: finish "
+    "again in a minute, or cancel the upload."
+)
 
 
-class FinishFailed(UploadError):
-    status = 500
+FINISHING = (Upload.Status.FINISHING, Upload.Status.VALIDATING)
 
 
 def _validation_stale_before():
-    """A finish that has been validating since before this died with its process (a killed
-    worker never reopens its upload): the upload may be finished again or cancelled."""
+    """A finish queued or validating since before this died with its process (a killed worker
+    never reopens its upload, a lost message never reaches one): the upload may be finished
+    again or cancelled."""
     return timezone.now() - timedelta(seconds=settings.UPLOAD_VALIDATING_STALE_SECONDS)
 
 
 def _claimable(upload: Upload):
     return Upload.objects.filter(pk=upload.pk).filter(
         Q(status=Upload.Status.UPLOADING)
-        | Q(status=Upload.Status.VALIDATING, updated_at__lt=_validation_stale_before())
+        | Q(status__in=FINISHING, updated_at__lt=_validation_stale_before())
     )
 
 
@@ -532,7 +682,7 @@ def _reopen(upload: Upload, *, error: str, report: dict | None) -> None:
     be stored, and the upload reopened even when it cannot."""
     for kept in (report, None) if report is not None else (None,):
         try:
-            Upload.objects.filter(pk=upload.pk, status=Upload.Status.VALIDATING).update(
+            Upload.objects.filter(pk=upload.pk, status__in=FINISHING).update(
                 status=Upload.Status.UPLOADING,
                 error=error,
                 report=kept,
@@ -544,18 +694,67 @@ def _reopen(upload: Upload, *, error: str, report: dict | None) -> None:
     upload.refresh_from_db()
 
 
-def upload_finish(*, upload: Upload) -> Upload:
-    """Validate the whole bundle; rejected: keep the report, delete the bytes, create nothing.
-    Accepted: create the submission within the team's limits. Whatever goes wrong leaves the
-    upload open, to be finished again or cancelled: LimitReached and UploadError say why,
-    anything else is logged and raised as FinishFailed with a message of our own."""
+def upload_finish_request(*, upload: Upload) -> Upload:
+    """Hand a whole upload to a worker to validate and submit (upload_finish). What can be told
+    at once is: bytes still missing (UploadIncomplete) or a team that could not submit now
+    (LimitReached) leave the upload open with the reason. Otherwise it is marked finishing and
+    queued once this commits; with eager Celery it is finished by the time this returns."""
     if not _claimable(upload).update(
-        status=Upload.Status.VALIDATING, error="", updated_at=timezone.now()
+        status=Upload.Status.FINISHING, error="", updated_at=timezone.now()
     ):
         upload.refresh_from_db()
         raise UploadClosed(f"the upload is {upload.status}; it cannot be finished again")
     upload.refresh_from_db()
+    try:
+        _check_complete(upload)
+        refusal = team_limit_refusal(team=upload.team) or (
+            account_limit_refusal(user=upload.user) if upload.user else None
+        )
+        if refusal is not None:
+            raise LimitReached(refusal)
+    except (UploadError, LimitReached) as exc:
+        _reopen(upload, error=str(exc), report=upload.report)
+        raise
+    except BaseException:
+        _reopen(upload, error=FINISH_FAILED, report=upload.report)
+        raise
+    transaction.on_commit(lambda: _queue_finish(upload))
+    upload.refresh_from_db()
+    return upload
+
+
+def _queue_finish(upload: Upload) -> None:
+    from leaderboard.uploads.tasks import finish_upload  # the task module imports this one
+
+    try:
+        finish_upload.delay(str(upload.pk))
+    except KombuOperationalError:
+        logger.warning("could not queue the finish of upload %s: broker unreachable", upload.pk)
+        _reopen(upload, error=QUEUE_FAILED, report=upload.report)
+
+
+def upload_finish(*, upload_id) -> Upload | None:
+    """The worker's part of a finish. Validate the whole bundle; rejected: keep the report,
+    delete the bytes, create nothing. Accepted: put the bytes into bundles/ (no copy through
+    this process), then, under the team's row lock, count its limits and create the
+    submission. Whatever goes wrong leaves no stored bundle and no submission, and the upload
+    open with the reason, to be finished again or cancelled (a reason of the server's own is
+    logged and shown as FINISH_FAILED). None when the upload was not waiting for a worker
+    (a message delivered twice)."""
+    claimed = (
+        Upload.objects.filter(pk=upload_id)
+        .filter(
+            Q(status=Upload.Status.FINISHING)
+            | Q(status=Upload.Status.VALIDATING, updated_at__lt=_validation_stale_before())
+        )
+        .update(status=Upload.Status.VALIDATING, updated_at=timezone.now())
+    )
+    if not claimed:
+        return None
+    upload = Upload.objects.select_related("benchmark", "team", "user", "judge").get(pk=upload_id)
     report_json = None
+    stored: StoredBundle | None = None
+    taken = False
     try:
         with _local_bundle(upload) as path:
             report, contents = bundle_validate(
@@ -565,21 +764,26 @@ def upload_finish(*, upload: Upload) -> Upload:
                 options=upload.options,
             )
             report_json = report.as_dict()
-            submission = None
             if report.ok:
-                submission, _ = submission_create_within_limits(
-                    team=upload.team,
-                    benchmark=upload.benchmark,
-                    bundle_path=path,
-                    system_name=upload.system_name,
-                    system_type=upload.system_type,
-                    judge=upload.judge,
-                    allow_partial=upload.allow_partial,
-                    submitted_by=upload.user,
-                    publish=upload.publish,
-                    idempotency_key=f"upload-{upload.pk}",
-                    validated=contents,
-                )
+                sha, size = file_sha256(path)
+        submission = None
+        if report.ok:
+            stored = _place(upload, sha256=sha, size=size)
+            submission, _ = submission_create_within_limits(
+                team=upload.team,
+                benchmark=upload.benchmark,
+                bundle_path=Path(upload.filename),
+                system_name=upload.system_name,
+                system_type=upload.system_type,
+                judge=upload.judge,
+                allow_partial=upload.allow_partial,
+                submitted_by=upload.user,
+                publish=upload.publish,
+                idempotency_key=f"upload-{upload.pk}",
+                validated=contents,
+                stored=stored,
+            )
+            taken = submission.bundle.name == stored.name
         Upload.objects.filter(pk=upload.pk, status=Upload.Status.VALIDATING).update(
             status=Upload.Status.ACCEPTED if report.ok else Upload.Status.REJECTED,
             submission=submission,
@@ -589,15 +793,19 @@ def upload_finish(*, upload: Upload) -> Upload:
             updated_at=timezone.now(),
         )
     except (UploadError, LimitReached) as exc:
+        _forget(stored, taken)
         _reopen(upload, error=str(exc), report=report_json)
-        raise
-    except Exception as exc:
+        return upload
+    except Exception:
         logger.exception("finishing upload %s failed", upload.pk)
+        _forget(stored, taken)
         _reopen(upload, error=FINISH_FAILED, report=None)
-        raise FinishFailed(FINISH_FAILED) from exc
+        return upload
     except BaseException:
+        _forget(stored, taken)
         _reopen(upload, error=FINISH_FAILED, report=None)
         raise
+    _forget(stored, taken)
     upload.refresh_from_db()
     # Accepted: the submission holds its own copy. Rejected: nothing of it is kept.
     try:
@@ -605,6 +813,12 @@ def upload_finish(*, upload: Upload) -> Upload:
     except Exception:
         logger.exception("could not delete the bytes of upload %s", upload.pk)
     return upload
+
+
+def _forget(stored: StoredBundle | None, taken: bool) -> None:
+    """A stored bundle no submission took goes again."""
+    if stored is not None and not taken:
+        _discard_stored(stored)
 
 
 def upload_cancel(*, upload: Upload) -> Upload:
@@ -640,7 +854,7 @@ def uploads_expire(*, older_than: timedelta) -> int:
     cutoff = timezone.now() - older_than
     changed = 0
     stale = Upload.objects.filter(
-        status__in=[Upload.Status.UPLOADING, Upload.Status.VALIDATING], updated_at__lt=cutoff
+        status__in=[Upload.Status.UPLOADING, *FINISHING], updated_at__lt=cutoff
     ).exclude(method=Upload.Method.API)
     for upload in stale:
         made = Submission.objects.filter(

@@ -7,6 +7,8 @@ by chunk. S3 storage: a multipart upload the browser fills through presigned par
 from __future__ import annotations
 
 import math
+import os
+import shutil
 from pathlib import Path
 from typing import BinaryIO
 
@@ -44,6 +46,18 @@ def partial_create(upload_id) -> Path:
 
 def partial_delete(upload_id) -> None:
     partial_path(upload_id).unlink(missing_ok=True)
+
+
+def partial_place(upload_id, *, name: str) -> None:
+    """Make the partial file also the stored file `name`, without copying its bytes: a hard
+    link in the same storage folder (a copy only where the filesystem has no links). The partial
+    stays until the upload is discarded, so a finish that fails later leaves it as it was."""
+    target = Path(storages["default"].path(name))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(partial_path(upload_id), target)
+    except OSError:
+        shutil.copyfile(partial_path(upload_id), target)
 
 
 # --- S3 -------------------------------------------------------------------------------------
@@ -139,6 +153,13 @@ def object_download(*, key: str, target: BinaryIO) -> None:
     """Stream the object into an open local file (ranged GETs, never the whole object in memory)."""
     client, bucket = _s3()
     client.download_fileobj(bucket, key, target)
+
+
+def object_copy(*, source: str, target: str) -> None:
+    """Copy an object inside the bucket: CopyObject, or UploadPartCopy in parts past 5 GB. The
+    bytes never leave the store."""
+    client, bucket = _s3()
+    client.copy({"Bucket": bucket, "Key": source}, bucket, target)
 
 
 def object_delete(*, key: str) -> None:

@@ -3,7 +3,7 @@ from datetime import timedelta
 from celery import shared_task
 from django.conf import settings
 
-from leaderboard.uploads.services import upload_temp_files_sweep, uploads_expire
+from leaderboard.uploads.services import upload_finish, upload_temp_files_sweep, uploads_expire
 
 
 @shared_task
@@ -18,3 +18,11 @@ def sweep_upload_temp_files() -> int:
     return upload_temp_files_sweep(
         older_than=timedelta(seconds=settings.UPLOAD_TEMP_MAX_AGE_SECONDS)
     )
+
+
+# Idempotent by its claim (finishing -> validating), so a message delivered again is harmless.
+@shared_task(acks_late=True, reject_on_worker_lost=True)
+def finish_upload(upload_id: str) -> str | None:
+    """Validate a browser upload and submit it (leaderboard.uploads.services.upload_finish)."""
+    upload = upload_finish(upload_id=upload_id)
+    return upload.status if upload is not None else None

@@ -166,7 +166,14 @@ def upload_start(request, slug: str):
 @_login_required_json
 @require_GET
 def upload_state(request, pk):
-    return JsonResponse(_state(_own_upload(request, pk)))
+    """How far the upload got; once it is being finished, how the finish goes (polled)."""
+    upload = _own_upload(request, pk)
+    state = _state(upload)
+    if upload.status != Upload.Status.UPLOADING or upload.error:
+        state["outcome"] = _outcome(request, upload)
+    response = JsonResponse(state)
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @_login_required_json
@@ -214,9 +221,12 @@ def _wants_json(request) -> bool:
 @_login_required_json
 @require_POST
 def upload_finish(request, pk):
+    """Queue the finish. A JSON client gets 202 and polls the state URL until the upload is
+    accepted, rejected or open again with the reason; with eager Celery (tests, one-process
+    setups) the outcome is already there and answered as before: 200, 422, or the error."""
     upload = _own_upload(request, pk)
     try:
-        upload = services.upload_finish(upload=upload)
+        upload = services.upload_finish_request(upload=upload)
     except services.LimitReached as exc:
         if not _wants_json(request):
             return HttpResponseRedirect(reverse("upload-detail", args=[upload.pk]))
@@ -226,22 +236,44 @@ def upload_finish(request, pk):
             return HttpResponseRedirect(reverse("upload-detail", args=[upload.pk]))
         # The reason this request failed, not the error stored by an earlier finish.
         return JsonResponse({**_state(upload), "error": str(exc)}, status=exc.status)
-    target = (
-        reverse("submission", args=[upload.submission_id])
-        if upload.status == Upload.Status.ACCEPTED
-        else reverse("upload-detail", args=[upload.pk])
-    )
+    upload.refresh_from_db()
     if not _wants_json(request):
+        target = (
+            reverse("submission", args=[upload.submission_id])
+            if upload.status == Upload.Status.ACCEPTED and upload.submission_id
+            else reverse("upload-detail", args=[upload.pk])
+        )
         return HttpResponseRedirect(target)
-    return JsonResponse(
-        {
-            "status": upload.status,
-            "submission": upload.submission_id,
-            "redirect": target,
-            "report_html": render_to_string("uploads/_report.html", _report(upload), request),
-        },
-        status=200 if upload.status == Upload.Status.ACCEPTED else 422,
-    )
+    return JsonResponse(_outcome(request, upload), status=_outcome_status(upload))
+
+
+def _outcome_status(upload: Upload) -> int:
+    if upload.status in services.FINISHING:
+        return 202
+    if upload.status == Upload.Status.ACCEPTED:
+        return 200
+    if upload.status == Upload.Status.REJECTED:
+        return 422
+    # Open again: the worker's finish failed and said why.
+    return 500 if upload.error in (services.FINISH_FAILED, services.QUEUE_FAILED) else 409
+
+
+def _outcome(request, upload: Upload) -> dict:
+    """What the page needs once a finish is over: where to go, or what was wrong."""
+    outcome = {
+        "status": upload.status,
+        "finishing": upload.status in services.FINISHING,
+        "submission": upload.submission_id,
+        "error": upload.error,
+        "state": reverse("upload-state", args=[upload.pk]),
+    }
+    if upload.status == Upload.Status.ACCEPTED and upload.submission_id:
+        outcome["redirect"] = reverse("submission", args=[upload.submission_id])
+    elif not outcome["finishing"]:
+        outcome["redirect"] = reverse("upload-detail", args=[upload.pk])
+    if upload.status == Upload.Status.REJECTED or (upload.is_open and upload.report):
+        outcome["report_html"] = render_to_string("uploads/_report.html", _report(upload), request)
+    return outcome
 
 
 @_login_required_json

@@ -263,10 +263,31 @@
     return wrapper;
   }
 
+  // A worker finishes the upload: ask how it goes until it is over. Answers as the finish
+  // request would have: 200 accepted, 422 rejected, otherwise the reason it is open again.
+  async function outcome(state, first) {
+    let body = first.body;
+    let attempt = 0;
+    while (body.finishing) {
+      await sleep(Math.min(5000, 1000 + 500 * attempt));
+      attempt += 1;
+      const polled = await api(state.urls.state);
+      if (!polled.ok) continue;
+      body = polled.body.outcome || { finishing: false, status: polled.body.status, error: polled.body.error };
+    }
+    if (body.status === "accepted") return { status: 200, body };
+    if (body.status === "rejected") return { status: 422, body };
+    return { status: 409, body: { error: body.error || `the upload is ${body.status}` } };
+  }
+
   async function finish(file, state) {
     say("Upload complete. Checking the whole bundle before it is queued…");
     cancelButton.hidden = true;
-    const result = await api(state.urls.finish, { method: "POST" });
+    let result = await api(state.urls.finish, { method: "POST" });
+    if (result.status === 202) {
+      say("Upload complete. A worker is checking the whole bundle; this page follows it…");
+      result = await outcome(state, result);
+    }
     if (result.status === 200 && result.body.redirect) {
       localStorage.removeItem(resumeKey(file));
       say("Bundle accepted. Opening the submission…");

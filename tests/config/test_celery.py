@@ -30,7 +30,11 @@ def test_redis_visibility_timeout_outlasts_the_time_limit(monkeypatch):
         capture_output=True,
         text=True,
         check=True,
-        env={"DJANGO_SETTINGS_MODULE": "config.settings", "PATH": ""},
+        env={
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DJANGO_SECRET_KEY": "test-only-secret-key",
+            "PATH": "",
+        },
     ).stdout.split()
     visibility, limit = map(int, out)
     assert visibility > limit
@@ -38,8 +42,10 @@ def test_redis_visibility_timeout_outlasts_the_time_limit(monkeypatch):
 
 def test_pipeline_tasks_are_registered_with_late_acks():
     from evaluation import tasks
+    from leaderboard.uploads import tasks as upload_tasks
 
     pipeline = (
+        upload_tasks.finish_upload,
         tasks.ingest_submission,
         tasks.run_step,
         tasks.judge_submission,

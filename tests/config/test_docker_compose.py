@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from django.conf import settings as django_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER_DIR = ROOT / "docker"
@@ -169,7 +170,8 @@ def test_depends_on_waits_for_health_or_completion(services):
     expected_condition.update(
         {name: "service_completed_successfully" for name in ONE_SHOT_SERVICES}
     )
-    expected_condition["web"] = "service_started"
+    # The proxy waits for gunicorn to answer /healthz with everything it needs reachable.
+    expected_condition["web"] = "service_healthy"
     for name, service in services.items():
         depends_on = service.get("depends_on", {})
         assert isinstance(depends_on, dict), f"{name}: use the long depends_on form"
@@ -353,7 +355,14 @@ def test_dockerfile_builds_a_non_root_gunicorn_image():
     keywords = [k for k, _ in instructions]
     assert instructions[0] == ("FROM", "python:3.11-slim")
     runs = [rest for k, rest in instructions if k == "RUN"]
-    assert any(re.search(r"pip install \. gunicorn==\d", run) for run in runs)
+    # Every version from the lock file (gunicorn among them), then the project without deps.
+    copies = [rest for k, rest in instructions if k == "COPY"]
+    assert any("requirements.lock" in copy.split()[:-1] for copy in copies)
+    assert any(re.search(r"pip install -r requirements\.lock\b", run) for run in runs)
+    assert any(re.search(r"pip install --no-deps \.(\s|$)", run) for run in runs)
+    assert not any(re.search(r"pip install [^&]*\b[a-z-]+==\d", run) for run in runs), (
+        "a version pinned in the Dockerfile bypasses the lock file"
+    )
     collect = [run for run in runs if "collectstatic" in run]
     assert collect and "DJANGO_SECRET_KEY=" in collect[0] and "--noinput" in collect[0]
     users = [rest for k, rest in instructions if k == "USER"]
@@ -426,7 +435,7 @@ def test_the_proxy_fronts_gunicorn_with_the_config_file(services):
     assert [p.split(":")[-1] for p in proxy["ports"]] == [nginx_values("listen")[0][0]], (
         "the published port is the one nginx listens on"
     )
-    assert proxy["depends_on"]["web"]["condition"] == "service_started"
+    assert proxy["depends_on"]["web"]["condition"] == "service_healthy"
     assert "ports" not in services["web"]
 
 
@@ -482,3 +491,46 @@ def test_the_proxy_sets_the_headers_the_settings_trust(resolved_env):
     header, real_ip, chunk = json.loads(result.stdout.strip().splitlines()[-1])
     assert header == ["HTTP_X_FORWARDED_PROTO", "https"] and real_ip is True
     assert chunk == int(resolved_env["FLOORBOARD_UPLOAD_CHUNK_BYTES"])
+
+
+# --- Healthchecks ---------------------------------------------------------------------------
+
+
+def test_web_is_healthy_while_healthz_answers(services):
+    """web's healthcheck asks the health endpoint on gunicorn's own port; urlopen raises on a
+    503, so a failing database, broker or bucket makes the container unhealthy."""
+    from django.urls import Resolver404, resolve
+
+    from config.health import PATH
+
+    check = services["web"]["healthcheck"]
+    argv = as_argv(check["test"])
+    assert argv[:3] == ["CMD", "python", "-c"]
+    script = argv[3]
+    url = urlsplit(re.search(r"https?://[^\"']+", script).group(0))
+    cmd = json.loads(next(rest for k, rest in reversed(_instructions()) if k == "CMD"))
+    port = int(cmd[cmd.index("--bind") + 1].rsplit(":", 1)[1])
+    assert (url.hostname, url.port, url.path) == ("127.0.0.1", port, PATH)
+    assert "urlopen" in script and "timeout=" in script
+    # Answered by the middleware before any URL is resolved (and before host checks).
+    assert django_settings.MIDDLEWARE[0] == "config.health.HealthCheckMiddleware"
+    with pytest.raises(Resolver404):
+        resolve(PATH)
+    assert _seconds(check["timeout"]) <= _seconds(check["interval"])
+    assert check["retries"] >= 1
+
+
+def test_worker_is_healthy_while_it_answers_a_ping(services):
+    check = services["worker"]["healthcheck"]
+    argv = as_argv(check["test"])
+    assert argv[0] == "CMD-SHELL"
+    command = shlex.split(interpolate(argv[1], HOST_ENV))
+    assert command[:5] == ["celery", "-A", "config", "inspect", "ping"]
+    # Its own worker only (celery's default node name is celery@<container hostname>).
+    assert command[command.index("--destination") + 1] == "celery@$HOSTNAME"
+    assert _seconds(check["timeout"]) <= _seconds(check["interval"])
+
+
+def _seconds(value: str) -> int:
+    number, unit = re.fullmatch(r"(\d+)([sm])", value).groups()
+    return int(number) * (60 if unit == "m" else 1)

@@ -116,7 +116,7 @@ def attack_bundles(folder: Path) -> dict[str, tuple[Path, list[str]]]:
 
 
 def test_attack_bundles_are_refused_clearly_in_bounded_memory(
-    live_server, people, mpbench, tmp_path, settings
+    live_server, people, mpbench, tmp_path, settings, eager
 ):
     settings.UPLOAD_CHUNK_BYTES = CHUNK
     bundles = attack_bundles(tmp_path)

@@ -13,9 +13,10 @@ from django.conf import settings as django_settings
 from django.test import Client
 
 from evaluation.models import Submission
+from leaderboard.uploads import tasks
 from leaderboard.uploads.models import Upload
 from tests.conftest import REPO
-from tests.leaderboard.uploads.conftest import S3_PART
+from tests.leaderboard.uploads.conftest import S3_PART, put_chunk, start_fields
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -104,8 +105,12 @@ def test_upload_in_the_browser_with_progress_and_scoring(
 
 
 def test_rejected_bundle_in_the_browser_lists_its_problems(
-    browser, live_server, people, mpbench, make_bundle, settings
+    browser, live_server, people, mpbench, make_bundle, settings, monkeypatch
 ):
+    """The finish goes to a worker: the page says so and polls the upload's state until the
+    worker (here the test, once the page waits) has rejected the bundle."""
+    queued: list[tuple] = []
+    monkeypatch.setattr(tasks.finish_upload, "delay", lambda *args: queued.append(args))
     settings.UPLOAD_CHUNK_BYTES = CHUNK
     bundle = make_bundle("broken", broken=True)
     ARTIFACTS.mkdir(exist_ok=True)
@@ -113,6 +118,13 @@ def test_rejected_bundle_in_the_browser_lists_its_problems(
     page.goto(f"{live_server.url}/benchmarks/mp-bench/submit/")
     fill_form(page, bundle, "Broken Agent")
     page.click("#upload-button")
+    page.wait_for_function(
+        "document.getElementById('upload-message').innerText.includes('A worker is checking')",
+        timeout=30_000,
+    )
+    assert Upload.objects.get().status == "finishing" and len(queued) == 1
+    page.screenshot(path=str(ARTIFACTS / "upload-finishing.png"), full_page=True)
+    assert tasks.finish_upload.apply(args=queued[0]).get() == "rejected"
     page.wait_for_selector("#validation-report table", timeout=30_000)
     report = page.inner_text("#validation-report")
     assert "Bundle rejected" in report and "not valid JSON" in report
@@ -212,3 +224,24 @@ def test_upload_straight_to_s3_in_the_browser(
     upload = Upload.objects.get()
     assert upload.method == "s3" and upload.status == "accepted"
     page.screenshot(path=str(ARTIFACTS / "upload-s3-scored-submission.png"))
+
+
+def test_the_status_page_follows_a_finish_until_the_submission_opens(
+    browser, live_server, people, mpbench, make_bundle, eager, monkeypatch
+):
+    queued: list[tuple] = []
+    monkeypatch.setattr(tasks.finish_upload, "delay", lambda *args: queued.append(args))
+    data = make_bundle("polled").read_bytes()
+    client = Client()
+    client.force_login(people.alice)
+    state = client.post(
+        "/benchmarks/mp-bench/submit/start/", start_fields(size=len(data), filename="polled.zip")
+    ).json()
+    assert put_chunk(client, state, data, 0).status_code == 200
+    assert client.post(state["urls"]["finish"], HTTP_ACCEPT="application/json").status_code == 202
+    page = logged_in_page(browser, live_server, people.alice)
+    page.goto(f"{live_server.url}{state['urls']['page']}")
+    assert "A worker is checking the bundle" in page.inner_text("#upload-finishing")
+    assert tasks.finish_upload.apply(args=queued[0]).get() == "accepted"
+    page.wait_for_url(re.compile(r"/submissions/\d+/$"), timeout=30_000)
+    assert Submission.objects.get(is_reported=False).pk == int(page.url.rstrip("/").split("/")[-1])

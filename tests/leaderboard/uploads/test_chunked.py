@@ -136,7 +136,7 @@ def test_finish_before_every_byte_arrived(client, people, mpbench, make_bundle, 
 
 
 def test_rejected_bundle_shows_problems_and_leaves_nothing(
-    client, people, mpbench, make_bundle, small_chunks, settings, tmp_path
+    client, people, mpbench, make_bundle, small_chunks, settings, tmp_path, eager
 ):
     data = make_bundle(audio_bytes=CHUNK, broken=True).read_bytes()
     client.force_login(people.alice)
@@ -167,7 +167,9 @@ def test_rejected_bundle_shows_problems_and_leaves_nothing(
     assert message in page
 
 
-def test_missing_tasks_are_listed_in_one_row(client, people, mpbench, make_bundle, small_chunks):
+def test_missing_tasks_are_listed_in_one_row(
+    client, people, mpbench, make_bundle, small_chunks, eager
+):
     data = make_bundle().read_bytes()
     client.force_login(people.alice)
     state = start(client, data, allow_partial="")

@@ -14,7 +14,8 @@ from leaderboard.uploads import services
 from leaderboard.uploads.models import Upload
 from tests.leaderboard.uploads.conftest import put_chunk, start_fields
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The finish runs in a worker; here Celery's eager mode runs it inside the finish request.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager")]
 
 SQL_TEXT = 'total size of jsonb array elements exceeds the maximum; INSERT INTO "uploads_upload"'
 

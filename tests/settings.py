@@ -1,0 +1,9 @@
+"""The project's settings for the test run. Tests run with DEBUG off, where config/settings.py
+requires DJANGO_SECRET_KEY: this gives one that only tests ever use, unless the environment has
+its own. Processes the tests start inherit it."""
+
+import os
+
+os.environ.setdefault("DJANGO_SECRET_KEY", "floorboard-tests-only-not-a-secret")
+
+from config.settings import *  # noqa: E402, F403
