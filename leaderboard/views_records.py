@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_safe
 
 from evaluation.benchmarks import get_plugin
+from evaluation.held_out import task_results_for
 from evaluation.models import ScoreRecord, TaskJudgment
 from leaderboard.selectors import board_columns
 from leaderboard.selectors_submissions import score_tables
@@ -73,22 +74,21 @@ def _cell(value) -> str:
     return str(value)
 
 
-def outcome_rows(submission) -> list[dict]:
-    """One row per judged slot of every task under the submission's own judge (a task with no
-    slot gets one row), with the plug-in's task columns."""
+def outcome_rows(submission, *, user) -> list[dict]:
+    """One row per judged slot of every task this viewer may see (held-out tasks: staff only)
+    under the submission's own judge (a task with no slot gets one row), with the plug-in's task
+    columns."""
     plugin = get_plugin(submission.benchmark.plugin)
+    results = task_results_for(user=user, submission=submission)
     links: dict[int, list[TaskJudgment]] = {}
     for link in (
-        TaskJudgment.objects.filter(
-            task_result__submission=submission, judge_id=submission.judge_id
-        )
+        TaskJudgment.objects.filter(task_result__in=results, judge_id=submission.judge_id)
         .select_related("judgment", "judgment__prompt_version")
         .order_by("kind", "slot")
     ):
         links.setdefault(link.task_result_id, []).append(link)
     rows = []
-    results = submission.task_results.select_related("task").order_by("task__task_id")
-    for result in results:
+    for result in results.select_related("task").order_by("task__task_id"):
         columns = {}
         for column in plugin.task_columns:
             source = {"spec": result.task.spec, "data": result.data, "detection": result.detection}
@@ -150,7 +150,7 @@ def submission_outcomes(request, pk: int, fmt: str):
     if fmt not in ("csv", "json"):
         raise Http404("csv or json")
     plugin = get_plugin(submission.benchmark.plugin)
-    rows = outcome_rows(submission)
+    rows = outcome_rows(submission, user=request.user)
     name = f"submission-{submission.pk}-outcomes.{fmt}"
     if fmt == "json":
         response = JsonResponse(

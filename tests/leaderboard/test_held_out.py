@@ -148,6 +148,14 @@ def test_held_out_access_matrix(client, world, viewer):
         == 200
     )
 
+    # The submission's per-task outcome downloads list held-out tasks for staff only.
+    for fmt in ("csv", "json"):
+        response = client.get(reverse("submission-outcomes", args=[submission.pk, fmt]))
+        assert response.status_code == 200
+        body = b"".join(response.streaming_content) if response.streaming else response.content
+        assert (HELD in body.decode()) is staff, fmt
+        assert OPEN in body.decode()
+
     # Board exports and charts carry aggregates only: no held-out task id anywhere.
     for url in (
         reverse("leaderboard-api", args=["mp-bench"]) + "?judge=offline",
