@@ -61,7 +61,7 @@ def task_attributes(*, benchmark: Benchmark) -> dict[str, dict[str, str]]:
     if not plugin.slices:
         return {}
     state = benchmark.tasks.filter(held_out=False).aggregate(n=Count("pk"), last=Max("pk"))
-    key = _key("task-attributes-v1", benchmark.pk, state, slices_version(plugin))
+    key = comparison_cache_key("task-attributes-v1", benchmark.pk, state, slices_version(plugin))
     found = cache.get(key)
     if found is None:
         found = {
@@ -169,9 +169,10 @@ class SubmissionComparison:
     tasks_b: int
     overall: SliceComparison  # on the slice asked for, or on every task
     by_slice: list[SliceComparison]  # every slice value, when no slice is asked for
+    key: str = ""  # the cache key of these numbers (both scores' state, split, slice)
 
 
-def _key(prefix: str, *parts) -> str:
+def comparison_cache_key(prefix: str, *parts) -> str:
     text = "|".join(map(str, parts))
     return f"{prefix}:{hashlib.sha256(text.encode()).hexdigest()}"
 
@@ -207,7 +208,7 @@ def submission_comparison(
     if a.pk not in scores or b.pk not in scores:
         raise ComparisonError(f"judge {judge.slug!r} has not scored both submissions")
     score_a, score_b = scores[a.pk], scores[b.pk]
-    key = _key(
+    key = comparison_cache_key(
         "compare-v1",
         score_a.pk,
         score_a.computed_at.isoformat(),
@@ -229,7 +230,9 @@ def submission_comparison(
         )
         cache.set(key, cached, COMPARE_CACHE_SECONDS)
     overall, by_slice, tasks_a, tasks_b = cached
-    return SubmissionComparison(a, b, judge, split, columns, tasks_a, tasks_b, overall, by_slice)
+    return SubmissionComparison(
+        a, b, judge, split, columns, tasks_a, tasks_b, overall, by_slice, key
+    )
 
 
 def _compute(benchmark, plugin, columns, a, b, requested_slice):

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.core.cache import cache
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe
 
 from evaluation.benchmarks import get_plugin
@@ -19,9 +22,11 @@ from evaluation.slices import ALPHA, DRAWS, SEED
 from leaderboard.audio import clip_for
 from leaderboard.selectors import board_split
 from leaderboard.selectors_compare import (
+    COMPARE_CACHE_SECONDS,
     ComparisonError,
     board_slice,
     comparable_submission,
+    comparison_cache_key,
     comparison_judge,
     slice_choices,
     submission_comparison,
@@ -102,9 +107,7 @@ def compare_page(request, slug: str):
             "plugin": plugin,
             "found": found,
             "error": error,
-            "rows": _metric_rows(found) if found else [],
-            "slice_rows": _slice_rows(found) if found else [],
-            "disagreements": _disagreements(found, slug, params) if found else [],
+            "comparison_html": _comparison_html(found, slug, params) if found else "",
             "candidates": _candidates(request, benchmark),
             "chosen_a": request.GET.get("a", ""),
             "chosen_b": request.GET.get("b", ""),
@@ -121,6 +124,36 @@ def compare_page(request, slug: str):
         },
         status=400 if error else 200,
     )
+
+
+def _comparison_html(found, slug: str, params: dict) -> str:
+    """The comparison's tables, rendered once per comparison and query: the numbers are cached
+    under both scores' state (found.key); the names and links shown are part of this key."""
+    key = comparison_cache_key(
+        "compare-page-v1",
+        found.key,
+        sorted(params.items()),
+        found.a.system.name,
+        found.b.system.name,
+        found.judge.name,
+    )
+    html = cache.get(key)
+    if html is None:
+        html = render_to_string(
+            "leaderboard/fragments/comparison.html",
+            {
+                "found": found,
+                "rows": _metric_rows(found),
+                "slice_rows": _slice_rows(found),
+                "disagreements": _disagreements(found, slug, params),
+                "params": params,
+                "draws": DRAWS,
+                "seed": SEED,
+                "alpha": ALPHA,
+            },
+        )
+        cache.set(key, html, COMPARE_CACHE_SECONDS)
+    return mark_safe(html)  # rendered by the template engine, which escaped every value
 
 
 def _metric_rows(found) -> list[dict]:

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.urls import reverse
 
-from evaluation.models import Membership, Score, Submission, TaskJudgment, Team
+from evaluation.models import Membership, Score, Submission, System, TaskJudgment, Team
 from evaluation.services import submission_create
 from tests.conftest import copy_examples, zip_tree
 
@@ -230,3 +230,13 @@ def test_scores_carry_contributions_and_slices(runs, mpbench_tasks):
     understanding = sum(t["family"] == "understanding" for t in mpbench_tasks.values())
     assert score.slices["values"]["family=understanding"]["tasks"] == understanding
     assert len(score.contributions["tasks"]) - len(score.contributions["absent"]) == 3
+
+
+def test_the_rendered_comparison_is_reused_and_follows_a_rename(client, runs):
+    a, b = runs["a"], runs["b"]
+    url = f"{reverse('compare', args=['mp-bench'])}?a={a.pk}&b={b.pk}"
+    first = client.get(url).content.decode()
+    assert first == client.get(url).content.decode()
+    System.objects.filter(pk=a.system_id).update(name="Talker Two")
+    renamed = client.get(url).content.decode()
+    assert "Talker Two" in renamed.split('id="compare-summary"')[1].split("</p>")[0]
