@@ -56,7 +56,10 @@ check-migrations: install
 	$(LOCAL_KEY) $(BIN)/python manage.py makemigrations --check --dry-run
 
 bench: install
+	$(LOCAL_KEY) $(BIN)/python manage.py migrate --noinput -v0
 	$(LOCAL_KEY) $(BIN)/python manage.py bench_scoring
+	$(LOCAL_KEY) $(BIN)/python manage.py bench_overhead --latency 0
+	$(LOCAL_KEY) $(BIN)/python manage.py bench_overhead --latency 0.2
 	$(LOCAL_KEY) $(BIN)/python manage.py bench_agreement
 	$(LOCAL_KEY) $(BIN)/python manage.py bench_leaderboard
 	@case "$$DATABASE_URL" in postgres*) $(LOCAL_KEY) $(BIN)/python manage.py bench_assignment ;; \
