@@ -11,6 +11,7 @@ from django.core.cache import cache
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe
 
@@ -99,6 +100,7 @@ def compare_page(request, slug: str):
         params |= {"a": found.a.pk, "b": found.b.pk, "judge": found.judge.slug}
         if found.split:
             params["split"] = found.split
+    candidates = list(_candidates(request, benchmark))
     return render(
         request,
         "leaderboard/compare.html",
@@ -108,9 +110,13 @@ def compare_page(request, slug: str):
             "found": found,
             "error": error,
             "comparison_html": _comparison_html(found, slug, params) if found else "",
-            "candidates": _candidates(request, benchmark),
-            "chosen_a": request.GET.get("a", ""),
-            "chosen_b": request.GET.get("b", ""),
+            "candidates": candidates,
+            "options_a": _options(
+                candidates, str(found.a.pk) if found else request.GET.get("a", "")
+            ),
+            "options_b": _options(
+                candidates, str(found.b.pk) if found else request.GET.get("b", "")
+            ),
             "slice_choices": slice_choices(benchmark=benchmark),
             "chosen_slice": request.GET.get("slice", ""),
             "splits": plugin.splits,
@@ -123,6 +129,24 @@ def compare_page(request, slug: str):
             "alpha": ALPHA,
         },
         status=400 if error else 200,
+    )
+
+
+def _options(candidates, chosen: str) -> str:
+    """A picker's options, built here: a board of hundreds of submissions made the template's
+    loop most of the page's time."""
+    return mark_safe(
+        "".join(
+            format_html(
+                '<option value="{}"{}>{} (#{}, {})</option>',
+                s.pk,
+                mark_safe(" selected") if str(s.pk) == chosen else "",
+                s.system.name,
+                s.pk,
+                s.created_at.strftime("%Y-%m-%d"),
+            )
+            for s in candidates
+        )
     )
 
 
