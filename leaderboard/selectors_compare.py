@@ -204,7 +204,13 @@ def submission_comparison(
         raise ComparisonError("pick two different submissions")
     split = board_split(benchmark=benchmark, requested=split)
     columns = board_columns(benchmark=benchmark, split=split)
-    scores = {s.submission_id: s for s in Score.objects.filter(judge=judge, submission__in=[a, b])}
+    # The per-task outcomes are large: read only when the comparison is not cached.
+    scores = {
+        s.submission_id: s
+        for s in Score.objects.filter(judge=judge, submission__in=[a, b]).defer(
+            "contributions", "slices", "results", "held_out_results"
+        )
+    }
     if a.pk not in scores or b.pk not in scores:
         raise ComparisonError(f"judge {judge.slug!r} has not scored both submissions")
     score_a, score_b = scores[a.pk], scores[b.pk]
