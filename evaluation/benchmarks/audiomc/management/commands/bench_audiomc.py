@@ -27,8 +27,6 @@ import multiprocessing
 import shutil
 import tempfile
 import time
-import tracemalloc
-from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -36,6 +34,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation import services
+from evaluation.bench_support import measure, stages_by_hand, timed_judging
 from evaluation.benchmarks.audiomc.bench import reference_pass
 from evaluation.benchmarks.audiomc.dataset import AXES, read_dataset
 from evaluation.benchmarks.audiomc.judge import (
@@ -58,7 +57,7 @@ from evaluation.benchmarks.audiomc.synthetic import (
     write_jsonl_export,
 )
 from evaluation.models import Benchmark, Judge, Judgment, Submission, System
-from evaluation.services import judging, pipeline, submissions
+from evaluation.services import judging, pipeline
 
 SLUG = "bench-audio-multichallenge"
 PLUGIN = "audio-multichallenge"
@@ -155,53 +154,6 @@ class JudgeServer:
         self.process.join(10)
 
 
-def _measure(function, repeat: int):
-    """(result, the fastest wall seconds of ``repeat`` runs, the peak traced memory of one more
-    run): the fastest run is the one least disturbed by whatever else the machine does."""
-    walls = []
-    result = None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = function()
-        walls.append(time.perf_counter() - started)
-    tracemalloc.start()
-    function()
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return result, min(walls), peak
-
-
-@contextmanager
-def _timed(store: list):
-    """Adds the wall time of every judgments_work call made inside the block to ``store``."""
-    original = judging.judgments_work
-
-    def wrapped(**kwargs):
-        started = time.perf_counter()
-        try:
-            return original(**kwargs)
-        finally:
-            store.append(time.perf_counter() - started)
-
-    judging.judgments_work = wrapped
-    try:
-        yield
-    finally:
-        judging.judgments_work = original
-
-
-@contextmanager
-def _by_hand():
-    """The pipeline's stages queue their successors; here each is called in turn instead."""
-    saved = (pipeline.enqueue_on_commit, submissions.enqueue_on_commit, pipeline.after_commit)
-    pipeline.enqueue_on_commit = submissions.enqueue_on_commit = lambda *args: None
-    pipeline.after_commit = lambda callback: None
-    try:
-        yield
-    finally:
-        pipeline.enqueue_on_commit, submissions.enqueue_on_commit, pipeline.after_commit = saved
-
-
 def _staged(benchmark, upload: Path, judge: Judge, name: str) -> tuple[Submission, dict]:
     """One submission through every stage, each timed: the scored submission and the seconds."""
     seconds = {}
@@ -213,7 +165,7 @@ def _staged(benchmark, upload: Path, judge: Judge, name: str) -> tuple[Submissio
         seconds[stage] = now - clock
         clock = now
 
-    with _by_hand():
+    with stages_by_hand():
         report, contents = services.bundle_validate(
             benchmark=benchmark, path=upload, allow_partial=False, options=OPTIONS
         )
@@ -388,7 +340,7 @@ class Command(BaseCommand):
 
     def _judging(self, benchmark, paths, judge, server, delay, concurrency) -> Submission:
         spent: list[float] = []
-        with _timed(spent):
+        with timed_judging(spent):
             submission, _ = _staged(benchmark, paths["upload"], judge, f"{SYSTEM_PREFIX} (judge)")
         calls, wall = server.calls, sum(spent)
         if server.unknown.value:
@@ -425,8 +377,8 @@ class Command(BaseCommand):
         def engine():
             return pipeline.submission_aggregate(submission=submission, judge=judge).results
 
-        baseline, plain_wall, plain_peak = _measure(plain, repeat)
-        results, engine_wall, engine_peak = _measure(engine, repeat)
+        baseline, plain_wall, plain_peak = measure(plain, repeat)
+        results, engine_wall, engine_peak = measure(engine, repeat)
         scored = submission.scores.get(judge=judge).results
         wrong = _disagreements(results, baseline, intervals=False)
         wrong += _disagreements(scored, baseline, intervals=False)
@@ -484,8 +436,8 @@ class Command(BaseCommand):
             stages.append(seconds)
             return submission.scores.get(judge=judge).results
 
-        baseline, plain_wall, plain_peak = _measure(plain, repeat)
-        results, engine_wall, engine_peak = _measure(engine, repeat)
+        baseline, plain_wall, plain_peak = measure(plain, repeat)
+        results, engine_wall, engine_peak = measure(engine, repeat)
         wrong = _disagreements(results, baseline, intervals=False)
         if wrong:
             raise CommandError(

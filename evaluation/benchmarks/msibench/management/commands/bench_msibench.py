@@ -20,8 +20,6 @@ import multiprocessing
 import shutil
 import tempfile
 import time
-import tracemalloc
-from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -29,6 +27,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation import services
+from evaluation.bench_support import measure, stages_by_hand, timed_judging
 from evaluation.benchmarks.msibench import demo
 from evaluation.benchmarks.msibench.bench import score_files, write_offline_answers
 from evaluation.benchmarks.msibench.judge import load_templates
@@ -41,7 +40,7 @@ from evaluation.benchmarks.msibench.synthetic import (
     write_release,
 )
 from evaluation.models import Benchmark, Judge, Judgment, Submission, System
-from evaluation.services import judging, pipeline, submissions
+from evaluation.services import judging, pipeline
 
 SLUG = "bench-msi-bench"
 SYSTEM_PREFIX = "MSI-Bench bench run"
@@ -125,53 +124,6 @@ class JudgeServer:
         self.process.join(10)
 
 
-def _measure(function, repeat: int):
-    """(result, the fastest wall seconds of ``repeat`` runs, the peak traced memory of one more
-    run): the fastest run is the one least disturbed by whatever else the machine does."""
-    walls = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = function()
-        walls.append(time.perf_counter() - started)
-    wall = min(walls)
-    tracemalloc.start()
-    function()
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return result, wall, peak
-
-
-@contextmanager
-def _timed(store: list):
-    """Adds the wall time of every judgments_work call made inside the block to ``store``."""
-    original = judging.judgments_work
-
-    def wrapped(**kwargs):
-        started = time.perf_counter()
-        try:
-            return original(**kwargs)
-        finally:
-            store.append(time.perf_counter() - started)
-
-    judging.judgments_work = wrapped
-    try:
-        yield
-    finally:
-        judging.judgments_work = original
-
-
-@contextmanager
-def _by_hand():
-    """The pipeline's stages queue their successors; here each is called in turn instead."""
-    saved = (pipeline.enqueue_on_commit, submissions.enqueue_on_commit, pipeline.after_commit)
-    pipeline.enqueue_on_commit = submissions.enqueue_on_commit = lambda *args: None
-    pipeline.after_commit = lambda callback: None
-    try:
-        yield
-    finally:
-        pipeline.enqueue_on_commit, submissions.enqueue_on_commit, pipeline.after_commit = saved
-
-
 def _staged(benchmark, upload: Path, judge: Judge, name: str) -> dict:
     """One submission through every stage, each timed: the results and the seconds."""
     seconds = {}
@@ -183,7 +135,7 @@ def _staged(benchmark, upload: Path, judge: Judge, name: str) -> dict:
         seconds[stage] = now - clock
         clock = now
 
-    with _by_hand():
+    with stages_by_hand():
         report, contents = services.bundle_validate(
             benchmark=benchmark, path=upload, allow_partial=False, options={"mode": "turn-based"}
         )
@@ -317,7 +269,7 @@ class Command(BaseCommand):
                 templates=judge_templates,
             )
 
-        baseline, plain_wall, plain_peak = _measure(plain, repeat)
+        baseline, plain_wall, plain_peak = measure(plain, repeat)
         # A first submission asks the instant judge once per pair; later ones find every answer
         # stored, as a re-score or a second system with the same rows would.
         _staged(benchmark, upload, judge, f"{SYSTEM_PREFIX} (warm-up)")
@@ -331,7 +283,7 @@ class Command(BaseCommand):
             stages.append(found["seconds"])
             return found["results"]
 
-        results, engine_wall, engine_peak = _measure(engine, repeat)
+        results, engine_wall, engine_peak = measure(engine, repeat)
         if _without_half_width(results) != baseline["results"]:
             raise CommandError("the engine and the plain pass disagree: a bug")
         base_cells = sum(row["n"] for row in results.values())
@@ -372,7 +324,7 @@ class Command(BaseCommand):
             concurrency=concurrency,
         )
         spent: list[float] = []
-        with _timed(spent):
+        with timed_judging(spent):
             _staged(benchmark, upload, judge, f"{SYSTEM_PREFIX} (latency)")
         calls = server.calls
         ideal = calls * delay / concurrency
