@@ -61,7 +61,7 @@ def task_attributes(*, benchmark: Benchmark) -> dict[str, dict[str, str]]:
     if not plugin.slices:
         return {}
     state = benchmark.tasks.filter(held_out=False).aggregate(n=Count("pk"), last=Max("pk"))
-    key = comparison_cache_key("task-attributes-v1", benchmark.pk, state, slices_version(plugin))
+    key = cache_key("task-attributes-v1", benchmark.pk, state, slices_version(plugin))
     found = cache.get(key)
     if found is None:
         found = {
@@ -172,7 +172,7 @@ class SubmissionComparison:
     key: str = ""  # the cache key of these numbers (both scores' state, split, slice)
 
 
-def comparison_cache_key(prefix: str, *parts) -> str:
+def cache_key(prefix: str, *parts) -> str:
     text = "|".join(map(str, parts))
     return f"{prefix}:{hashlib.sha256(text.encode()).hexdigest()}"
 
@@ -214,7 +214,7 @@ def submission_comparison(
     if a.pk not in scores or b.pk not in scores:
         raise ComparisonError(f"judge {judge.slug!r} has not scored both submissions")
     score_a, score_b = scores[a.pk], scores[b.pk]
-    key = comparison_cache_key(
+    key = cache_key(
         "compare-v1",
         score_a.pk,
         score_a.computed_at.isoformat(),

@@ -26,8 +26,8 @@ from leaderboard.selectors_compare import (
     COMPARE_CACHE_SECONDS,
     ComparisonError,
     board_slice,
+    cache_key,
     comparable_submission,
-    comparison_cache_key,
     comparison_judge,
     slice_choices,
     submission_comparison,
@@ -153,7 +153,7 @@ def _options(candidates, chosen: str) -> str:
 def _comparison_html(found, slug: str, params: dict) -> str:
     """The comparison's tables, rendered once per comparison and query: the numbers are cached
     under both scores' state (found.key); the names and links shown are part of this key."""
-    key = comparison_cache_key(
+    key = cache_key(
         "compare-page-v1",
         found.key,
         sorted(params.items()),
