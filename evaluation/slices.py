@@ -32,7 +32,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from evaluation.stats import bootstrap_weights, mcnemar_exact, percentile_interval
+from evaluation.stats import bootstrap_products, mcnemar_exact, percentile_interval
 
 DRAWS = 10_000
 SEED = 20261201
@@ -206,15 +206,31 @@ def results_on(plugin, contributions: Contributions, tasks: Sequence[str]) -> di
     order = {task: i for i, task in enumerate(tasks)}
     places = contributions.places(order)
     n = len(tasks)
-    results: dict = {}
-    weights = None
+    found = []
     for column in all_columns(plugin):
-        if column.key not in contributions.metrics:
-            continue
+        if column.key in contributions.metrics:
+            units = contributions.units(column.key, order, places)
+            total_num, total_den = float(units.num.sum()), float(units.den.sum())
+            value = plugin.metric_value(column.metric, total_num, total_den)
+            found.append((column, units, total_num, total_den, value))
+    # Every bootstrap interval of these tasks from one pass over the same resamples.
+    booted = [
+        (column, units)
+        for column, units, _, _, value in found
+        if column.metric.type == "mean"
+        and column.metric.interval == "bootstrap"
+        and value is not None
+        and n
+    ]
+    sums = {}
+    if booted:
+        operands = [part for _, units in booted for part in units.task_sums(n)]
+        products = bootstrap_products(n, operands, draws=DRAWS, seed=SEED)
+        for i, (column, _) in enumerate(booted):
+            sums[column.key] = products[2 * i], products[2 * i + 1]
+    results: dict = {}
+    for column, units, total_num, total_den, value in found:
         metric = column.metric
-        units = contributions.units(column.key, order, places)
-        total_num, total_den = float(units.num.sum()), float(units.den.sum())
-        value = plugin.metric_value(metric, total_num, total_den)
         path = column.key.split(".")
         if metric.type == "rate":
             _set(
@@ -224,12 +240,10 @@ def results_on(plugin, contributions: Contributions, tasks: Sequence[str]) -> di
             )
         elif metric.type == "mean":
             node = {"pct" if metric.unit == "%" else "value": value, "n": int(len(set(units.task)))}
-            if metric.interval == "bootstrap" and value is not None and n:
-                if weights is None:
-                    weights = bootstrap_weights(n, draws=DRAWS, seed=SEED)
-                num, den = units.task_sums(n)
+            if column.key in sums:
+                num, den = sums[column.key]
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    draws = _scale(metric) * (weights @ num) / (weights @ den)
+                    draws = _scale(metric) * num / den
                 low, high = percentile_interval(draws)
                 node["ci"] = [round(low, metric.decimals), round(high, metric.decimals)]
             _set(results, path, node)
@@ -330,7 +344,7 @@ def compare(
             ua, ub = units[column.key]
             stacked[:, 4 * i], stacked[:, 4 * i + 1] = ua.task_sums(n)
             stacked[:, 4 * i + 2], stacked[:, 4 * i + 3] = ub.task_sums(n)
-        resampled = bootstrap_weights(n, draws=draws, seed=SEED) @ stacked
+        (resampled,) = bootstrap_products(n, [stacked], draws=draws, seed=SEED)
 
     results, differing = [], defaultdict(dict)
     for i, column in enumerate(present):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -143,6 +143,33 @@ def bootstrap_weights(n: int, *, draws: int, seed: int) -> np.ndarray:
     picks += np.arange(draws)[:, None] * n
     counts = np.bincount(picks.ravel(), minlength=draws * n)
     return counts.reshape(draws, n).astype(np.float64)
+
+
+# Resamples are drawn this many task picks at a time (2 MB of picks, counts and weights each).
+BLOCK_PICKS = 2**18
+
+
+def bootstrap_products(
+    n: int, operands: Sequence[np.ndarray], *, draws: int, seed: int
+) -> list[np.ndarray]:
+    """``[bootstrap_weights(n, draws=draws, seed=seed) @ operand for operand in operands]``
+    with the weights drawn a block of resamples at a time, so memory stays bounded whatever
+    ``draws * n``. The resamples are the same (the generator's stream does not depend on how
+    its draws are split); a sum may differ in its last bit, as the linear-algebra library
+    orders a product's additions by the product's size."""
+    rng = np.random.default_rng(seed)
+    rows = max(1, BLOCK_PICKS // max(1, n))
+    found = [np.empty((draws, *np.shape(operand)[1:])) for operand in operands]
+    for start in range(0, draws, rows):
+        count = min(rows, draws - start)
+        picks = rng.integers(0, n, size=(count, n))
+        picks += np.arange(count)[:, None] * n
+        weights = np.bincount(picks.ravel(), minlength=count * n)
+        del picks
+        weights = weights.reshape(count, n).astype(np.float64)
+        for into, operand in zip(found, operands, strict=True):
+            into[start : start + count] = weights @ operand
+    return found
 
 
 def percentile_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:

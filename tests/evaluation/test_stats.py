@@ -4,11 +4,19 @@ import math
 import random
 import warnings
 
+import numpy as np
 import pytest
 from scipy.stats import binomtest
 from sklearn.metrics import cohen_kappa_score
 
-from evaluation.stats import agreement, agreement_from_table, wilson_interval, wilson_pct
+from evaluation.stats import (
+    agreement,
+    agreement_from_table,
+    bootstrap_products,
+    bootstrap_weights,
+    wilson_interval,
+    wilson_pct,
+)
 
 Z = 1.959963984540054
 
@@ -102,3 +110,28 @@ def test_kappa_is_undefined_when_both_raters_never_vary():
         warnings.simplefilter("ignore")
         assert math.isnan(cohen_kappa_score([1] * 5, [1] * 5))
     assert agreement([]).kappa is None and agreement([]).items == 0
+
+
+@pytest.mark.parametrize(
+    ("n", "draws"),
+    [(1, 50), (7, 10_000), (452, 2_000), (600, 997), (2**18 + 5, 3)],
+)
+def test_bootstrap_products_in_blocks_equal_the_whole_weights_matrix(n, draws):
+    # Blocks of one resample (n above the block size), several, or all in one: the resamples
+    # of the documented whole (draws, n) weights matrix, summed in another order at most.
+    rng = np.random.default_rng(n)
+    vector = rng.random(n)
+    matrix = rng.random((n, 3))
+    whole = bootstrap_weights(n, draws=draws, seed=11)
+    by_blocks = bootstrap_products(n, [vector, matrix], draws=draws, seed=11)
+    assert by_blocks[0].shape == (draws,) and by_blocks[1].shape == (draws, 3)
+    np.testing.assert_allclose(by_blocks[0], whole @ vector, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(by_blocks[1], whole @ matrix, rtol=1e-12, atol=0)
+    # With integer operands every sum is exact: equal whatever the order.
+    counts = np.arange(n, dtype=np.float64) % 5
+    (exact,) = bootstrap_products(n, [counts], draws=draws, seed=11)
+    assert np.array_equal(exact, whole @ counts)
+    # Each resample draws n tasks, the picks of numpy's generator for that seed.
+    assert (whole.sum(axis=1) == n).all()
+    picks = np.random.default_rng(11).integers(0, n, size=(draws, n))
+    assert np.array_equal(whole[-1], np.bincount(picks[-1], minlength=n))
