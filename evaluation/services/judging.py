@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -373,49 +373,90 @@ def _tokens(replies: list, field: str) -> int | None:
     return sum(reported) if reported else None
 
 
-def _record(judgment: Judgment, outcome: _CallOutcome, plugin) -> None:
-    values = {
-        "attempts": judgment.attempts + outcome.attempts,
-        "latency_ms": int(outcome.seconds * 1000),
-        "completed_at": timezone.now(),
-        "lease_until": None,
-        "lease_owner": "",
-        "earlier_outputs": outcome.earlier,
-    }
+# What a call's outcome sets on its judgment (a failed call leaves the answer's fields as
+# they were).
+SETTLED_FIELDS = (
+    "attempts",
+    "latency_ms",
+    "completed_at",
+    "lease_until",
+    "lease_owner",
+    "earlier_outputs",
+    "status",
+    "error",
+    "raw_output",
+    "input_tokens",
+    "output_tokens",
+    "output",
+    "verdict",
+    "reasoning",
+)
+
+
+def _settle(judgment: Judgment, outcome: _CallOutcome, plugin) -> None:
+    """Put a call's outcome on its judgment, in memory."""
+    judgment.attempts += outcome.attempts
+    judgment.latency_ms = int(outcome.seconds * 1000)
+    judgment.completed_at = timezone.now()
+    judgment.lease_until, judgment.lease_owner = None, ""
+    judgment.earlier_outputs = outcome.earlier
     if outcome.reply is None:
-        values.update(status=Judgment.Status.FAILED, error=outcome.error)
-    else:
-        parsed = outcome.parsed
-        kind = plugin.judge_kind(judgment.kind)
-        # An unparseable answer is no verdict (failed, retryable on request), unless the kind
-        # scores it as an outcome (not met, say).
-        settled = parsed.output is not None or kind.unparseable == "outcome"
-        values.update(
-            raw_output=outcome.reply.raw_output,
-            input_tokens=_tokens(outcome.replies, "input_tokens"),
-            output_tokens=_tokens(outcome.replies, "output_tokens"),
-            output=parsed.output,
-            verdict=parsed.verdict,
-            reasoning=parsed.reasoning,
-            status=Judgment.Status.DONE if settled else Judgment.Status.FAILED,
-            error=parsed.error,
-        )
-    Judgment.objects.filter(
-        pk=judgment.pk, status=Judgment.Status.RUNNING, lease_owner=judgment.lease_owner
-    ).update(**values)
+        judgment.status, judgment.error = Judgment.Status.FAILED, outcome.error
+        return
+    parsed = outcome.parsed
+    kind = plugin.judge_kind(judgment.kind)
+    # An unparseable answer is no verdict (failed, retryable on request), unless the kind
+    # scores it as an outcome (not met, say).
+    settled = parsed.output is not None or kind.unparseable == "outcome"
+    judgment.raw_output = outcome.reply.raw_output
+    judgment.input_tokens = _tokens(outcome.replies, "input_tokens")
+    judgment.output_tokens = _tokens(outcome.replies, "output_tokens")
+    judgment.output = parsed.output
+    judgment.verdict = parsed.verdict
+    judgment.reasoning = parsed.reasoning
+    judgment.status = Judgment.Status.DONE if settled else Judgment.Status.FAILED
+    judgment.error = parsed.error
+
+
+def _store_settled(settled: list[tuple[Judgment, str]]) -> None:
+    """One parameterised UPDATE run for every (judgment, the lease owner that called it): a
+    row is written only while that owner still holds it (another worker may have taken it
+    over). The ORM would build a CASE per row and field, or a statement per row: either costs
+    more than the calls it records when the judge is fast."""
+    meta = Judgment._meta
+    fields = [meta.get_field(name) for name in SETTLED_FIELDS]
+    quote = connection.ops.quote_name
+    where = (meta.pk, meta.get_field("status"), meta.get_field("lease_owner"))
+    sql = (
+        f"UPDATE {quote(meta.db_table)} SET "
+        + ", ".join(f"{quote(field.column)} = %s" for field in fields)
+        + " WHERE "
+        + " AND ".join(f"{quote(field.column)} = %s" for field in where)
+    )
+    rows = [
+        [field.get_db_prep_save(getattr(judgment, field.attname), connection) for field in fields]
+        + [judgment.pk, Judgment.Status.RUNNING, owner]
+        for judgment, owner in settled
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
 
 
 def _record_all(answered: list, plugin, charge=None) -> float:
-    """Store the answers gathered so far, and what their calls cost, in one transaction;
-    returns when. ``charge(judgment, outcome)``: the JudgeCharge of one answer, or None."""
+    """Store the answers gathered so far, and what their calls cost, in one transaction of two
+    statements; returns when. ``charge(judgment, outcome)``: the JudgeCharge of one answer, or
+    None."""
     if answered:
+        settled, charges = [], []
+        for judgment, outcome in answered:
+            # Paid for even when another worker had taken the judgment over meanwhile.
+            if charge is not None:
+                charges.append(charge(judgment, outcome))
+            owner = judgment.lease_owner
+            _settle(judgment, outcome, plugin)
+            settled.append((judgment, owner))
         with transaction.atomic():
-            charges = []
-            for judgment, outcome in answered:
-                _record(judgment, outcome, plugin)
-                # Paid for even when another worker had taken the judgment over meanwhile.
-                if charge is not None:
-                    charges.append(charge(judgment, outcome))
+            _store_settled(settled)
             JudgeCharge.objects.bulk_create([c for c in charges if c is not None])
         answered.clear()
     return time.monotonic()
@@ -458,18 +499,18 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
             ThreadPoolExecutor(max_workers=limit, thread_name_prefix="judge") as pool,
         ):
             # Claimed ahead (leased, renewed by the heartbeat): a call starts the moment a slot
-            # frees, and the database is asked for more only once per `limit` answers.
+            # frees, and the database is asked for more only once per 3 x `limit` answers.
             ready: deque[Judgment] = deque()
             in_flight: dict[Future, Judgment] = {}
             exhausted = False
-            flush_at, flushed = max(1, limit // 4), time.monotonic()
+            flush_at, flushed = limit, time.monotonic()
             while True:
                 if not exhausted and len(ready) < limit and time.monotonic() < deadline:
                     claimed = judgments_claim(
                         submission_id=submission_id,
                         judge_id=judge_id,
                         owner=owner,
-                        limit=2 * limit - len(ready),
+                        limit=4 * limit - len(ready),
                     )
                     ready.extend(claimed)
                     exhausted = not claimed
