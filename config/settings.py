@@ -172,6 +172,9 @@ if CELERY_BROKER_URL == "filesystem://":
         "processed_folder": str(_broker_dir / "processed"),
         "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
+        # An idle worker looks for new messages this often (seconds): every stage of a
+        # submission queues the next, so the default second would be paid at each step.
+        "polling_interval": 0.05,
     }
 else:
     # A task whose worker dies is redelivered after this many seconds (Redis broker).

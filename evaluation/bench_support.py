@@ -1,13 +1,92 @@
-"""Helpers the benchmark figure commands share: timing a function at its fastest with its peak
-memory, timing the judge work, and running the pipeline's stages by hand (no queue)."""
+"""Helpers the benchmark figure commands share: a local judge in a process of its own, timing a
+function at its fastest with its peak memory, timing the judge work, and running the
+pipeline's stages by hand (no queue)."""
 
 from __future__ import annotations
 
+import json
+import multiprocessing
 import time
 import tracemalloc
+from collections.abc import Callable
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from evaluation.services import judging, pipeline, submissions
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Answers a chat completion with answer(its last message) after ``delay`` seconds; a
+    message answer() does not know (None) gets an answer without a verdict, counted."""
+
+    protocol_version = "HTTP/1.1"
+    delay = 0.0
+    answer: Callable[[str], str | None] = staticmethod(lambda content: None)
+    requests = None  # counters shared with the measuring process
+    unknown = None
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        with self.requests.get_lock():
+            self.requests.value += 1
+        content = self.answer(body["messages"][-1]["content"])
+        if content is None:
+            with self.unknown.get_lock():
+                self.unknown.value += 1
+            content = "an unknown request"
+        if self.delay:
+            time.sleep(self.delay)
+        raw = json.dumps(
+            {
+                "choices": [{"message": {"role": "assistant", "content": content}}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+def _serve(delay: float, answer, requests, unknown, ports) -> None:
+    _Handler.delay, _Handler.answer = delay, staticmethod(answer)
+    _Handler.requests, _Handler.unknown = requests, unknown
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server.daemon_threads = True
+    server.request_queue_size = 128
+    ports.put(server.server_address[1])
+    server.serve_forever()
+
+
+class JudgeServer:
+    """A local OpenAI-compatible judge in a process of its own, as a remote judge would be: its
+    work takes nothing from the process being measured. ``answer(last message)`` gives the
+    reply's content (None for a message it does not know)."""
+
+    def __init__(self, delay: float, answer: Callable[[str], str | None]):
+        context = multiprocessing.get_context("fork")  # answer() need not be picklable
+        self.requests = context.Value("i", 0)
+        self.unknown = context.Value("i", 0)
+        ports = context.Queue()
+        self.process = context.Process(
+            target=_serve,
+            args=(delay, answer, self.requests, self.unknown, ports),
+            daemon=True,
+        )
+        self.process.start()
+        self.url = f"http://127.0.0.1:{ports.get(timeout=30)}/v1"
+
+    @property
+    def calls(self) -> int:
+        return self.requests.value
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.join(10)
 
 
 def measure(function, repeat: int):

@@ -23,18 +23,16 @@ unless --keep is given, and at the start of the next run.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import shutil
 import tempfile
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation import services
-from evaluation.bench_support import measure, stages_by_hand, timed_judging
+from evaluation.bench_support import JudgeServer, measure, stages_by_hand, timed_judging
 from evaluation.benchmarks.audiomc.bench import reference_pass
 from evaluation.benchmarks.audiomc.dataset import AXES, read_dataset
 from evaluation.benchmarks.audiomc.judge import (
@@ -80,78 +78,6 @@ Decide whether the final assistant reply of the conversation meets the rubric it
 Answer with a JSON object holding "explanation" (a string) and "criteria_met" (a boolean).
 {TEMPLATE_END}
 """
-
-
-class _Handler(BaseHTTPRequestHandler):
-    """Answers each judge message with the answer stored for it, after ``delay`` seconds; a
-    message it does not know gets an answer without a verdict (and is counted)."""
-
-    delay = 0.0
-    answers: dict[str, str] = {}
-    requests = None  # counters shared with the measuring process
-    unknown = None
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-        with self.requests.get_lock():
-            self.requests.value += 1
-        content = self.answers.get(body["messages"][-1]["content"])
-        if content is None:
-            with self.unknown.get_lock():
-                self.unknown.value += 1
-            content = "an unknown request"
-        if self.delay:
-            time.sleep(self.delay)
-        raw = json.dumps(
-            {
-                "choices": [{"message": {"role": "assistant", "content": content}}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1},
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-
-def _serve(delay: float, answers: dict, requests, unknown, ports) -> None:
-    _Handler.delay, _Handler.answers = delay, answers
-    _Handler.requests, _Handler.unknown = requests, unknown
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    server.daemon_threads = True
-    server.request_queue_size = 128
-    ports.put(server.server_address[1])
-    server.serve_forever()
-
-
-class JudgeServer:
-    """A local OpenAI-compatible judge in a process of its own, as a remote judge would be: its
-    work takes nothing from the process being measured."""
-
-    def __init__(self, delay: float, answers: dict[str, str]):
-        context = multiprocessing.get_context("fork")
-        self.requests = context.Value("i", 0)
-        self.unknown = context.Value("i", 0)
-        ports = context.Queue()
-        self.process = context.Process(
-            target=_serve,
-            args=(delay, answers, self.requests, self.unknown, ports),
-            daemon=True,
-        )
-        self.process.start()
-        self.url = f"http://127.0.0.1:{ports.get(timeout=30)}/v1"
-
-    @property
-    def calls(self) -> int:
-        return self.requests.value
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.join(10)
 
 
 def _staged(benchmark, upload: Path, judge: Judge, name: str) -> tuple[Submission, dict]:
@@ -274,7 +200,7 @@ class Command(BaseCommand):
                 f"dataset: {len(tasks)} tasks, {items} rubric items imported in "
                 f"{time.perf_counter() - started:.2f} s (stand-in judge prompt, no audio)"
             )
-            server = JudgeServer(judge_delay, paths["answers"])
+            server = JudgeServer(judge_delay, paths["answers"].get)
             judge = Judge.objects.create(
                 benchmark=benchmark,
                 slug="bench-latency",

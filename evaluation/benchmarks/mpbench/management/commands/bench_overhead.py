@@ -21,11 +21,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -34,36 +32,13 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from evaluation import services
+from evaluation.bench_support import JudgeServer
 from evaluation.benchmarks.mpbench import detection, scoring, synthetic
 from evaluation.benchmarks.mpbench.plugin import _spec
 from evaluation.bundles import zip_directory
 from evaluation.models import Benchmark, Judgment, Submission
 
 ANSWER = json.dumps({"correct": True, "consistent": True, "reasoning": "", "extracted_name": None})
-
-
-class _Judge(BaseHTTPRequestHandler):
-    delay = 0.0
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        if self.delay:
-            time.sleep(self.delay)
-        body = json.dumps(
-            {
-                "choices": [{"message": {"content": ANSWER}}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1},
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
 
 def _write_run(tree: Path, task_ids: list[str], marker: str) -> None:
@@ -94,11 +69,10 @@ class Command(BaseCommand):
     def handle(self, *args, benchmark_dir, latency, concurrency, workers, submissions, **options):
         if not (benchmark_dir / "tasks.jsonl").is_file():
             raise CommandError(f"{benchmark_dir}: no MP-Bench checkout; pass --benchmark-dir")
-        _Judge.delay = latency
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        # In a process of its own, as a remote judge would be: its work takes nothing from
+        # either pass.
+        server = JudgeServer(latency, lambda content: ANSWER)
+        url = server.url
         work = Path(tempfile.mkdtemp(prefix="floorboard-overhead-"))
         benchmark = services.benchmark_import(
             slug="bench-overhead", directory=benchmark_dir, plugin="mp-bench", name="Overhead"
@@ -131,7 +105,7 @@ class Command(BaseCommand):
                     f"calls; ideal {ideal:.2f} s   ratio {ours / ideal:.2f}"
                 )
         finally:
-            server.shutdown()
+            server.stop()
             Submission.objects.filter(benchmark=benchmark).delete()
             Judgment.objects.filter(prompt_version__benchmark=benchmark).delete()
             Benchmark.objects.filter(pk=benchmark.pk).delete()

@@ -16,18 +16,16 @@ systems) is deleted at the end unless --keep is given, and at the start of the n
 from __future__ import annotations
 
 import json
-import multiprocessing
 import shutil
 import tempfile
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation import services
-from evaluation.bench_support import measure, stages_by_hand, timed_judging
+from evaluation.bench_support import JudgeServer, measure, stages_by_hand, timed_judging
 from evaluation.benchmarks.msibench import demo
 from evaluation.benchmarks.msibench.bench import score_files, write_offline_answers
 from evaluation.benchmarks.msibench.judge import load_templates
@@ -62,66 +60,11 @@ def _views(user_message: str) -> tuple[dict, dict]:
     return prediction, rubric
 
 
-class _Handler(BaseHTTPRequestHandler):
+def _answer(content: str) -> str:
     """Answers as the offline heuristic would (so the plain pass can read the same answers from
-    a file), after ``delay`` seconds."""
-
-    delay = 0.0
-    requests = None  # a counter shared with the measuring process
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-        with self.requests.get_lock():
-            self.requests.value += 1
-        prediction, rubric = _views(body["messages"][-1]["content"])
-        if self.delay:
-            time.sleep(self.delay)
-        content = offline_output(rubric, prediction)
-        raw = json.dumps(
-            {
-                "choices": [{"message": {"role": "assistant", "content": content}}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1},
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-
-def _serve(delay: float, requests, ports) -> None:
-    _Handler.delay, _Handler.requests = delay, requests
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    server.daemon_threads = True
-    ports.put(server.server_address[1])
-    server.serve_forever()
-
-
-class JudgeServer:
-    """A local OpenAI-compatible judge in a process of its own, as a remote judge would be: its
-    work takes nothing from the process being measured."""
-
-    def __init__(self, delay: float):
-        context = multiprocessing.get_context("fork")
-        self.requests = context.Value("i", 0)
-        ports = context.Queue()
-        self.process = context.Process(
-            target=_serve, args=(delay, self.requests, ports), daemon=True
-        )
-        self.process.start()
-        self.url = f"http://127.0.0.1:{ports.get(timeout=30)}/v1"
-
-    @property
-    def calls(self) -> int:
-        return self.requests.value
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.join(10)
+    a file)."""
+    prediction, rubric = _views(content)
+    return offline_output(rubric, prediction)
 
 
 def _staged(benchmark, upload: Path, judge: Judge, name: str) -> dict:
@@ -233,7 +176,7 @@ class Command(BaseCommand):
             write_predictions(upload, synthetic_predictions(specs, profile="weak"))
             answers = work / "answers.jsonl"
             stored = write_offline_answers(release_dir, upload, answers, run_mode="turn-based")
-            instant = JudgeServer(0.0)
+            instant = JudgeServer(0.0, _answer)
             servers.append(instant)
             judge = Judge.objects.create(
                 benchmark=benchmark,
@@ -312,7 +255,7 @@ class Command(BaseCommand):
         )
 
     def _judging(self, benchmark, upload, delay, concurrency):
-        server = JudgeServer(delay)
+        server = JudgeServer(delay, _answer)
         judge = Judge.objects.create(
             benchmark=benchmark,
             slug="bench-latency",
