@@ -91,6 +91,23 @@ def finish_judging(submission_id: int, judge_id: int) -> None:
         services.judging_finish(submission_id=submission_id, judge_id=judge_id)
 
 
+@shared_task(
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=RETRIED,
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=5,
+)
+def store_slices(score_id: int) -> None:
+    from evaluation.services.pipeline import slices_store
+
+    slices_store(score_id=score_id)
+
+
 @shared_task(acks_late=True, ignore_result=True)
 def sweep_stalled() -> None:
+    from evaluation.services.pipeline import slices_sweep
+
     services.submissions_sweep()
+    slices_sweep()

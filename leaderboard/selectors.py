@@ -568,7 +568,12 @@ def _version(*, benchmark: Benchmark, user, judge: Judge | None) -> dict:
     scores = Score.objects.filter(submission__in=visible)
     if judge is not None:
         scores = scores.filter(judge=judge)
-    version |= scores.aggregate(scores=Count("pk"), latest=Max("computed_at"))
+    version |= scores.aggregate(
+        scores=Count("pk"),
+        latest=Max("computed_at"),
+        # Slice results are stored after their score (evaluation.services.pipeline).
+        sliced=Count("pk", filter=Q(slices__isnull=False)),
+    )
     version["viewer"] = viewer_class(user=user)
     return version
 

@@ -500,9 +500,10 @@ def task_outcomes(*, submission: Submission, judge: Judge) -> tuple[list[TaskOut
 
 def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
     """Recompute the results from stored detections and judgments; never calls a judge. The
-    score also keeps what each task adds to each metric and every slice's results (see
-    evaluation/slices.py), the scorer behind it, and the held-out tasks' results apart (see
-    evaluation/held_out.py)."""
+    score also keeps what each task adds to each metric (see evaluation/slices.py), the scorer
+    behind it, and the held-out tasks' results apart (see evaluation/held_out.py). Its slice
+    results follow in a task of their own (slices_store): the board's numbers do not wait for
+    them, and a slice shows the row as not available meanwhile."""
     plugin = get_plugin(submission.benchmark.plugin)
     outcomes, total, failed = task_outcomes(submission=submission, judge=judge)
     held = held_out_ids(benchmark=submission.benchmark)
@@ -510,7 +511,7 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
     if hidden:
         outcomes = [outcome for outcome in outcomes if outcome.task_id not in held]
     facts = hook_facts(submission)
-    contributions, slices = score_slices(plugin, outcomes, facts)
+    contributions = score_contributions(plugin, outcomes, facts)
     benchmark = submission.benchmark
     scorer_log(
         benchmark=benchmark, judge=judge, identity=current_scorer(benchmark=benchmark, judge=judge)
@@ -522,7 +523,8 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
             "results": plugin.aggregate(outcomes, facts=facts),
             "held_out_results": plugin.aggregate(hidden, facts=facts) if hidden else None,
             "contributions": contributions,
-            "slices": slices,
+            # Made from the contributions just replaced: stored again by slices_store.
+            "slices": None,
             "scorer": score_scorer(submission=submission, judge=judge),
             "judgments_total": total,
             "judgments_failed": failed,
@@ -530,26 +532,77 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
     )
     # The score's history: a re-score keeps the numbers it replaces.
     score_record_add(score=score)
+    if contributions is not None:
+        enqueue_on_commit("store_slices", score.pk)
     return score
 
 
-def score_slices(plugin, outcomes, facts) -> tuple[dict | None, dict | None]:
-    """(contributions, slice results) of one score; (None, None) when the plug-in declares no
-    contributions."""
-    stored = contributions_json(
+def score_contributions(plugin, outcomes, facts) -> dict | None:
+    """What each task adds to each metric, as stored on a score; None when the plug-in
+    declares no contributions."""
+    return contributions_json(
         (outcome.task_id, found, outcome.present)
         for outcome, found in zip(
             outcomes, plugin.task_contributions(outcomes, facts=facts), strict=True
         )
     )
-    if stored is None:
-        return None, None
+
+
+def contributions_slices(plugin, contributions: dict | None, specs) -> dict | None:
+    """Every slice's results from stored contributions; ``specs``: (task id, spec) pairs of at
+    least the contributions' tasks."""
+    found = Contributions.from_json(contributions)
+    if found is None:
+        return None
+    scored = set(found.tasks)
     attributes = {
-        outcome.task_id: plugin.task_attributes(outcome.task_id, outcome.spec)
-        for outcome in outcomes
+        task_id: plugin.task_attributes(task_id, spec)
+        for task_id, spec in specs
+        if task_id in scored
     }
-    found = slice_results(plugin, Contributions.from_json(stored), attributes)
-    return stored, found
+    return slice_results(plugin, found, attributes)
+
+
+def score_slices(plugin, outcomes, facts) -> tuple[dict | None, dict | None]:
+    """(contributions, slice results) of one score from its outcomes; (None, None) when the
+    plug-in declares no contributions."""
+    stored = score_contributions(plugin, outcomes, facts)
+    specs = ((outcome.task_id, outcome.spec) for outcome in outcomes)
+    return stored, contributions_slices(plugin, stored, specs)
+
+
+def slices_store(*, score_id: int) -> bool:
+    """Store a score's slice results, made from the contributions it stores (queued once the
+    score is saved). Only onto the score they were made from: a score recomputed meanwhile
+    gets its own. True when stored."""
+    score = (
+        Score.objects.select_related("submission__benchmark")
+        .defer("results", "held_out_results", "slices")
+        .filter(pk=score_id)
+        .first()
+    )
+    if score is None or score.contributions is None:
+        return False
+    benchmark = score.submission.benchmark
+    plugin = get_plugin(benchmark.plugin)
+    specs = benchmark.tasks.values_list("task_id", "spec")
+    found = contributions_slices(plugin, score.contributions, specs.iterator(chunk_size=500))
+    return bool(
+        Score.objects.filter(pk=score_id, computed_at=score.computed_at).update(slices=found)
+    )
+
+
+def slices_sweep() -> list[int]:
+    """Queue slice results a dead worker did not store: scores with contributions and no
+    slices a stall period after they were computed. Returns the score ids."""
+    missing = list(
+        Score.objects.filter(
+            contributions__isnull=False, slices__isnull=True, computed_at__lt=_stale()
+        ).values_list("pk", flat=True)
+    )
+    for score_id in missing:
+        enqueue_on_commit("store_slices", score_id)
+    return missing
 
 
 # --- Retries, re-scoring and the sweeper ----------------------------------------------------

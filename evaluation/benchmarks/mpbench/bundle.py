@@ -49,7 +49,9 @@ class BundleContents:
 
 
 def _number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    # Parsed JSON holds exactly int or float (true and false are bool): the type is enough,
+    # and cheaper than isinstance for the hundreds of thousands of stamps of a large upload.
+    return type(value) in (int, float) and math.isfinite(value)
 
 
 def check_transcript(data, report: ValidationReport, *, task: str, file: str) -> None:

@@ -37,7 +37,7 @@ from evaluation.benchmarks.msibench.synthetic import (
     write_predictions,
     write_release,
 )
-from evaluation.models import Benchmark, Judge, Judgment, Submission, System
+from evaluation.models import Benchmark, Judge, Judgment, Score, Submission, System
 from evaluation.services import judging, pipeline
 
 SLUG = "bench-msi-bench"
@@ -229,6 +229,12 @@ class Command(BaseCommand):
         results, engine_wall, engine_peak = measure(engine, repeat)
         if _without_half_width(results) != baseline["results"]:
             raise CommandError("the engine and the plain pass disagree: a bug")
+        score = Score.objects.filter(submission__benchmark=benchmark, judge=judge).latest("pk")
+        stored, slices_wall, slices_peak = measure(
+            lambda: pipeline.slices_store(score_id=score.pk), repeat
+        )
+        if not stored:
+            raise CommandError("the slice results were not stored: a bug")
         base_cells = sum(row["n"] for row in results.values())
         self.stdout.write(
             f"upload: {upload.stat().st_size / 1e6:.2f} MB, {base_cells} base cases, "
@@ -246,6 +252,11 @@ class Command(BaseCommand):
         self.stdout.write(
             f"plain pass (read the release, validate, validator, render, parse stored answers, "
             f"aggregate): {plain_wall:.2f} s, peak traced memory {plain_peak / 2**20:.1f} MiB"
+        )
+        self.stdout.write(
+            f"slice results, a task of their own once the score is saved (the plain pass has "
+            f"none; not in the ratio): {slices_wall:.2f} s, peak traced memory "
+            f"{slices_peak / 2**20:.1f} MiB"
         )
         core = seconds["validate"] + seconds["validator step"] + seconds["aggregate"]
         self.stdout.write(
