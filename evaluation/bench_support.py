@@ -17,9 +17,11 @@ from evaluation.services import judging, pipeline, submissions
 
 class _Handler(BaseHTTPRequestHandler):
     """Answers a chat completion with answer(its last message) after ``delay`` seconds; a
-    message answer() does not know (None) gets an answer without a verdict, counted."""
+    message answer() does not know (None) gets an answer without a verdict, counted. Connections
+    are kept open, as a provider's are, and replies are sent at once (no Nagle delay)."""
 
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
     delay = 0.0
     answer: Callable[[str], str | None] = staticmethod(lambda content: None)
     requests = None  # counters shared with the measuring process
