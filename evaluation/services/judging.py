@@ -8,6 +8,7 @@ for again.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -135,73 +136,36 @@ def judge_slots(judge: Judge, client, limit: int) -> EndpointSlots:
 # --- Preparing ------------------------------------------------------------------------------
 
 
+# Tasks whose judgment requests (prompts and all) are held at once while linking.
+PREPARE_CHUNK = 200
+
+
 def judgments_prepare(*, submission: Submission, judge: Judge) -> int:
     """Link every judged slot of every task to its judgment, creating the missing ones (the
     offline judge answers at once). Byte-identical requests under the same judge share one
-    judgment. Returns how many still need a call."""
+    judgment. Tasks are taken a chunk at a time, so only a chunk's prompts are in memory.
+    Returns how many still need a call."""
     from evaluation.services.pipeline import hook_facts  # the pipeline imports this module
 
     plugin = get_plugin(submission.benchmark.plugin)
     prompts = current_prompts(benchmark=submission.benchmark)
-    wanted: dict[tuple[str, str], Judgment] = {}
+    facts = hook_facts(submission)
+    ids: dict[tuple[str, str], int] = {}
     links: list[tuple[int, JudgmentRequest, tuple[str, str] | None]] = []
+    open_count = 0
     rows = submission.task_results.select_related("task").order_by("task__task_id")
     with open_upload(submission) as archive:
-        for row in rows:
-            task = task_input(row, archive)
-            for request in plugin.judgment_requests(
-                task, prompts=prompts, facts=hook_facts(submission)
-            ):
-                if request.fixed is not None:
-                    links.append((row.pk, request, None))
-                    continue
-                prompt_version = prompts[request.kind]
-                key = (
-                    judge_identity(judge=judge, kind=request.kind, prompt=prompt_version),
-                    request_sha256(request),
-                )
-                if key not in wanted:
-                    judgment = Judgment(
-                        judge_identity=key[0],
-                        prompt_sha256=key[1],
-                        prompt=request.prompt,
-                        system_prompt=request.system,
-                        context=request.context,
-                        kind=request.kind,
-                        provider=judge.provider,
-                        model=judge_model(judge, request.kind),
-                        prompt_version=prompt_version,
-                    )
-                    if judge.is_offline:
-                        _answer_offline(judgment, plugin, request, task)
-                    wanted[key] = judgment
-                links.append((row.pk, request, key))
-
-    Judgment.objects.bulk_create(wanted.values(), batch_size=SQL_IN_BATCH, ignore_conflicts=True)
-    ids: dict[tuple[str, str], int] = {}
-    open_count = 0
-    keys = list(wanted)
-    for start in range(0, len(keys), SQL_IN_BATCH):
-        batch = keys[start : start + SQL_IN_BATCH]
-        found = Judgment.objects.filter(
-            judge_identity__in={k[0] for k in batch}, prompt_sha256__in={k[1] for k in batch}
-        ).values_list("pk", "judge_identity", "prompt_sha256", "status")
-        for pk, identity, sha, status in found:
-            if (identity, sha) not in wanted:
-                continue
-            ids[(identity, sha)] = pk
-            unsettled = status in (Judgment.Status.PENDING, Judgment.Status.RUNNING)
-            if judge.is_offline and (unsettled or status == Judgment.Status.FAILED):
-                # Stored earlier and put back to pending (a retry): the offline judge answers
-                # it here, as it answered the new ones.
-                answered = wanted[(identity, sha)]
-                Judgment.objects.filter(pk=pk).update(
-                    **{field: getattr(answered, field) for field in OFFLINE_FIELDS},
-                    lease_owner="",
-                    lease_until=None,
-                )
-                continue
-            open_count += unsettled
+        for start in range(0, len(rows), PREPARE_CHUNK):
+            wanted: dict[tuple[str, str], Judgment] = {}
+            for row in rows[start : start + PREPARE_CHUNK]:
+                task = task_input(row, archive)
+                for request in plugin.judgment_requests(task, prompts=prompts, facts=facts):
+                    key = None
+                    if request.fixed is None:
+                        key = _wanted(judge, plugin, prompts, request, task, ids, wanted)
+                    # The prompt is on its judgment: a link keeps only what it stores.
+                    links.append((row.pk, _slot(request), key))
+            open_count += _judgments_store(judge, wanted, ids)
     now = timezone.now()
     TaskJudgment.objects.bulk_create(
         [
@@ -232,6 +196,66 @@ def judgments_prepare(*, submission: Submission, judge: Judge) -> int:
         if (row_pk, kind, slot) not in wanted_slots
     ]
     TaskJudgment.objects.filter(pk__in=stale).delete()
+    return open_count
+
+
+def _slot(request: JudgmentRequest) -> JudgmentRequest:
+    return dataclasses.replace(request, prompt="", system="", context={})
+
+
+def _wanted(judge, plugin, prompts, request, task, ids, wanted) -> tuple[str, str]:
+    """The request's cache key, with a new judgment for it in ``wanted`` unless one is known
+    already (in ``ids``, from an earlier chunk, or in ``wanted``, from this one)."""
+    prompt_version = prompts[request.kind]
+    key = (
+        judge_identity(judge=judge, kind=request.kind, prompt=prompt_version),
+        request_sha256(request),
+    )
+    if key not in ids and key not in wanted:
+        judgment = Judgment(
+            judge_identity=key[0],
+            prompt_sha256=key[1],
+            prompt=request.prompt,
+            system_prompt=request.system,
+            context=request.context,
+            kind=request.kind,
+            provider=judge.provider,
+            model=judge_model(judge, request.kind),
+            prompt_version=prompt_version,
+        )
+        if judge.is_offline:
+            _answer_offline(judgment, plugin, request, task)
+        wanted[key] = judgment
+    return key
+
+
+def _judgments_store(judge: Judge, wanted: dict, ids: dict) -> int:
+    """Create the wanted judgments that do not exist yet (another submission may have asked
+    the same) and add every wanted key's id to ``ids``. Returns how many still need a call."""
+    Judgment.objects.bulk_create(wanted.values(), batch_size=SQL_IN_BATCH, ignore_conflicts=True)
+    open_count = 0
+    keys = list(wanted)
+    for start in range(0, len(keys), SQL_IN_BATCH):
+        batch = keys[start : start + SQL_IN_BATCH]
+        found = Judgment.objects.filter(
+            judge_identity__in={k[0] for k in batch}, prompt_sha256__in={k[1] for k in batch}
+        ).values_list("pk", "judge_identity", "prompt_sha256", "status")
+        for pk, identity, sha, status in found:
+            if (identity, sha) not in wanted:
+                continue
+            ids[(identity, sha)] = pk
+            unsettled = status in (Judgment.Status.PENDING, Judgment.Status.RUNNING)
+            if judge.is_offline and (unsettled or status == Judgment.Status.FAILED):
+                # Stored earlier and put back to pending (a retry): the offline judge answers
+                # it here, as it answered the new ones.
+                answered = wanted[(identity, sha)]
+                Judgment.objects.filter(pk=pk).update(
+                    **{field: getattr(answered, field) for field in OFFLINE_FIELDS},
+                    lease_owner="",
+                    lease_until=None,
+                )
+                continue
+            open_count += unsettled
     return open_count
 
 

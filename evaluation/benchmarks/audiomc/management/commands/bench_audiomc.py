@@ -309,8 +309,8 @@ class Command(BaseCommand):
         baseline, plain_wall, plain_peak = measure(plain, repeat)
         with stages_by_hand():  # the slices' task is run below, on its own
             results, engine_wall, engine_peak = measure(engine, repeat)
-        stored, slices_wall, slices_peak = measure(slices, repeat)
-        if not stored:
+        made, slices_wall, slices_peak = measure(slices, repeat)
+        if not made:
             raise CommandError("the slice results were not stored: a bug")
         scored = submission.scores.get(judge=judge).results
         wrong = _disagreements(results, baseline, intervals=False)

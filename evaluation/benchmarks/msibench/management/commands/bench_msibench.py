@@ -19,6 +19,7 @@ import json
 import shutil
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 from django.conf import settings
@@ -72,11 +73,16 @@ def _staged(benchmark, upload: Path, judge: Judge, name: str) -> dict:
     seconds = {}
     clock = time.perf_counter()
 
+    peaks = {}
+
     def lap(stage: str) -> None:
         nonlocal clock
         now = time.perf_counter()
         seconds[stage] = now - clock
         clock = now
+        if tracemalloc.is_tracing():  # the run measure() traces: each stage's own peak
+            peaks[stage] = tracemalloc.get_traced_memory()[1]
+            tracemalloc.reset_peak()
 
     with stages_by_hand():
         report, contents = services.bundle_validate(
@@ -111,7 +117,11 @@ def _staged(benchmark, upload: Path, judge: Judge, name: str) -> dict:
     submission.refresh_from_db()
     if submission.status != Submission.Status.SCORED:
         raise CommandError(f"{name}: {submission.status} {submission.error}")
-    return {"results": submission.scores.get(judge=judge).results, "seconds": seconds}
+    return {
+        "results": submission.scores.get(judge=judge).results,
+        "seconds": seconds,
+        "peaks": peaks,
+    }
 
 
 def _without_half_width(results: dict) -> dict:
@@ -218,22 +228,26 @@ class Command(BaseCommand):
         _staged(benchmark, upload, judge, f"{SYSTEM_PREFIX} (warm-up)")
         runs = iter(range(1, repeat + 2))
         stages: list[dict] = []
+        peaks: dict = {}
 
         def engine():
             found = _staged(benchmark, upload, judge, f"{SYSTEM_PREFIX} {next(runs)}")
             if "aggregate" not in found["seconds"]:
                 raise CommandError("a judgment was called again: the warm-up left one unsettled")
             stages.append(found["seconds"])
+            peaks.update(found["peaks"])
             return found["results"]
 
         results, engine_wall, engine_peak = measure(engine, repeat)
+        # Each stage's lap restarts the peak: the run's is the highest of its stages'.
+        engine_peak = max(engine_peak, *peaks.values())
         if _without_half_width(results) != baseline["results"]:
             raise CommandError("the engine and the plain pass disagree: a bug")
         score = Score.objects.filter(submission__benchmark=benchmark, judge=judge).latest("pk")
-        stored, slices_wall, slices_peak = measure(
+        made, slices_wall, slices_peak = measure(
             lambda: pipeline.slices_store(score_id=score.pk), repeat
         )
-        if not stored:
+        if not made:
             raise CommandError("the slice results were not stored: a bug")
         base_cells = sum(row["n"] for row in results.values())
         self.stdout.write(
@@ -244,6 +258,10 @@ class Command(BaseCommand):
         self.stdout.write(
             "engine stages: "
             + ", ".join(f"{name} {value:.2f} s" for name, value in seconds.items())
+        )
+        self.stdout.write(
+            "engine stages' peak traced memory: "
+            + ", ".join(f"{name} {value / 2**20:.1f} MiB" for name, value in peaks.items())
         )
         self.stdout.write(
             f"engine (validate, store, ingest, validator step, link judgments, "

@@ -1,0 +1,39 @@
+"""Linking a submission's judged slots to judgments, a chunk of tasks at a time."""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluation.services import submission_create
+from tests.conftest import copy_examples, zip_tree
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_linking_a_chunk_of_tasks_at_a_time_links_as_all_at_once(
+    eager, mpbench, mpbench_dir, tmp_path, monkeypatch
+):
+    """Judgments are linked a chunk of tasks at a time (only a chunk's prompts in memory): one
+    task per chunk links every slot to the same judgments as all tasks in one chunk."""
+    from evaluation.models import Judgment, TaskJudgment
+    from evaluation.services import judging
+
+    monkeypatch.setattr(judging, "PREPARE_CHUNK", 1)
+    tree = copy_examples(mpbench_dir, tmp_path / "ex")
+    submission = submission_create(
+        benchmark=mpbench,
+        bundle_path=zip_tree(tree, tmp_path / "b.zip"),
+        system_name="Chunked",
+        judge=mpbench.judges.get(slug="offline"),
+        allow_partial=True,
+    )
+    links = TaskJudgment.objects.filter(task_result__submission=submission)
+    one_by_one = sorted(links.values_list("task_result_id", "kind", "slot", "judgment_id"))
+    judgments = Judgment.objects.count()
+    assert sum(1 for *_, judgment in one_by_one if judgment) >= 3  # the examples were judged
+
+    monkeypatch.setattr(judging, "PREPARE_CHUNK", 10_000)
+    links.delete()
+    assert judging.judgments_prepare(submission=submission, judge=submission.judge) == 0
+    assert sorted(links.values_list("task_result_id", "kind", "slot", "judgment_id")) == one_by_one
+    assert Judgment.objects.count() == judgments
