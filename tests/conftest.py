@@ -28,6 +28,12 @@ REQUIRE_SERVICES = os.environ.get("FLOORBOARD_REQUIRE_SERVICES") == "1"
 RUN_SERVICES = REQUIRE_SERVICES or os.environ.get("FLOORBOARD_RUN_SERVICES") == "1"
 
 
+def pytest_configure(config):
+    if RUN_SERVICES and os.environ.get("PYTEST_XDIST_WORKER"):
+        # Worker processes started by tests share one broker database and queue.
+        pytest.exit("the services tier runs in one process: drop -n (make test does)", 2)
+
+
 def pytest_collection_modifyitems(config, items):
     if RUN_SERVICES:
         return
