@@ -98,6 +98,8 @@ def _staged(benchmark, upload: Path, judge: Judge, name: str) -> dict:
             judge=judge,
             validated=contents,
         )
+        # A worker validates, stores and lets go: nothing of the upload is held past here.
+        del report, contents
         lap("store")
         pipeline.submission_ingest(submission_id=submission.pk)
         lap("ingest")
