@@ -268,7 +268,7 @@ def board_row(entry, columns, judge_name: str = "", held_out_column=None):
         why = (
             "reported in a paper: no per-task outcomes, so no numbers on a slice"
             if entry.reported_in_paper
-            else "this score's slice results are not stored yet (made just after the score)"
+            else "this score's slice results are not stored yet"
         )
         cells = f'<td class="slice-unavailable muted" title="{why}">not available</td>' * len(
             columns

@@ -9,13 +9,10 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
-import threading
 import time
 import tracemalloc
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from unittest import mock
 
@@ -23,7 +20,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation import services
-from evaluation.bench_support import stages_by_hand
+from evaluation.bench_support import JudgeServer, stages_by_hand
 from evaluation.benchmarks.mpbench import detection, scoring, synthetic
 from evaluation.benchmarks.mpbench.plugin import _spec, plugin
 from evaluation.bundles import zip_directory
@@ -31,33 +28,7 @@ from evaluation.models import Judgment, Submission
 from evaluation.services import pipeline
 from evaluation.services.judging import judgments_work
 
-
-class _SlowJudge(BaseHTTPRequestHandler):
-    delay = 0.2
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        time.sleep(self.delay)
-        body = json.dumps(
-            {
-                "choices": [
-                    {
-                        "message": {
-                            "content": '{"correct": true, "consistent": true, "reasoning": "", "extracted_name": null}'
-                        }
-                    }
-                ],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1},
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+ANSWER = '{"correct": true, "consistent": true, "reasoning": "", "extracted_name": null}'
 
 
 def _process_without_judging(submission_id: int) -> None:
@@ -204,21 +175,19 @@ class Command(BaseCommand):
             shutil.rmtree(work, ignore_errors=True)
 
     def _bench_judge(self, benchmark, bundle, delay, concurrency):
-        _SlowJudge.delay = delay
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _SlowJudge)
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        server = JudgeServer(delay, lambda content: ANSWER)  # in a process of its own
         judge = benchmark.judges.get(slug="official")
-        judge.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        judge.base_url = server.url
         judge.concurrency = concurrency
         judge.save()
         try:
-            submission = services.submission_create(
-                benchmark=benchmark,
-                bundle_path=bundle,
-                system_name="Benchmark judge run",
-                judge=judge,
-            )
+            with stages_by_hand():  # nothing queued: each stage is run here
+                submission = services.submission_create(
+                    benchmark=benchmark,
+                    bundle_path=bundle,
+                    system_name="Benchmark judge run",
+                    judge=judge,
+                )
             # Fresh prompts: earlier runs' cached judgments would make no call.
             Judgment.objects.filter(judge_identity__startswith=f"openai@{judge.base_url}").delete()
             _process_without_judging(submission.pk)
@@ -235,6 +204,6 @@ class Command(BaseCommand):
                 f"{pending / wall:.1f} calls/s"
             )
         finally:
-            server.shutdown()
+            server.stop()
             judge.base_url, judge.concurrency = "", None
             judge.save()
