@@ -1,6 +1,6 @@
 """Helpers the benchmark figure commands share: a local judge in a process of its own, timing a
 function at its fastest with its peak memory, timing the judge work, and running the
-pipeline's stages by hand (no queue)."""
+pipeline's stages by hand (no queue), each timed."""
 
 from __future__ import annotations
 
@@ -10,8 +10,14 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from django.core.management.base import CommandError
+
+from evaluation import services
+from evaluation.benchmarks import get_plugin
+from evaluation.models import Submission
 from evaluation.services import judging, pipeline, submissions
 
 
@@ -136,3 +142,77 @@ def stages_by_hand():
         yield
     finally:
         pipeline.enqueue_on_commit, submissions.enqueue_on_commit, pipeline.after_commit = saved
+
+
+@dataclass
+class StagedRun:
+    submission: Submission
+    seconds: dict[str, float] = field(default_factory=dict)  # stage -> wall seconds
+    # stage -> its own peak traced memory, when the run is traced (measure()'s last run). Each
+    # stage restarts tracemalloc's peak: the run's peak is the highest of these, not the one
+    # measure() reads at its end.
+    peaks: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def peak(self) -> int:
+        return max(self.peaks.values(), default=0)
+
+
+def staged_run(
+    benchmark, upload, judge, name: str, *, options: dict, steps_label: str = "steps"
+) -> StagedRun:
+    """One upload through every stage, called in turn as a worker would run them, each timed:
+    validate, store, ingest, the processing steps (``steps_label``), linking judgments, then
+    the calls and aggregation ("judge and aggregate") or, every answer stored, "aggregate"."""
+    run = StagedRun(submission=None)
+    clock = time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        run.seconds[stage] = now - clock
+        clock = now
+        if tracemalloc.is_tracing():
+            run.peaks[stage] = tracemalloc.get_traced_memory()[1]
+            tracemalloc.reset_peak()
+
+    with stages_by_hand():
+        report, contents = services.bundle_validate(
+            benchmark=benchmark, path=upload, allow_partial=False, options=dict(options)
+        )
+        if not report.ok:
+            raise CommandError(f"the synthetic upload does not validate: {report.problems[:3]}")
+        lap("validate")
+        submission = services.submission_create(
+            benchmark=benchmark,
+            bundle_path=upload,
+            system_name=name,
+            judge=judge,
+            options=dict(options),
+            validated=contents,
+        )
+        # A worker validates, stores and lets go: nothing of the upload is held past here.
+        del report, contents
+        lap("store")
+        pipeline.submission_ingest(submission_id=submission.pk)
+        lap("ingest")
+        steps = get_plugin(benchmark.plugin).steps
+        for index in range(len(steps)):
+            pipeline.step_run(submission_id=submission.pk, index=index)
+        if steps:
+            lap(steps_label)
+        Submission.objects.filter(pk=submission.pk).update(status=Submission.Status.JUDGING)
+        submission.refresh_from_db()
+        calls = judging.judgments_prepare(submission=submission, judge=judge)
+        lap("link judgments")
+        if calls:
+            pipeline.judge_run(submission_id=submission.pk, judge_id=judge.pk)
+            lap("judge and aggregate")
+        else:
+            pipeline.judging_finish(submission_id=submission.pk, judge_id=judge.pk)
+            lap("aggregate")
+    submission.refresh_from_db()
+    if submission.status != Submission.Status.SCORED:
+        raise CommandError(f"{name}: {submission.status} {submission.error}")
+    run.submission = submission
+    return run

@@ -139,10 +139,16 @@ def mcnemar_exact(b: int, c: int) -> float:
 def bootstrap_weights(n: int, *, draws: int, seed: int) -> np.ndarray:
     """(draws, n) counts of how often each of n tasks is drawn in each resample: the picks are
     ``numpy.random.default_rng(seed).integers(0, n, size=(draws, n))``, row by row."""
-    picks = np.random.default_rng(seed).integers(0, n, size=(draws, n))
-    picks += np.arange(draws)[:, None] * n
-    counts = np.bincount(picks.ravel(), minlength=draws * n)
-    return counts.reshape(draws, n).astype(np.float64)
+    return _resample_weights(np.random.default_rng(seed), n, draws)
+
+
+def _resample_weights(rng: np.random.Generator, n: int, rows: int) -> np.ndarray:
+    """The next ``rows`` resamples' weights from ``rng``, as bootstrap_weights documents."""
+    picks = rng.integers(0, n, size=(rows, n))
+    picks += np.arange(rows)[:, None] * n
+    counts = np.bincount(picks.ravel(), minlength=rows * n)
+    del picks
+    return counts.reshape(rows, n).astype(np.float64)
 
 
 # Resamples are drawn this many task picks at a time (2 MB of picks, counts and weights each).
@@ -162,11 +168,7 @@ def bootstrap_products(
     found = [np.empty((draws, *np.shape(operand)[1:])) for operand in operands]
     for start in range(0, draws, rows):
         count = min(rows, draws - start)
-        picks = rng.integers(0, n, size=(count, n))
-        picks += np.arange(count)[:, None] * n
-        weights = np.bincount(picks.ravel(), minlength=count * n)
-        del picks
-        weights = weights.reshape(count, n).astype(np.float64)
+        weights = _resample_weights(rng, n, count)
         for into, operand in zip(found, operands, strict=True):
             into[start : start + count] = weights @ operand
     return found

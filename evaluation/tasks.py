@@ -42,15 +42,17 @@ def failing(submission_id: int, stage: str):
         raise
 
 
-class SubmissionTask(Task):
+class RetriedTask(Task):
     acks_late = True
     reject_on_worker_lost = True
     # A dropped database connection or a locked SQLite file is worth another try.
-    autoretry_for = (OperationalError, InterfaceError)
+    autoretry_for = RETRIED
     retry_backoff = 2
     retry_backoff_max = 60
     max_retries = 5
 
+
+class SubmissionTask(RetriedTask):
     def on_failure(self, exc, task_id, args, kwargs, einfo):
         # Retries ran out (a database that stayed away): the page says so in words.
         stage = self.name.rsplit(".", 1)[-1].replace("_", " ")
@@ -91,14 +93,7 @@ def finish_judging(submission_id: int, judge_id: int) -> None:
         services.judging_finish(submission_id=submission_id, judge_id=judge_id)
 
 
-@shared_task(
-    acks_late=True,
-    ignore_result=True,
-    autoretry_for=RETRIED,
-    retry_backoff=2,
-    retry_backoff_max=60,
-    max_retries=5,
-)
+@shared_task(base=RetriedTask, ignore_result=True)
 def store_slices(score_id: int) -> None:
     from evaluation.services.pipeline import slices_store
 

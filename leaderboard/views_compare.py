@@ -110,7 +110,6 @@ def compare_page(request, slug: str):
             "found": found,
             "error": error,
             "comparison_html": _comparison_html(found, slug, params) if found else "",
-            "candidates": candidates,
             "options_a": _options(
                 candidates, str(found.a.pk) if found else request.GET.get("a", "")
             ),

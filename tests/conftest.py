@@ -156,6 +156,12 @@ def copy_examples(mpbench_dir: Path, target: Path) -> Path:
     return target
 
 
+@pytest.fixture
+def examples_bundle(mpbench_dir, tmp_path) -> Path:
+    """MP-Bench's three real transcript folders as an upload (every other task missing)."""
+    return zip_tree(copy_examples(mpbench_dir, tmp_path / "examples"), tmp_path / "examples.zip")
+
+
 # --- A local OpenAI-compatible judge server -----------------------------------------------
 
 

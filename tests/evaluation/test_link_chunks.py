@@ -5,13 +5,12 @@ from __future__ import annotations
 import pytest
 
 from evaluation.services import submission_create
-from tests.conftest import copy_examples, zip_tree
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_linking_a_chunk_of_tasks_at_a_time_links_as_all_at_once(
-    eager, mpbench, mpbench_dir, tmp_path, monkeypatch
+    eager, mpbench, examples_bundle, monkeypatch
 ):
     """Judgments are linked a chunk of tasks at a time (only a chunk's prompts in memory): one
     task per chunk links every slot to the same judgments as all tasks in one chunk."""
@@ -19,10 +18,9 @@ def test_linking_a_chunk_of_tasks_at_a_time_links_as_all_at_once(
     from evaluation.services import judging
 
     monkeypatch.setattr(judging, "PREPARE_CHUNK", 1)
-    tree = copy_examples(mpbench_dir, tmp_path / "ex")
     submission = submission_create(
         benchmark=mpbench,
-        bundle_path=zip_tree(tree, tmp_path / "b.zip"),
+        bundle_path=examples_bundle,
         system_name="Chunked",
         judge=mpbench.judges.get(slug="offline"),
         allow_partial=True,

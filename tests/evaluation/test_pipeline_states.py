@@ -15,14 +15,13 @@ from evaluation.benchmarks.mpbench import plugin as mpbench_plugin
 from evaluation.models import Judgment, Membership, Score, Submission, Team
 from evaluation.services import submission_create
 from evaluation.services.pipeline import submissions_sweep
-from tests.conftest import copy_examples, zip_tree
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def bundle(mpbench_dir, tmp_path):
-    return zip_tree(copy_examples(mpbench_dir, tmp_path / "ex"), tmp_path / "b.zip")
+def bundle(examples_bundle):
+    return examples_bundle
 
 
 @pytest.fixture

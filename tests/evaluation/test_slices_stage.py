@@ -20,17 +20,15 @@ from evaluation.services.pipeline import (
     submission_aggregate,
     task_outcomes,
 )
-from tests.conftest import copy_examples, zip_tree
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def scored(eager, mpbench, mpbench_dir, tmp_path):
-    bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / "ex"), tmp_path / "b.zip")
+def scored(eager, mpbench, examples_bundle):
     submission = submission_create(
         benchmark=mpbench,
-        bundle_path=bundle,
+        bundle_path=examples_bundle,
         system_name="Sliced",
         judge=mpbench.judges.get(slug="offline"),
         allow_partial=True,

@@ -32,7 +32,13 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation import services
-from evaluation.bench_support import JudgeServer, measure, stages_by_hand, timed_judging
+from evaluation.bench_support import (
+    JudgeServer,
+    measure,
+    staged_run,
+    stages_by_hand,
+    timed_judging,
+)
 from evaluation.benchmarks.audiomc.bench import reference_pass
 from evaluation.benchmarks.audiomc.dataset import AXES, read_dataset
 from evaluation.benchmarks.audiomc.judge import (
@@ -55,7 +61,7 @@ from evaluation.benchmarks.audiomc.synthetic import (
     write_jsonl_export,
 )
 from evaluation.models import Benchmark, Judge, Judgment, Submission, System
-from evaluation.services import judging, pipeline
+from evaluation.services import pipeline
 
 SLUG = "bench-audio-multichallenge"
 PLUGIN = "audio-multichallenge"
@@ -78,58 +84,6 @@ Decide whether the final assistant reply of the conversation meets the rubric it
 Answer with a JSON object holding "explanation" (a string) and "criteria_met" (a boolean).
 {TEMPLATE_END}
 """
-
-
-def _staged(benchmark, upload: Path, judge: Judge, name: str) -> tuple[Submission, dict]:
-    """One submission through every stage, each timed: the scored submission and the seconds."""
-    seconds = {}
-    clock = time.perf_counter()
-
-    def lap(stage: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        seconds[stage] = now - clock
-        clock = now
-
-    with stages_by_hand():
-        report, contents = services.bundle_validate(
-            benchmark=benchmark, path=upload, allow_partial=False, options=OPTIONS
-        )
-        if not report.ok:
-            raise CommandError(f"the synthetic upload does not validate: {report.problems[:3]}")
-        lap("validate")
-        submission = services.submission_create(
-            benchmark=benchmark,
-            bundle_path=upload,
-            system_name=name,
-            judge=judge,
-            options=dict(OPTIONS),
-            validated=contents,
-        )
-        lap("store")
-        pipeline.submission_ingest(submission_id=submission.pk)
-        lap("ingest")
-        from evaluation.benchmarks import get_plugin
-
-        for index in range(len(get_plugin(benchmark.plugin).steps)):
-            pipeline.step_run(submission_id=submission.pk, index=index)
-        if seconds and get_plugin(benchmark.plugin).steps:
-            lap("steps")
-        Submission.objects.filter(pk=submission.pk).update(status=Submission.Status.JUDGING)
-        submission.refresh_from_db()
-        calls = judging.judgments_prepare(submission=submission, judge=judge)
-        lap("link judgments")
-        if calls:
-            # As a worker would: calls until every judgment is settled, then aggregation.
-            pipeline.judge_run(submission_id=submission.pk, judge_id=judge.pk)
-            lap("judge and aggregate")
-        else:
-            pipeline.judging_finish(submission_id=submission.pk, judge_id=judge.pk)
-            lap("aggregate")
-    submission.refresh_from_db()
-    if submission.status != Submission.Status.SCORED:
-        raise CommandError(f"{name}: {submission.status} {submission.error}")
-    return submission, seconds
 
 
 def _node(results: dict, scope: str) -> dict:
@@ -267,7 +221,9 @@ class Command(BaseCommand):
     def _judging(self, benchmark, paths, judge, server, delay, concurrency) -> Submission:
         spent: list[float] = []
         with timed_judging(spent):
-            submission, _ = _staged(benchmark, paths["upload"], judge, f"{SYSTEM_PREFIX} (judge)")
+            submission = staged_run(
+                benchmark, paths["upload"], judge, f"{SYSTEM_PREFIX} (judge)", options=OPTIONS
+            ).submission
         calls, wall = server.calls, sum(spent)
         if server.unknown.value:
             raise CommandError(
@@ -366,16 +322,23 @@ class Command(BaseCommand):
         stages: list[dict] = []
 
         def engine():
-            submission, seconds = _staged(
-                benchmark, paths["upload"], judge, f"{SYSTEM_PREFIX} {next(runs)}"
+            run = staged_run(
+                benchmark,
+                paths["upload"],
+                judge,
+                f"{SYSTEM_PREFIX} {next(runs)}",
+                options=OPTIONS,
             )
-            if "aggregate" not in seconds:
+            if "aggregate" not in run.seconds:
                 raise CommandError("a judgment was called again: the first run left one open")
-            stages.append(seconds)
-            return submission.scores.get(judge=judge).results
+            stages.append(run.seconds)
+            peaks.append(run.peak)
+            return run.submission.scores.get(judge=judge).results
 
+        peaks: list[int] = []
         baseline, plain_wall, plain_peak = measure(plain, repeat)
         results, engine_wall, engine_peak = measure(engine, repeat)
+        engine_peak = max(engine_peak, peaks[-1])  # the traced run is the last
         wrong = _disagreements(results, baseline, intervals=False)
         if wrong:
             raise CommandError(

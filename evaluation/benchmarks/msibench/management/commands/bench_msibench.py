@@ -19,14 +19,13 @@ import json
 import shutil
 import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation import services
-from evaluation.bench_support import JudgeServer, measure, stages_by_hand, timed_judging
+from evaluation.bench_support import JudgeServer, measure, staged_run, timed_judging
 from evaluation.benchmarks.msibench import demo
 from evaluation.benchmarks.msibench.bench import score_files, write_offline_answers
 from evaluation.benchmarks.msibench.judge import load_templates
@@ -39,7 +38,7 @@ from evaluation.benchmarks.msibench.synthetic import (
     write_release,
 )
 from evaluation.models import Benchmark, Judge, Judgment, Score, Submission, System
-from evaluation.services import judging, pipeline
+from evaluation.services import pipeline
 
 SLUG = "bench-msi-bench"
 SYSTEM_PREFIX = "MSI-Bench bench run"
@@ -68,62 +67,15 @@ def _answer(content: str) -> str:
     return offline_output(rubric, prediction)
 
 
-def _staged(benchmark, upload: Path, judge: Judge, name: str) -> dict:
-    """One submission through every stage, each timed: the results and the seconds."""
-    seconds = {}
-    clock = time.perf_counter()
-
-    peaks = {}
-
-    def lap(stage: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        seconds[stage] = now - clock
-        clock = now
-        if tracemalloc.is_tracing():  # the run measure() traces: each stage's own peak
-            peaks[stage] = tracemalloc.get_traced_memory()[1]
-            tracemalloc.reset_peak()
-
-    with stages_by_hand():
-        report, contents = services.bundle_validate(
-            benchmark=benchmark, path=upload, allow_partial=False, options={"mode": "turn-based"}
-        )
-        if not report.ok:
-            raise CommandError(f"the synthetic upload does not validate: {report.problems[:3]}")
-        lap("validate")
-        submission = services.submission_create(
-            benchmark=benchmark,
-            bundle_path=upload,
-            system_name=name,
-            judge=judge,
-            validated=contents,
-        )
-        # A worker validates, stores and lets go: nothing of the upload is held past here.
-        del report, contents
-        lap("store")
-        pipeline.submission_ingest(submission_id=submission.pk)
-        lap("ingest")
-        pipeline.step_run(submission_id=submission.pk, index=0)
-        lap("validator step")
-        Submission.objects.filter(pk=submission.pk).update(status=Submission.Status.JUDGING)
-        submission.refresh_from_db()
-        calls = judging.judgments_prepare(submission=submission, judge=judge)
-        lap("link judgments")
-        if calls:
-            # As a worker would: calls until every judgment is settled, then aggregation.
-            pipeline.judge_run(submission_id=submission.pk, judge_id=judge.pk)
-            lap("judge and aggregate")
-        else:
-            pipeline.judging_finish(submission_id=submission.pk, judge_id=judge.pk)
-            lap("aggregate")
-    submission.refresh_from_db()
-    if submission.status != Submission.Status.SCORED:
-        raise CommandError(f"{name}: {submission.status} {submission.error}")
-    return {
-        "results": submission.scores.get(judge=judge).results,
-        "seconds": seconds,
-        "peaks": peaks,
-    }
+def _staged(benchmark, upload: Path, judge: Judge, run: str):
+    return staged_run(
+        benchmark,
+        upload,
+        judge,
+        f"{SYSTEM_PREFIX} {run}",
+        options={"mode": "turn-based"},
+        steps_label="validator step",
+    )
 
 
 def _without_half_width(results: dict) -> dict:
@@ -227,18 +179,18 @@ class Command(BaseCommand):
         baseline, plain_wall, plain_peak = measure(plain, repeat)
         # A first submission asks the instant judge once per pair; later ones find every answer
         # stored, as a re-score or a second system with the same rows would.
-        _staged(benchmark, upload, judge, f"{SYSTEM_PREFIX} (warm-up)")
+        _staged(benchmark, upload, judge, "(warm-up)")
         runs = iter(range(1, repeat + 2))
         stages: list[dict] = []
         peaks: dict = {}
 
         def engine():
-            found = _staged(benchmark, upload, judge, f"{SYSTEM_PREFIX} {next(runs)}")
-            if "aggregate" not in found["seconds"]:
+            found = _staged(benchmark, upload, judge, str(next(runs)))
+            if "aggregate" not in found.seconds:
                 raise CommandError("a judgment was called again: the warm-up left one unsettled")
-            stages.append(found["seconds"])
-            peaks.update(found["peaks"])
-            return found["results"]
+            stages.append(found.seconds)
+            peaks.update(found.peaks)
+            return found.submission.scores.get(judge=judge).results
 
         results, engine_wall, engine_peak = measure(engine, repeat)
         # Each stage's lap restarts the peak: the run's is the highest of its stages'.
@@ -299,7 +251,7 @@ class Command(BaseCommand):
         )
         spent: list[float] = []
         with timed_judging(spent):
-            _staged(benchmark, upload, judge, f"{SYSTEM_PREFIX} (latency)")
+            _staged(benchmark, upload, judge, "(latency)")
         calls = server.calls
         ideal = calls * delay / concurrency
         wall = sum(spent)
