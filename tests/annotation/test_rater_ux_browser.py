@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from annotation import assignment as rating
-from annotation.models import Item, Rating
+from annotation.models import Assignment, Item, Rating
 from annotation.services import check_item_add, rater_update, snapshot_freeze
 from tests.annotation.factories import invite, make_board, make_study
 from tests.annotation.test_browser import rater_server  # noqa: F401 (the serial live server)
@@ -40,6 +40,11 @@ def at_item(page, number: int) -> None:
     )
 
 
+def gold_position(seed: int, *, samples: int) -> int:
+    """Where a rater with this seed meets the one gold item of a first batch (from 1)."""
+    return rating.batch_layout(seed, 1, list(range(samples)), [-1]).index(-1) + 1
+
+
 def test_a_rater_goes_back_comments_flags_and_learns_from_gold(
     rater_server,  # noqa: F811
     browser,
@@ -64,6 +69,10 @@ def test_a_rater_goes_back_comments_flags_and_learns_from_gold(
         expected_label="inconsistent",
     )
     rater = invite(study)
+    # The walk below answers items 1 and 2 as samples and meets the gold item among 3 to 5: a
+    # rater seed whose first batch (four samples, one gold item) puts it there.
+    rater.seed = next(seed for seed in range(1000) if gold_position(seed, samples=4) >= 3)
+    rater.save(update_fields=["seed"])
     for label, (width, height) in WIDTHS.items():
         context = browser.new_context(viewport={"width": width, "height": height})
         page = context.new_page()
@@ -83,6 +92,8 @@ def test_a_rater_goes_back_comments_flags_and_learns_from_gold(
             with page.expect_navigation():
                 page.click("#rate-start")
             at_item(page, 1)
+            gold_at = Assignment.objects.get(rater=rater, item__role=Item.Role.GOLD).position
+            assert gold_at >= 3, gold_at
             # G opens the guideline, and G again closes it.
             page.keyboard.press("g")
             assert page.locator("#guideline").get_attribute("open") is not None
