@@ -58,13 +58,28 @@ def mpbench_tasks(mpbench_dir) -> dict[str, dict]:
         return {t["task_dir"]: t for t in map(json.loads, handle)}
 
 
-@pytest.fixture
-def mpbench(db, mpbench_dir):
+def import_mpbench(directory: Path):
     from evaluation.services import benchmark_import
 
     return benchmark_import(
-        slug="mp-bench", directory=mpbench_dir, plugin="mp-bench", name="MP-Bench"
+        slug="mp-bench", directory=directory, plugin="mp-bench", name="MP-Bench"
     ).benchmark
+
+
+@pytest.fixture
+def mpbench(request, db, mpbench_dir):
+    if "shared_db" in request.fixturenames:
+        # Imported once for the module (shared_mpbench).
+        from evaluation.models import Benchmark
+
+        return Benchmark.objects.get(pk=request.getfixturevalue("shared_mpbench").pk)
+    return import_mpbench(mpbench_dir)
+
+
+@pytest.fixture(scope="module")
+def shared_mpbench(shared_db, mpbench_dir):
+    """MP-Bench imported once for a module whose tests share rows (see shared_db)."""
+    return import_mpbench(mpbench_dir)
 
 
 @pytest.fixture
@@ -88,16 +103,62 @@ def postgres():
         pytest.skip("needs PostgreSQL: set DATABASE_URL=postgres://...")
 
 
-@pytest.fixture(autouse=True)
-def _isolated_media(settings, tmp_path):
-    """Each test writes its files under its own temporary folder."""
-    settings.STORAGES = {
+def media_storages(location: Path) -> dict:
+    from django.conf import settings
+
+    return {
         **settings.STORAGES,
         "default": {
             "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": str(tmp_path / "media"), "allow_overwrite": True},
+            "OPTIONS": {"location": str(location), "allow_overwrite": True},
         },
     }
+
+
+@pytest.fixture(autouse=True)
+def _isolated_media(request, settings, tmp_path):
+    """Each test writes its files under its own temporary folder (a module whose tests share
+    rows, under the folder those rows' files are in)."""
+    shared = "shared_db" in request.fixturenames
+    location = request.getfixturevalue("shared_db") if shared else tmp_path / "media"
+    settings.STORAGES = media_storages(location)
+
+
+@pytest.fixture(scope="module")
+def shared_db(django_db_setup, django_db_blocker, tmp_path_factory):
+    """Rows that are costly to make (scored submissions), made once for a module: module
+    fixtures that depend on this one write them inside a transaction that stays open while the
+    module runs; each test runs inside it and rolls back to a savepoint, as Django's
+    setUpTestData does for a class; the module's end rolls all back. Yields the storage folder
+    of their files. Only for modules whose tests are not transactional (those flush the
+    database)."""
+    from django.db import transaction
+    from django.test import override_settings
+
+    media = tmp_path_factory.mktemp("shared-media")
+    with (
+        django_db_blocker.unblock(),
+        override_settings(STORAGES=media_storages(media)),
+    ):
+        atomic = transaction.atomic()
+        atomic.__enter__()
+        try:
+            yield media
+        finally:
+            transaction.set_rollback(True)
+            atomic.__exit__(None, None, None)
+
+
+@contextlib.contextmanager
+def scoring_here():
+    """Outside a test's own fixtures (in a module fixture): every stage a submission queues
+    runs at once in this process, and callbacks waiting for a commit run too."""
+    from django.test import TestCase
+
+    from evaluation.services.pipeline import inline
+
+    with inline(), TestCase.captureOnCommitCallbacks(execute=True):
+        yield
 
 
 def words(*items: tuple[str, float, float]) -> list[dict]:

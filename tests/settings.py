@@ -7,3 +7,6 @@ import os
 os.environ.setdefault("DJANGO_SECRET_KEY", "floorboard-tests-only-not-a-secret")
 
 from config.settings import *  # noqa: E402, F403
+
+# Hashing strength is not under test: PBKDF2 would dominate every test that makes a user.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -25,7 +25,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
-from evaluation.benchmarks.base import BenchmarkPlugin, JudgmentRequest
+from evaluation.benchmarks.base import BenchmarkPlugin, JudgmentRequest, TaskInput
 from evaluation.judges import (
     AnthropicClient,
     GeminiClient,
@@ -156,16 +156,16 @@ def judgments_prepare(*, submission: Submission, judge: Judge) -> int:
     rows = submission.task_results.select_related("task").order_by("task__task_id")
     with open_upload(submission) as archive:
         for start in range(0, len(rows), PREPARE_CHUNK):
-            wanted: dict[tuple[str, str], Judgment] = {}
+            wanted: dict[tuple[str, str], tuple[JudgmentRequest, TaskInput]] = {}
             for row in rows[start : start + PREPARE_CHUNK]:
                 task = task_input(row, archive)
                 for request in plugin.judgment_requests(task, prompts=prompts, facts=facts):
                     key = None
                     if request.fixed is None:
-                        key = _wanted(judge, plugin, prompts, request, task, ids, wanted)
+                        key = _wanted(judge, prompts, request, ids, wanted, task)
                     # The prompt is on its judgment: a link keeps only what it stores.
                     links.append((row.pk, _slot(request), key))
-            open_count += _judgments_store(judge, wanted, ids)
+            open_count += _judgments_store(judge, plugin, prompts, wanted, ids)
     now = timezone.now()
     TaskJudgment.objects.bulk_create(
         [
@@ -203,59 +203,80 @@ def _slot(request: JudgmentRequest) -> JudgmentRequest:
     return dataclasses.replace(request, prompt="", system="", context={})
 
 
-def _wanted(judge, plugin, prompts, request, task, ids, wanted) -> tuple[str, str]:
-    """The request's cache key, with a new judgment for it in ``wanted`` unless one is known
-    already (in ``ids``, from an earlier chunk, or in ``wanted``, from this one)."""
-    prompt_version = prompts[request.kind]
+def _wanted(judge, prompts, request, ids, wanted, task) -> tuple[str, str]:
+    """The request's cache key, noted in ``wanted`` with what a new judgment for it needs
+    unless it is known already (in ``ids``, from an earlier chunk, or in ``wanted``)."""
     key = (
-        judge_identity(judge=judge, kind=request.kind, prompt=prompt_version),
+        judge_identity(judge=judge, kind=request.kind, prompt=prompts[request.kind]),
         request_sha256(request),
     )
     if key not in ids and key not in wanted:
-        judgment = Judgment(
-            judge_identity=key[0],
-            prompt_sha256=key[1],
-            prompt=request.prompt,
-            system_prompt=request.system,
-            context=request.context,
-            kind=request.kind,
-            provider=judge.provider,
-            model=judge_model(judge, request.kind),
-            prompt_version=prompt_version,
-        )
-        if judge.is_offline:
-            _answer_offline(judgment, plugin, request, task)
-        wanted[key] = judgment
+        wanted[key] = (request, task)
     return key
 
 
-def _judgments_store(judge: Judge, wanted: dict, ids: dict) -> int:
-    """Create the wanted judgments that do not exist yet (another submission may have asked
-    the same) and add every wanted key's id to ``ids``. Returns how many still need a call."""
-    Judgment.objects.bulk_create(wanted.values(), batch_size=SQL_IN_BATCH, ignore_conflicts=True)
-    open_count = 0
-    keys = list(wanted)
-    for start in range(0, len(keys), SQL_IN_BATCH):
-        batch = keys[start : start + SQL_IN_BATCH]
-        found = Judgment.objects.filter(
+def _new_judgment(judge, plugin, prompts, request, task) -> Judgment:
+    """A judgment for a request, answered at once by the offline judge."""
+    judgment = Judgment(
+        judge_identity=judge_identity(judge=judge, kind=request.kind, prompt=prompts[request.kind]),
+        prompt_sha256=request_sha256(request),
+        prompt=request.prompt,
+        system_prompt=request.system,
+        context=request.context,
+        kind=request.kind,
+        provider=judge.provider,
+        model=judge_model(judge, request.kind),
+        prompt_version=prompts[request.kind],
+    )
+    if judge.is_offline:
+        _answer_offline(judgment, plugin, request, task)
+    return judgment
+
+
+def _stored(keys) -> dict[tuple[str, str], tuple[int, str]]:
+    """(id, status) of the stored judgments among these cache keys."""
+    keys = set(keys)
+    found = {}
+    ordered = list(keys)
+    for start in range(0, len(ordered), SQL_IN_BATCH):
+        batch = ordered[start : start + SQL_IN_BATCH]
+        rows = Judgment.objects.filter(
             judge_identity__in={k[0] for k in batch}, prompt_sha256__in={k[1] for k in batch}
         ).values_list("pk", "judge_identity", "prompt_sha256", "status")
-        for pk, identity, sha, status in found:
-            if (identity, sha) not in wanted:
-                continue
-            ids[(identity, sha)] = pk
-            unsettled = status in (Judgment.Status.PENDING, Judgment.Status.RUNNING)
-            if judge.is_offline and (unsettled or status == Judgment.Status.FAILED):
-                # Stored earlier and put back to pending (a retry): the offline judge answers
-                # it here, as it answered the new ones.
-                answered = wanted[(identity, sha)]
-                Judgment.objects.filter(pk=pk).update(
-                    **{field: getattr(answered, field) for field in OFFLINE_FIELDS},
-                    lease_owner="",
-                    lease_until=None,
-                )
-                continue
-            open_count += unsettled
+        for pk, identity, sha, status in rows:
+            if (identity, sha) in keys:
+                found[(identity, sha)] = (pk, status)
+    return found
+
+
+def _judgments_store(judge: Judge, plugin, prompts, wanted: dict, ids: dict) -> int:
+    """Create the wanted judgments that are not stored yet (another submission may have asked
+    the same; only new ones are answered by the offline judge) and add every wanted key's id
+    to ``ids``. Returns how many still need a call."""
+    found = _stored(wanted)
+    made = {
+        key: _new_judgment(judge, plugin, prompts, *wanted[key])
+        for key in wanted
+        if key not in found
+    }
+    if made:
+        Judgment.objects.bulk_create(made.values(), batch_size=SQL_IN_BATCH, ignore_conflicts=True)
+        found.update(_stored(made))
+    open_count = 0
+    for key, (pk, status) in found.items():
+        ids[key] = pk
+        unsettled = status in (Judgment.Status.PENDING, Judgment.Status.RUNNING)
+        if judge.is_offline and (unsettled or status == Judgment.Status.FAILED):
+            # Stored earlier and put back to pending (a retry): the offline judge answers it
+            # here, as it answered the new ones.
+            answered = made.get(key) or _new_judgment(judge, plugin, prompts, *wanted[key])
+            Judgment.objects.filter(pk=pk).update(
+                **{field: getattr(answered, field) for field in OFFLINE_FIELDS},
+                lease_owner="",
+                lease_until=None,
+            )
+            continue
+        open_count += unsettled
     return open_count
 
 

@@ -10,9 +10,9 @@ from django.core.cache import cache
 
 from evaluation.models import Membership, Submission, Team
 from evaluation.services import submission_create
-from tests.conftest import copy_examples, zip_tree
+from tests.conftest import copy_examples, scoring_here, zip_tree
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 VIEWERS = ["anonymous", "outsider", "teammate", "staff"]
 SEES_PRIVATE = {"anonymous": False, "outsider": False, "teammate": True, "staff": True}
@@ -23,8 +23,8 @@ def _fresh_cache():
     cache.clear()
 
 
-@pytest.fixture
-def people(db):
+@pytest.fixture(scope="module")
+def shared_people(shared_db):
     lab = Team.objects.create(name="Lab", slug="lab")
     rivals = Team.objects.create(name="Rivals", slug="rivals")
     users = {
@@ -39,35 +39,49 @@ def people(db):
     return lab, users
 
 
-@pytest.fixture
-def runs(eager, mpbench, mpbench_dir, tmp_path, people):
-    """Through the real pipeline (offline judge): a published run of Open Agent, a newer
-    unpublished run of it, and an unpublished Secret Agent, all of team Lab."""
-    lab, users = people
-    offline = mpbench.judges.get(slug="offline")
+@pytest.fixture(scope="module")
+def shared_runs(shared_mpbench, mpbench_dir, tmp_path_factory, shared_people):
+    """Through the real pipeline (offline judge), once for the module: a published run of Open
+    Agent, a newer unpublished run of it, and an unpublished Secret Agent, all of team Lab."""
+    lab, users = shared_people
+    offline = shared_mpbench.judges.get(slug="offline")
+    folder = tmp_path_factory.mktemp("runs")
 
-    def submit(name: str, publish: bool, folder: str) -> Submission:
-        bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / folder), tmp_path / f"{folder}.zip")
-        submission = submission_create(
-            benchmark=mpbench,
-            bundle_path=bundle,
-            system_name=name,
-            judge=offline,
-            allow_partial=True,
-            team=lab,
-            submitted_by=users["owner"],
-            publish=publish,
-        )
+    def submit(name: str, publish: bool, run: str) -> Submission:
+        bundle = zip_tree(copy_examples(mpbench_dir, folder / run), folder / f"{run}.zip")
+        with scoring_here():
+            submission = submission_create(
+                benchmark=shared_mpbench,
+                bundle_path=bundle,
+                system_name=name,
+                judge=offline,
+                allow_partial=True,
+                team=lab,
+                submitted_by=users["owner"],
+                publish=publish,
+            )
         submission.refresh_from_db()
         assert submission.status == Submission.Status.SCORED, submission.error
         return submission
 
-    cache.clear()
     return {
         "open": submit("Open Agent", True, "a"),
         "open_draft": submit("Open Agent", False, "b"),
         "secret": submit("Secret Agent", False, "c"),
     }
+
+
+@pytest.fixture
+def people(db, shared_people):
+    lab, users = shared_people
+    return Team.objects.get(pk=lab.pk), {
+        role: User.objects.get(pk=user.pk) for role, user in users.items()
+    }
+
+
+@pytest.fixture
+def runs(db, shared_runs):
+    return {name: Submission.objects.get(pk=run.pk) for name, run in shared_runs.items()}
 
 
 def login(client, people, viewer: str):

@@ -13,9 +13,9 @@ from django.urls import reverse
 
 from evaluation.models import Membership, Score, Submission, System, TaskJudgment, Team
 from evaluation.services import submission_create
-from tests.conftest import copy_examples, zip_tree
+from tests.conftest import copy_examples, scoring_here, zip_tree
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 SILENT = {"text": "", "chunks": []}
 
@@ -25,8 +25,8 @@ def _fresh_cache():
     cache.clear()
 
 
-@pytest.fixture
-def people(db):
+@pytest.fixture(scope="module")
+def shared_people(shared_db):
     lab = Team.objects.create(name="Lab", slug="lab")
     rivals = Team.objects.create(name="Rivals", slug="rivals")
     users = {
@@ -41,26 +41,28 @@ def people(db):
     return lab, users
 
 
-@pytest.fixture
-def runs(eager, mpbench, mpbench_dir, tmp_path, people):
-    lab, users = people
-    offline = mpbench.judges.get(slug="offline")
+@pytest.fixture(scope="module")
+def shared_runs(shared_mpbench, mpbench_dir, tmp_path_factory, shared_people):
+    lab, users = shared_people
+    offline = shared_mpbench.judges.get(slug="offline")
+    folders = tmp_path_factory.mktemp("runs")
 
     def submit(name: str, folder: str, *, publish: bool, silent: bool = False) -> Submission:
-        tree = copy_examples(mpbench_dir, tmp_path / folder)
+        tree = copy_examples(mpbench_dir, folders / folder)
         if silent:
             for response in tree.glob("*/response.json"):
                 response.write_text(json.dumps(SILENT))
-        submission = submission_create(
-            benchmark=mpbench,
-            bundle_path=zip_tree(tree, tmp_path / f"{folder}.zip"),
-            system_name=name,
-            judge=offline,
-            allow_partial=True,
-            team=lab,
-            submitted_by=users["owner"],
-            publish=publish,
-        )
+        with scoring_here():
+            submission = submission_create(
+                benchmark=shared_mpbench,
+                bundle_path=zip_tree(tree, folders / f"{folder}.zip"),
+                system_name=name,
+                judge=offline,
+                allow_partial=True,
+                team=lab,
+                submitted_by=users["owner"],
+                publish=publish,
+            )
         submission.refresh_from_db()
         assert submission.status == Submission.Status.SCORED, submission.error
         return submission
@@ -70,6 +72,20 @@ def runs(eager, mpbench, mpbench_dir, tmp_path, people):
         "b": submit("Mute", "b", publish=True, silent=True),
         "secret": submit("Secret", "c", publish=False),
     }
+
+
+@pytest.fixture
+def people(db, shared_people):
+    lab, users = shared_people
+    return Team.objects.get(pk=lab.pk), {
+        role: User.objects.get(pk=user.pk) for role, user in users.items()
+    }
+
+
+@pytest.fixture
+def runs(db, shared_runs):
+    """Read afresh for each test (a test may change them; the database rolls back)."""
+    return {name: Submission.objects.get(pk=run.pk) for name, run in shared_runs.items()}
 
 
 def passed_units(submission: Submission, mpbench_tasks) -> dict[str, dict[str, bool]]:

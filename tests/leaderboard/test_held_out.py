@@ -20,9 +20,9 @@ from evaluation.models import Membership, Score, Submission, Team
 from evaluation.services import submission_create
 from evaluation.services.pipeline import task_outcomes
 from leaderboard import audio
-from tests.conftest import copy_examples, zip_tree
+from tests.conftest import copy_examples, scoring_here, zip_tree
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 VIEWERS = ["owner", "teammate", "outsider", "anonymous", "staff"]
 HELD = "scenario_argument-diag_1001-tier_2-task_0"  # an example folder: held out below
@@ -45,8 +45,9 @@ def _fresh_cache():
     cache.clear()
 
 
-@pytest.fixture
-def world(eager, mpbench, mpbench_dir, tmp_path, mpbench_tasks):
+@pytest.fixture(scope="module")
+def shared_world(shared_mpbench, mpbench_dir, tmp_path_factory):
+    """Made once for the module (see shared_db)."""
     lab = Team.objects.create(name="Lab", slug="lab")
     rivals = Team.objects.create(name="Rivals", slug="rivals")
     users = {
@@ -58,24 +59,39 @@ def world(eager, mpbench, mpbench_dir, tmp_path, mpbench_tasks):
     Membership.objects.create(team=lab, user=users["owner"], role=Membership.Role.OWNER)
     Membership.objects.create(team=lab, user=users["teammate"])
     Membership.objects.create(team=rivals, user=users["outsider"])
-    tree = copy_examples(mpbench_dir, tmp_path / "bundle")
+    folder = tmp_path_factory.mktemp("held-out")
+    tree = copy_examples(mpbench_dir, folder / "bundle")
     for task in (HELD, OPEN):
         (tree / task / "response.wav").write_bytes(tone_wav())
-    submission = submission_create(
-        benchmark=mpbench,
-        bundle_path=zip_tree(tree, tmp_path / "bundle.zip"),
-        system_name="Agent",
-        judge=mpbench.judges.get(slug="offline"),
-        allow_partial=True,
-        team=lab,
-        submitted_by=users["owner"],
-        publish=True,
+    with scoring_here():
+        submission = submission_create(
+            benchmark=shared_mpbench,
+            bundle_path=zip_tree(tree, folder / "bundle.zip"),
+            system_name="Agent",
+            judge=shared_mpbench.judges.get(slug="offline"),
+            allow_partial=True,
+            team=lab,
+            submitted_by=users["owner"],
+            publish=True,
+        )
+        submission.refresh_from_db()
+        assert submission.status == Submission.Status.SCORED, submission.error
+        random_tenth = held_out_mark(benchmark=shared_mpbench, fraction=0.10, seed=SEED)
+        held = held_out_mark(benchmark=shared_mpbench, task_ids=[HELD])
+    return shared_mpbench, submission, users, random_tenth, held
+
+
+@pytest.fixture
+def world(db, shared_world):
+    """The module's world, read afresh for this test (the database rolls back after it)."""
+    benchmark, submission, users, random_tenth, held = shared_world
+    return (
+        type(benchmark).objects.get(pk=benchmark.pk),
+        Submission.objects.get(pk=submission.pk),
+        {role: User.objects.get(pk=user.pk) for role, user in users.items()},
+        random_tenth,
+        held,
     )
-    submission.refresh_from_db()
-    assert submission.status == Submission.Status.SCORED, submission.error
-    random_tenth = held_out_mark(benchmark=mpbench, fraction=0.10, seed=SEED)
-    held = held_out_mark(benchmark=mpbench, task_ids=[HELD])
-    return mpbench, submission, users, random_tenth, held
 
 
 def login(client, users, viewer):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+from functools import lru_cache
 from itertools import permutations
 
 from .conversation import conversation_turns
@@ -66,8 +67,10 @@ class Transcript:
     turns: tuple[Turn, ...]
 
 
+@lru_cache(maxsize=4096)
 def load_transcript(metatranscript: str) -> Transcript:
-    """The task's metatranscript; anything malformed reads as an empty transcript."""
+    """The task's metatranscript; anything malformed reads as an empty transcript. Kept per
+    process (a transcript is read once per task however many answers are judged against it)."""
     conversation = conversation_turns(metatranscript)
     turns = tuple(Turn(t["speaker"], t["content"]) for t in conversation.turns)
     return Transcript(conversation.speaker_names, turns)
@@ -606,6 +609,7 @@ def should_respond(task: TaskSpec) -> tuple[bool | None, str]:
     return _should_respond(load_transcript(task.metatranscript))
 
 
+@lru_cache(maxsize=4096)
 def _should_respond(transcript: Transcript) -> tuple[bool | None, str]:
     if not transcript.turns:
         return None, "no transcript turns"

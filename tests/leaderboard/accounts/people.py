@@ -12,15 +12,9 @@ from rest_framework.test import APIClient
 
 from evaluation.models import Membership, Submission, Team
 from evaluation.services import submission_create
-from tests.conftest import copy_examples, zip_tree
+from tests.conftest import copy_examples, scoring_here, zip_tree
 
 ROLES = ("alice", "bob", "charlie", "anonymous", "staff")
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    """Hashing strength is not under test here; PBKDF2 would dominate the run time."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture(autouse=True)
@@ -67,16 +61,18 @@ def make_people() -> tuple[dict[str, User | None], Team, Team]:
     return users, lab_a, lab_c
 
 
-@pytest.fixture
-def world(eager, mpbench, mpbench_dir, tmp_path, django_capture_on_commit_callbacks) -> World:
+@pytest.fixture(scope="module")
+def shared_world(shared_db, shared_mpbench, mpbench_dir, tmp_path_factory) -> World:
+    """Made once for the module (see shared_db): every test sees it as made."""
     users, lab_a, lab_c = make_people()
-    bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / "examples"), tmp_path / "bundle.zip")
-    offline = mpbench.judges.get(slug="offline")
+    folder = tmp_path_factory.mktemp("world")
+    bundle = zip_tree(copy_examples(mpbench_dir, folder / "examples"), folder / "bundle.zip")
+    offline = shared_mpbench.judges.get(slug="offline")
     made = {}
     for name, publish in (("Published Agent", True), ("Private Agent", False)):
-        with django_capture_on_commit_callbacks(execute=True):
+        with scoring_here():
             made[publish] = submission_create(
-                benchmark=mpbench,
+                benchmark=shared_mpbench,
                 bundle_path=bundle,
                 system_name=name,
                 judge=offline,
@@ -88,3 +84,19 @@ def world(eager, mpbench, mpbench_dir, tmp_path, django_capture_on_commit_callba
     published, private = (Submission.objects.get(pk=made[flag].pk) for flag in (True, False))
     assert published.status == private.status == Submission.Status.SCORED
     return World(users, lab_a, lab_c, published, private)
+
+
+@pytest.fixture
+def world(db, shared_world) -> World:
+    """The module's world, read afresh for this test (a test may change its objects)."""
+
+    def fresh(instance):
+        return None if instance is None else type(instance).objects.get(pk=instance.pk)
+
+    return World(
+        {role: fresh(user) for role, user in shared_world.users.items()},
+        fresh(shared_world.lab_a),
+        fresh(shared_world.lab_c),
+        fresh(shared_world.published),
+        fresh(shared_world.private),
+    )

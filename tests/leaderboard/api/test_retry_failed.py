@@ -24,7 +24,7 @@ def nonsense_then_verdict(body, call):
 
 @pytest.fixture
 def failing(
-    world, judge_server, mpbench, mpbench_dir, tmp_path, django_capture_on_commit_callbacks
+    world, eager, judge_server, mpbench, mpbench_dir, tmp_path, django_capture_on_commit_callbacks
 ):
     judge = mpbench.judges.get(slug="official")
     judge.base_url = judge_server.url
