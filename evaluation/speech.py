@@ -13,6 +13,7 @@ import re
 import wave
 import zlib
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import BinaryIO
 
 import numpy as np
@@ -87,8 +88,14 @@ def speech(
     text: str, *, voice: Voice | str, sample_rate: int, seconds: float | None = None
 ) -> np.ndarray:
     """Mono float32 samples of ``text`` spoken by ``voice``; exactly ``seconds`` long if given
-    (syllables and pauses stretched to fit). Sound starts at the first sample, ends at the last."""
+    (syllables and pauses stretched to fit). Sound starts at the first sample, ends at the last.
+    A demo says the same lines many times: the last few are kept (the caller gets a copy)."""
     voice = VOICES[voice] if isinstance(voice, str) else voice
+    return _spoken(text, voice, sample_rate, seconds).copy()
+
+
+@lru_cache(maxsize=128)
+def _spoken(text: str, voice: Voice, sample_rate: int, seconds: float | None) -> np.ndarray:
     rng = np.random.default_rng(zlib.crc32(f"{voice.name}|{text}".encode()))
     plan = syllables(text)
     lengths = voice.syllable_s * rng.uniform(0.75, 1.3, len(plan))
@@ -106,7 +113,9 @@ def speech(
         contour = np.linspace(1.04, 0.96, end - start) * rng.uniform(0.94, 1.06)
         f0 = voice.f0 * level * contour * (1 + 0.01 * rng.standard_normal(end - start))
         out[start:end] = _syllable(vowel, onset, voice, f0, rng, sample_rate)
-    return (voice.loudness * out / (np.max(np.abs(out)) + 1e-12)).astype(np.float32)
+    samples = (voice.loudness * out / (np.max(np.abs(out)) + 1e-12)).astype(np.float32)
+    samples.flags.writeable = False  # kept: never changed in place
+    return samples
 
 
 def _pcm16(samples: np.ndarray) -> bytes:
