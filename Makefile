@@ -45,9 +45,10 @@ demo: install
 	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
 	DJANGO_DEBUG=1 $(BIN)/python manage.py runserver $(HOST):$(PORT)
 
-# The quick tier runs on every core; the services tier (real workers sharing one broker
-# database, SIGKILL runs, a browser) in one process.
-PYTEST_ARGS ?= $(if $(FLOORBOARD_REQUIRE_SERVICES)$(FLOORBOARD_RUN_SERVICES),,-n auto)
+# The quick tier runs on every core, an idle core taking tests queued for a busy one; the
+# services tier (real workers sharing one broker database, SIGKILL runs, a browser) in one
+# process.
+PYTEST_ARGS ?= $(if $(FLOORBOARD_REQUIRE_SERVICES)$(FLOORBOARD_RUN_SERVICES),,-n auto --dist worksteal)
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
