@@ -313,9 +313,12 @@ def claimable(now) -> Q:
     )
 
 
-def judgments_claim(*, submission_id: int, judge_id: int, owner: str, limit: int) -> list:
+def judgments_claim(
+    *, submission_id: int, judge_id: int, owner: str, limit: int, versions: dict | None = None
+) -> list:
     """Take up to ``limit`` of this submission's judgments that are pending, or whose worker's
-    lease lapsed (that worker died)."""
+    lease lapsed (that worker died), each with its prompt version; ``versions`` keeps the
+    prompt versions read so far (by id) across claims: read once, not once per judgment."""
     now = timezone.now()
     candidates = list(
         open_judgments(submission_id=submission_id, judge_id=judge_id)
@@ -330,11 +333,18 @@ def judgments_claim(*, submission_id: int, judge_id: int, owner: str, limit: int
         lease_owner=owner,
         lease_until=now + timedelta(seconds=settings.JUDGE_LEASE_SECONDS),
     )
-    return list(
+    claimed = list(
         Judgment.objects.filter(
             pk__in=candidates, status=Judgment.Status.RUNNING, lease_owner=owner
-        ).select_related("prompt_version")
+        )
     )
+    versions = {} if versions is None else versions
+    unread = {j.prompt_version_id for j in claimed} - versions.keys() - {None}
+    if unread:
+        versions.update(PromptVersion.objects.in_bulk(unread))
+    for judgment in claimed:
+        judgment.prompt_version = versions.get(judgment.prompt_version_id)
+    return claimed
 
 
 def leases_renew(*, owner: str) -> None:
@@ -548,7 +558,10 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
             ready: deque[Judgment] = deque()
             in_flight: dict[Future, Judgment] = {}
             exhausted = False
-            flush_at, flushed = limit, time.monotonic()
+            versions: dict[int, PromptVersion] = {}
+            # Stored once a claim's worth is answered, or a quarter of a second after the last
+            # store, whichever comes first.
+            flush_at, flushed = 4 * limit, time.monotonic()
             while True:
                 if not exhausted and len(ready) < limit and time.monotonic() < deadline:
                     claimed = judgments_claim(
@@ -556,6 +569,7 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
                         judge_id=judge_id,
                         owner=owner,
                         limit=4 * limit - len(ready),
+                        versions=versions,
                     )
                     ready.extend(claimed)
                     exhausted = not claimed
