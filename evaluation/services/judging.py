@@ -215,11 +215,11 @@ def _wanted(judge, prompts, request, ids, wanted, task) -> tuple[str, str]:
     return key
 
 
-def _new_judgment(judge, plugin, prompts, request, task) -> Judgment:
-    """A judgment for a request, answered at once by the offline judge."""
+def _new_judgment(judge, plugin, prompts, key, request, task) -> Judgment:
+    """A judgment for a request under its cache key, answered at once by the offline judge."""
     judgment = Judgment(
-        judge_identity=judge_identity(judge=judge, kind=request.kind, prompt=prompts[request.kind]),
-        prompt_sha256=request_sha256(request),
+        judge_identity=key[0],
+        prompt_sha256=key[1],
         prompt=request.prompt,
         system_prompt=request.system,
         context=request.context,
@@ -255,7 +255,7 @@ def _judgments_store(judge: Judge, plugin, prompts, wanted: dict, ids: dict) -> 
     to ``ids``. Returns how many still need a call."""
     found = _stored(wanted)
     made = {
-        key: _new_judgment(judge, plugin, prompts, *wanted[key])
+        key: _new_judgment(judge, plugin, prompts, key, *wanted[key])
         for key in wanted
         if key not in found
     }
@@ -269,7 +269,7 @@ def _judgments_store(judge: Judge, plugin, prompts, wanted: dict, ids: dict) -> 
         if judge.is_offline and (unsettled or status == Judgment.Status.FAILED):
             # Stored earlier and put back to pending (a retry): the offline judge answers it
             # here, as it answered the new ones.
-            answered = made.get(key) or _new_judgment(judge, plugin, prompts, *wanted[key])
+            answered = made.get(key) or _new_judgment(judge, plugin, prompts, key, *wanted[key])
             Judgment.objects.filter(pk=pk).update(
                 **{field: getattr(answered, field) for field in OFFLINE_FIELDS},
                 lease_owner="",
