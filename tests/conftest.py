@@ -124,8 +124,18 @@ def _isolated_media(request, settings, tmp_path):
     settings.STORAGES = media_storages(location)
 
 
+def _transactional(item) -> bool:
+    marker = item.get_closest_marker("django_db")
+    fixtures = getattr(item, "fixturenames", ())
+    return bool(
+        marker is not None
+        and marker.kwargs.get("transaction")
+        or {"transactional_db", "live_server"} & set(fixtures)
+    )
+
+
 @pytest.fixture(scope="module")
-def shared_db(django_db_setup, django_db_blocker, tmp_path_factory):
+def shared_db(request, django_db_setup, django_db_blocker, tmp_path_factory):
     """Rows that are costly to make (scored submissions), made once for a module: module
     fixtures that depend on this one write them inside a transaction that stays open while the
     module runs; each test runs inside it and rolls back to a savepoint, as Django's
@@ -135,6 +145,13 @@ def shared_db(django_db_setup, django_db_blocker, tmp_path_factory):
     from django.db import transaction
     from django.test import override_settings
 
+    flushing = [
+        item.nodeid
+        for item in request.session.items
+        if item.module is request.module and _transactional(item)
+    ]
+    if flushing:
+        pytest.fail(f"shared_db in a module with transactional tests: {flushing}")
     media = tmp_path_factory.mktemp("shared-media")
     with (
         django_db_blocker.unblock(),

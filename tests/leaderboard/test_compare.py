@@ -25,8 +25,7 @@ def _fresh_cache():
     cache.clear()
 
 
-@pytest.fixture(scope="module")
-def shared_people(shared_db):
+def make_people() -> tuple[Team, dict[str, User]]:
     lab = Team.objects.create(name="Lab", slug="lab")
     rivals = Team.objects.create(name="Rivals", slug="rivals")
     users = {
@@ -41,28 +40,27 @@ def shared_people(shared_db):
     return lab, users
 
 
-@pytest.fixture(scope="module")
-def shared_runs(shared_mpbench, mpbench_dir, tmp_path_factory, shared_people):
-    lab, users = shared_people
-    offline = shared_mpbench.judges.get(slug="offline")
-    folders = tmp_path_factory.mktemp("runs")
+def make_runs(benchmark, mpbench_dir, folders, people) -> dict[str, Submission]:
+    """Through the real pipeline (offline judge): Talker as recorded, Mute silent on every
+    task (both published), and an unpublished Secret, all of team Lab."""
+    lab, users = people
+    offline = benchmark.judges.get(slug="offline")
 
     def submit(name: str, folder: str, *, publish: bool, silent: bool = False) -> Submission:
         tree = copy_examples(mpbench_dir, folders / folder)
         if silent:
             for response in tree.glob("*/response.json"):
                 response.write_text(json.dumps(SILENT))
-        with scoring_here():
-            submission = submission_create(
-                benchmark=shared_mpbench,
-                bundle_path=zip_tree(tree, folders / f"{folder}.zip"),
-                system_name=name,
-                judge=offline,
-                allow_partial=True,
-                team=lab,
-                submitted_by=users["owner"],
-                publish=publish,
-            )
+        submission = submission_create(
+            benchmark=benchmark,
+            bundle_path=zip_tree(tree, folders / f"{folder}.zip"),
+            system_name=name,
+            judge=offline,
+            allow_partial=True,
+            team=lab,
+            submitted_by=users["owner"],
+            publish=publish,
+        )
         submission.refresh_from_db()
         assert submission.status == Submission.Status.SCORED, submission.error
         return submission
@@ -72,6 +70,19 @@ def shared_runs(shared_mpbench, mpbench_dir, tmp_path_factory, shared_people):
         "b": submit("Mute", "b", publish=True, silent=True),
         "secret": submit("Secret", "c", publish=False),
     }
+
+
+@pytest.fixture(scope="module")
+def shared_people(shared_db):
+    return make_people()
+
+
+@pytest.fixture(scope="module")
+def shared_runs(shared_mpbench, mpbench_dir, tmp_path_factory, shared_people):
+    with scoring_here():
+        return make_runs(
+            shared_mpbench, mpbench_dir, tmp_path_factory.mktemp("runs"), shared_people
+        )
 
 
 @pytest.fixture

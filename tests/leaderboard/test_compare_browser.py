@@ -10,17 +10,23 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.conftest import REPO
-from tests.leaderboard.test_compare import _fresh_cache, passed_units, people, runs  # noqa: F401
+from tests.leaderboard.test_compare import _fresh_cache, make_people, make_runs, passed_units  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ARTIFACTS = REPO / "test-artifacts" / "compare"
 
 
+@pytest.fixture
+def runs(eager, mpbench, mpbench_dir, tmp_path):
+    """test_compare's runs, committed here for the live server."""
+    return make_runs(mpbench, mpbench_dir, tmp_path, make_people())
+
+
 def test_slice_tick_two_rows_compare_and_open_a_disagreement(
     browser,
     live_server,
-    runs,  # noqa: F811
+    runs,
     mpbench_tasks,
 ):
     a, b = runs["a"], runs["b"]
