@@ -156,14 +156,12 @@ def shared_db(request, django_db_setup, django_db_blocker, tmp_path_factory):
     with (
         django_db_blocker.unblock(),
         override_settings(STORAGES=media_storages(media)),
+        transaction.atomic(),
     ):
-        atomic = transaction.atomic()
-        atomic.__enter__()
         try:
             yield media
         finally:
             transaction.set_rollback(True)
-            atomic.__exit__(None, None, None)
 
 
 @contextlib.contextmanager
