@@ -8,9 +8,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.cache import cache
 
-from evaluation.models import Membership, Submission, Team
+from evaluation.models import Submission
 from evaluation.services import submission_create
 from tests.conftest import copy_examples, scoring_here, zip_tree
+from tests.leaderboard.cast import fresh, fresh_all, lab_and_rivals
 
 pytestmark = pytest.mark.django_db
 
@@ -25,18 +26,7 @@ def _fresh_cache():
 
 @pytest.fixture(scope="module")
 def shared_people(shared_db):
-    lab = Team.objects.create(name="Lab", slug="lab")
-    rivals = Team.objects.create(name="Rivals", slug="rivals")
-    users = {
-        "teammate": User.objects.create_user("bob"),
-        "outsider": User.objects.create_user("carol"),
-        "staff": User.objects.create_user("sam", is_staff=True),
-        "owner": User.objects.create_user("alice"),
-    }
-    Membership.objects.create(team=lab, user=users["owner"], role=Membership.Role.OWNER)
-    Membership.objects.create(team=lab, user=users["teammate"])
-    Membership.objects.create(team=rivals, user=users["outsider"])
-    return lab, users
+    return lab_and_rivals()
 
 
 @pytest.fixture(scope="module")
@@ -74,14 +64,12 @@ def shared_runs(shared_mpbench, mpbench_dir, tmp_path_factory, shared_people):
 @pytest.fixture
 def people(db, shared_people):
     lab, users = shared_people
-    return Team.objects.get(pk=lab.pk), {
-        role: User.objects.get(pk=user.pk) for role, user in users.items()
-    }
+    return fresh(lab), fresh_all(users)
 
 
 @pytest.fixture
 def runs(db, shared_runs):
-    return {name: Submission.objects.get(pk=run.pk) for name, run in shared_runs.items()}
+    return fresh_all(shared_runs)
 
 
 def login(client, people, viewer: str):

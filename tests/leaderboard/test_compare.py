@@ -7,13 +7,13 @@ outside its team."""
 import json
 
 import pytest
-from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.urls import reverse
 
-from evaluation.models import Membership, Score, Submission, System, TaskJudgment, Team
+from evaluation.models import Score, Submission, System, TaskJudgment
 from evaluation.services import submission_create
 from tests.conftest import copy_examples, scoring_here, zip_tree
+from tests.leaderboard.cast import fresh, fresh_all, lab_and_rivals
 
 pytestmark = pytest.mark.django_db
 
@@ -23,21 +23,6 @@ SILENT = {"text": "", "chunks": []}
 @pytest.fixture(autouse=True)
 def _fresh_cache():
     cache.clear()
-
-
-def make_people() -> tuple[Team, dict[str, User]]:
-    lab = Team.objects.create(name="Lab", slug="lab")
-    rivals = Team.objects.create(name="Rivals", slug="rivals")
-    users = {
-        "owner": User.objects.create_user("alice"),
-        "teammate": User.objects.create_user("bob"),
-        "outsider": User.objects.create_user("carol"),
-        "staff": User.objects.create_user("sam", is_staff=True),
-    }
-    Membership.objects.create(team=lab, user=users["owner"], role=Membership.Role.OWNER)
-    Membership.objects.create(team=lab, user=users["teammate"])
-    Membership.objects.create(team=rivals, user=users["outsider"])
-    return lab, users
 
 
 def make_runs(benchmark, mpbench_dir, folders, people) -> dict[str, Submission]:
@@ -74,7 +59,7 @@ def make_runs(benchmark, mpbench_dir, folders, people) -> dict[str, Submission]:
 
 @pytest.fixture(scope="module")
 def shared_people(shared_db):
-    return make_people()
+    return lab_and_rivals()
 
 
 @pytest.fixture(scope="module")
@@ -88,15 +73,12 @@ def shared_runs(shared_mpbench, mpbench_dir, tmp_path_factory, shared_people):
 @pytest.fixture
 def people(db, shared_people):
     lab, users = shared_people
-    return Team.objects.get(pk=lab.pk), {
-        role: User.objects.get(pk=user.pk) for role, user in users.items()
-    }
+    return fresh(lab), fresh_all(users)
 
 
 @pytest.fixture
 def runs(db, shared_runs):
-    """Read afresh for each test (a test may change them; the database rolls back)."""
-    return {name: Submission.objects.get(pk=run.pk) for name, run in shared_runs.items()}
+    return fresh_all(shared_runs)
 
 
 def passed_units(submission: Submission, mpbench_tasks) -> dict[str, dict[str, bool]]:

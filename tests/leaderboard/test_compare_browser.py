@@ -10,7 +10,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.conftest import REPO
-from tests.leaderboard.test_compare import _fresh_cache, make_people, make_runs, passed_units  # noqa: F401
+from tests.leaderboard.cast import lab_and_rivals
+from tests.leaderboard.test_compare import _fresh_cache, make_runs, passed_units  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -20,7 +21,7 @@ ARTIFACTS = REPO / "test-artifacts" / "compare"
 @pytest.fixture
 def runs(eager, mpbench, mpbench_dir, tmp_path):
     """test_compare's runs, committed here for the live server."""
-    return make_runs(mpbench, mpbench_dir, tmp_path, make_people())
+    return make_runs(mpbench, mpbench_dir, tmp_path, lab_and_rivals())
 
 
 def test_slice_tick_two_rows_compare_and_open_a_disagreement(

@@ -10,17 +10,17 @@ import wave
 from io import BytesIO
 
 import pytest
-from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.urls import reverse
 
 from evaluation.benchmarks import get_plugin
 from evaluation.held_out import held_out_mark
-from evaluation.models import Membership, Score, Submission, Team
+from evaluation.models import Score, Submission
 from evaluation.services import submission_create
 from evaluation.services.pipeline import task_outcomes
 from leaderboard import audio
 from tests.conftest import copy_examples, scoring_here, zip_tree
+from tests.leaderboard.cast import fresh, fresh_all, lab_and_rivals
 
 pytestmark = pytest.mark.django_db
 
@@ -48,17 +48,7 @@ def _fresh_cache():
 @pytest.fixture(scope="module")
 def shared_world(shared_mpbench, mpbench_dir, tmp_path_factory):
     """Made once for the module (see shared_db)."""
-    lab = Team.objects.create(name="Lab", slug="lab")
-    rivals = Team.objects.create(name="Rivals", slug="rivals")
-    users = {
-        "owner": User.objects.create_user("alice"),
-        "teammate": User.objects.create_user("bob"),
-        "outsider": User.objects.create_user("carol"),
-        "staff": User.objects.create_user("sam", is_staff=True),
-    }
-    Membership.objects.create(team=lab, user=users["owner"], role=Membership.Role.OWNER)
-    Membership.objects.create(team=lab, user=users["teammate"])
-    Membership.objects.create(team=rivals, user=users["outsider"])
+    lab, users = lab_and_rivals()
     folder = tmp_path_factory.mktemp("held-out")
     tree = copy_examples(mpbench_dir, folder / "bundle")
     for task in (HELD, OPEN):
@@ -85,13 +75,7 @@ def shared_world(shared_mpbench, mpbench_dir, tmp_path_factory):
 def world(db, shared_world):
     """The module's world, read afresh for this test (the database rolls back after it)."""
     benchmark, submission, users, random_tenth, held = shared_world
-    return (
-        type(benchmark).objects.get(pk=benchmark.pk),
-        Submission.objects.get(pk=submission.pk),
-        {role: User.objects.get(pk=user.pk) for role, user in users.items()},
-        random_tenth,
-        held,
-    )
+    return fresh(benchmark), fresh(submission), fresh_all(users), random_tenth, held
 
 
 def login(client, users, viewer):

@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 from evaluation.models import Membership, Submission, Team
 from evaluation.services import submission_create
 from tests.conftest import copy_examples, scoring_here, zip_tree
+from tests.leaderboard.cast import fresh, fresh_all
 
 ROLES = ("alice", "bob", "charlie", "anonymous", "staff")
 
@@ -89,12 +90,8 @@ def shared_world(shared_db, shared_mpbench, mpbench_dir, tmp_path_factory) -> Wo
 @pytest.fixture
 def world(db, shared_world) -> World:
     """The module's world, read afresh for this test (a test may change its objects)."""
-
-    def fresh(instance):
-        return None if instance is None else type(instance).objects.get(pk=instance.pk)
-
     return World(
-        {role: fresh(user) for role, user in shared_world.users.items()},
+        fresh_all(shared_world.users),
         fresh(shared_world.lab_a),
         fresh(shared_world.lab_c),
         fresh(shared_world.published),
