@@ -146,7 +146,7 @@ def stages_by_hand():
 
 @dataclass
 class StagedRun:
-    submission: Submission
+    submission: Submission | None = None  # set once the run is scored
     seconds: dict[str, float] = field(default_factory=dict)  # stage -> wall seconds
     # stage -> its own peak traced memory, when the run is traced (measure()'s last run). Each
     # stage restarts tracemalloc's peak: the run's peak is the highest of these, not the one
@@ -164,7 +164,7 @@ def staged_run(
     """One upload through every stage, called in turn as a worker would run them, each timed:
     validate, store, ingest, the processing steps (``steps_label``), linking judgments, then
     the calls and aggregation ("judge and aggregate") or, every answer stored, "aggregate"."""
-    run = StagedRun(submission=None)
+    run = StagedRun()
     clock = time.perf_counter()
 
     def lap(stage: str) -> None:

@@ -69,10 +69,7 @@ def import_mpbench(directory: Path):
 @pytest.fixture
 def mpbench(request, db, mpbench_dir):
     if "shared_db" in request.fixturenames:
-        # Imported once for the module (shared_mpbench).
-        from evaluation.models import Benchmark
-
-        return Benchmark.objects.get(pk=request.getfixturevalue("shared_mpbench").pk)
+        return fresh(request.getfixturevalue("shared_mpbench"))  # imported once for the module
     return import_mpbench(mpbench_dir)
 
 
@@ -162,6 +159,16 @@ def shared_db(request, django_db_setup, django_db_blocker, tmp_path_factory):
             yield media
         finally:
             transaction.set_rollback(True)
+
+
+def fresh(instance):
+    """The row as the database has it now: a test may change the objects a module shares
+    (shared_db), and its database changes roll back after it."""
+    return None if instance is None else type(instance).objects.get(pk=instance.pk)
+
+
+def fresh_all(instances: dict) -> dict:
+    return {key: fresh(instance) for key, instance in instances.items()}
 
 
 @contextlib.contextmanager

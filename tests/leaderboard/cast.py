@@ -1,5 +1,5 @@
 """The cast of the board tests: team Lab (alice owns it, bob is a member), team Rivals (carol),
-and staff (sam); and reading a module's shared rows afresh for one test."""
+and staff (sam)."""
 
 from __future__ import annotations
 
@@ -22,13 +22,3 @@ def lab_and_rivals() -> tuple[Team, dict[str, User]]:
     Membership.objects.create(team=lab, user=users["teammate"])
     Membership.objects.create(team=rivals, user=users["outsider"])
     return lab, users
-
-
-def fresh(instance):
-    """The row as the database has it now: a test may change the objects a module shares,
-    and its database changes roll back after it."""
-    return None if instance is None else type(instance).objects.get(pk=instance.pk)
-
-
-def fresh_all(instances: dict) -> dict:
-    return {key: fresh(instance) for key, instance in instances.items()}

@@ -11,7 +11,6 @@ from django.core.cache import cache
 from evaluation.models import Submission
 from evaluation.services import submission_create
 from tests.conftest import copy_examples, scoring_here, zip_tree
-from tests.leaderboard.cast import fresh, fresh_all, lab_and_rivals
 
 pytestmark = pytest.mark.django_db
 
@@ -22,11 +21,6 @@ SEES_PRIVATE = {"anonymous": False, "outsider": False, "teammate": True, "staff"
 @pytest.fixture(autouse=True)
 def _fresh_cache():
     cache.clear()
-
-
-@pytest.fixture(scope="module")
-def shared_people(shared_db):
-    return lab_and_rivals()
 
 
 @pytest.fixture(scope="module")
@@ -59,17 +53,6 @@ def shared_runs(shared_mpbench, mpbench_dir, tmp_path_factory, shared_people):
         "open_draft": submit("Open Agent", False, "b"),
         "secret": submit("Secret Agent", False, "c"),
     }
-
-
-@pytest.fixture
-def people(db, shared_people):
-    lab, users = shared_people
-    return fresh(lab), fresh_all(users)
-
-
-@pytest.fixture
-def runs(db, shared_runs):
-    return fresh_all(shared_runs)
 
 
 def login(client, people, viewer: str):

@@ -13,7 +13,6 @@ from django.urls import reverse
 from evaluation.models import Score, Submission, System, TaskJudgment
 from evaluation.services import submission_create
 from tests.conftest import copy_examples, scoring_here, zip_tree
-from tests.leaderboard.cast import fresh, fresh_all, lab_and_rivals
 
 pytestmark = pytest.mark.django_db
 
@@ -58,27 +57,11 @@ def make_runs(benchmark, mpbench_dir, folders, people) -> dict[str, Submission]:
 
 
 @pytest.fixture(scope="module")
-def shared_people(shared_db):
-    return lab_and_rivals()
-
-
-@pytest.fixture(scope="module")
 def shared_runs(shared_mpbench, mpbench_dir, tmp_path_factory, shared_people):
     with scoring_here():
         return make_runs(
             shared_mpbench, mpbench_dir, tmp_path_factory.mktemp("runs"), shared_people
         )
-
-
-@pytest.fixture
-def people(db, shared_people):
-    lab, users = shared_people
-    return fresh(lab), fresh_all(users)
-
-
-@pytest.fixture
-def runs(db, shared_runs):
-    return fresh_all(shared_runs)
 
 
 def passed_units(submission: Submission, mpbench_tasks) -> dict[str, dict[str, bool]]:

@@ -19,8 +19,8 @@ from evaluation.models import Score, Submission
 from evaluation.services import submission_create
 from evaluation.services.pipeline import task_outcomes
 from leaderboard import audio
-from tests.conftest import copy_examples, scoring_here, zip_tree
-from tests.leaderboard.cast import fresh, fresh_all, lab_and_rivals
+from tests.conftest import copy_examples, fresh, fresh_all, scoring_here, zip_tree
+from tests.leaderboard.cast import lab_and_rivals
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,7 @@ from rest_framework.test import APIClient
 
 from evaluation.models import Membership, Submission, Team
 from evaluation.services import submission_create
-from tests.conftest import copy_examples, scoring_here, zip_tree
-from tests.leaderboard.cast import fresh, fresh_all
+from tests.conftest import copy_examples, fresh, fresh_all, scoring_here, zip_tree
 
 ROLES = ("alice", "bob", "charlie", "anonymous", "staff")
 
