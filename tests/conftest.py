@@ -26,6 +26,9 @@ REQUIRE_SERVICES = os.environ.get("FLOORBOARD_REQUIRE_SERVICES") == "1"
 # The services tier (PostgreSQL, Redis, worker processes, SIGKILL runs, headless Chromium) runs
 # in CI, or with FLOORBOARD_RUN_SERVICES=1; plain `make test` is the quick tier.
 RUN_SERVICES = REQUIRE_SERVICES or os.environ.get("FLOORBOARD_RUN_SERVICES") == "1"
+# How often a test's HTTP server looks for its shutdown (serve_forever's default, half a second,
+# is what every test stopping one would wait).
+SERVE_POLL = 0.02
 
 
 def pytest_configure(config):
@@ -318,7 +321,7 @@ def judge_server():
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(SERVE_POLL,), daemon=True)
     thread.start()
     yield state
     server.shutdown()

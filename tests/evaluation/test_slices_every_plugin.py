@@ -1,7 +1,7 @@
-"""For every installed plug-in that declares slices: its demo release and two of its demo systems
-go through the pipeline (offline judge), and every stored slice's numbers equal the plug-in's
-own aggregation run on that subset of the tasks. (Every demo system is scored by each plug-in's
-demo test; two are enough here, where each score is checked the same way.)"""
+"""For every installed plug-in that declares slices: its demo release and its first demo system go
+through the pipeline (offline judge), and every stored slice's numbers equal the plug-in's own
+aggregation run on that subset of the tasks. (Every demo system is scored by each plug-in's demo
+test; one is enough here, where every score would be checked the same way.)"""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_every_slice_equals_the_plugins_aggregation_on_its_tasks(slug, tmp_path)
         slug=f"{slug}-slices", directory=tmp_path / "source", plugin=slug, is_demo=True
     ).benchmark
     offline = benchmark.judges.get(slug="offline")
-    for run in plugin.write_demo_runs(tmp_path / "uploads")[:2]:
+    for run in plugin.write_demo_runs(tmp_path / "uploads")[:1]:
         with inline():
             submission_create(
                 benchmark=benchmark,

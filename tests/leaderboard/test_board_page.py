@@ -16,9 +16,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from evaluation.models import Benchmark, Judge, Score, Submission, System
+from tests.conftest import fresh, fresh_all
 from tests.evaluation.test_stats import wilson_by_quadratic
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("shared_db")]
 
 SPLITS = {"understanding": 543, "discussion": 128, "turnbased": 256}
 SPK_TOTAL = 99
@@ -127,10 +128,12 @@ def _fresh_cache():
     cache.clear()
 
 
-@pytest.fixture
-def gpt_judge(mpbench) -> Judge:
-    return Judge.objects.create(
-        benchmark=mpbench,
+@pytest.fixture(scope="module")
+def shared_board(shared_mpbench):
+    """A second judge and five systems scored under it, made once for the module (see
+    shared_db); the official judge has only the paper's rows."""
+    judge = Judge.objects.create(
+        benchmark=shared_mpbench,
         slug="gpt",
         name="GPT judge",
         provider=Judge.Provider.OPENAI,
@@ -141,23 +144,29 @@ def gpt_judge(mpbench) -> Judge:
             "turnbased": "m",
         },
     )
-
-
-@pytest.fixture
-def board(mpbench, gpt_judge):
-    """Five scored systems under a second judge; the official judge has only the paper's rows."""
-    cache.clear()
     made = {}
     for name, (system_type, facets, counts, latencies) in ROWS.items():
         made[name] = scored_row(
-            mpbench,
-            gpt_judge,
+            shared_mpbench,
+            judge,
             name,
             mp_results(*counts, lat=latencies),
             system_type=system_type,
             **facets,
         )
-    return made
+    return judge, made
+
+
+@pytest.fixture
+def gpt_judge(db, shared_board) -> Judge:
+    return fresh(shared_board[0])
+
+
+@pytest.fixture
+def board(db, shared_board):
+    """The module's five scored systems, read afresh for this test."""
+    cache.clear()
+    return fresh_all(shared_board[1])
 
 
 def api(client, query: str = "", judge: str = "gpt") -> dict:
@@ -585,7 +594,7 @@ def test_queries_do_not_grow_with_rows(
     large, shown_large = _queries(client, url)
     if "official" not in url:
         assert shown_large > shown_small  # the second size really shows more rows
-    assert large == small, f"{url}: {small} queries with 5 rows, {large} with 65"
+    assert large == small, f"{url}: {small} queries with 5 + 5 rows, {large} with 5 + 65"
     with django_assert_max_num_queries(12):
         client.get(url)
 

@@ -16,6 +16,7 @@ import soundfile
 from evaluation.benchmarks.duplexmpe import asr, judge, offline, paper
 from evaluation.benchmarks.duplexmpe.metrics import ScoringError
 from evaluation.speech import to_wav_bytes
+from tests.conftest import SERVE_POLL
 
 # --- prompts ---------------------------------------------------------------------------------
 
@@ -124,7 +125,7 @@ class _Asr(BaseHTTPRequestHandler):
 @pytest.fixture
 def asr_server():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Asr)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(SERVE_POLL,), daemon=True)
     thread.start()
     _Asr.seen, _Asr.status = [], 200
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"

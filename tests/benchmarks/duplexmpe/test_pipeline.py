@@ -27,6 +27,7 @@ from annotation.services import StudyPlan, study_create
 from evaluation.benchmarks.duplexmpe import processing, synthetic
 from evaluation.models import Judgment, Submission, TaskResult
 from evaluation.services import benchmark_import, submission_rescore
+from tests.conftest import SERVE_POLL
 
 from .conftest import write_tree, zip_upload
 
@@ -85,7 +86,7 @@ class AsrServer:
 
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        threading.Thread(target=self.http.serve_forever, args=(SERVE_POLL,), daemon=True).start()
 
     def close(self):
         self.http.shutdown()
