@@ -128,12 +128,10 @@ def _fresh_cache():
     cache.clear()
 
 
-@pytest.fixture(scope="module")
-def shared_board(shared_mpbench):
-    """A second judge and five systems scored under it, made once for the module (see
-    shared_db); the official judge has only the paper's rows."""
-    judge = Judge.objects.create(
-        benchmark=shared_mpbench,
+def second_judge(benchmark: Benchmark) -> Judge:
+    """A judge beside the official one, named "gpt" on the board."""
+    return Judge.objects.create(
+        benchmark=benchmark,
         slug="gpt",
         name="GPT judge",
         provider=Judge.Provider.OPENAI,
@@ -144,6 +142,13 @@ def shared_board(shared_mpbench):
             "turnbased": "m",
         },
     )
+
+
+@pytest.fixture(scope="module")
+def shared_board(shared_mpbench):
+    """A second judge and five systems scored under it, made once for the module (see
+    shared_db); the official judge has only the paper's rows."""
+    judge = second_judge(shared_mpbench)
     made = {}
     for name, (system_type, facets, counts, latencies) in ROWS.items():
         made[name] = scored_row(

@@ -5,7 +5,7 @@ import pytest
 from django.core.cache import cache
 
 from evaluation.models import Score
-from tests.leaderboard.test_board_page import gpt_judge, mp_results, scored_row  # noqa: F401
+from tests.leaderboard.test_board_page import mp_results, scored_row, second_judge
 
 pytestmark = pytest.mark.django_db
 
@@ -16,8 +16,9 @@ PUBLIC = {  # every count higher for the better system, so every rank key agrees
 }
 
 
-def test_held_out_rank_and_delta_by_hand(client, mpbench, gpt_judge):  # noqa: F811
+def test_held_out_rank_and_delta_by_hand(client, mpbench):
     cache.clear()
+    gpt_judge = second_judge(mpbench)
     for name, counts in PUBLIC.items():
         submission = scored_row(mpbench, gpt_judge, name, mp_results(*counts))
         reversed_counts = PUBLIC[{"Alpha": "Gamma", "Beta": "Beta", "Gamma": "Alpha"}[name]]
