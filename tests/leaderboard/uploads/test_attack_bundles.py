@@ -41,7 +41,8 @@ def empty_chunks(size: int) -> bytes:
 
 
 def write(path: Path, files: dict[str, bytes | str]) -> Path:
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+    # The fastest deflate: half a gigabyte of zeros is written in a fraction of the time.
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
         for name, data in files.items():
             archive.writestr(name, data)
     return path
