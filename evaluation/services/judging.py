@@ -313,21 +313,53 @@ def claimable(now) -> Q:
     )
 
 
-def judgments_claim(
-    *, submission_id: int, judge_id: int, owner: str, limit: int, versions: dict | None = None
-) -> list:
-    """Take up to ``limit`` of this submission's judgments that are pending, or whose worker's
-    lease lapsed (that worker died), each with its prompt version; ``versions`` keeps the
-    prompt versions read so far (by id) across claims: read once, not once per judgment."""
-    now = timezone.now()
-    candidates = list(
+def claimable_ids(*, submission_id: int, judge_id: int, limit: int | None = None) -> list[int]:
+    """The judgments of this submission under this judge a worker may take now, in order (the
+    first ``limit`` of them, or all)."""
+    return list(
         open_judgments(submission_id=submission_id, judge_id=judge_id)
-        .filter(claimable(now))
+        .filter(claimable(timezone.now()))
         .order_by("pk")
         .values_list("pk", flat=True)[:limit]
     )
+
+
+def judgments_claim(
+    *,
+    submission_id: int,
+    judge_id: int,
+    owner: str,
+    limit: int,
+    versions: dict | None = None,
+    todo: deque | None = None,
+) -> list:
+    """Take up to ``limit`` of this submission's judgments that are pending, or whose worker's
+    lease lapsed (that worker died), each with its prompt version; ``versions`` keeps the
+    prompt versions read so far (by id) across claims: read once, not once per judgment.
+
+    ``todo``, when given, holds the ids this worker still means to try (claimable_ids, read
+    when it runs out): a claim then takes them by primary key instead of searching the
+    submission's judgments again, and skips those another worker took meanwhile."""
+    if todo is None:
+        first = claimable_ids(submission_id=submission_id, judge_id=judge_id, limit=limit)
+        return _claim(first, owner, versions)
+    read = False
+    while True:
+        if not todo:
+            if read:
+                return []
+            todo.extend(claimable_ids(submission_id=submission_id, judge_id=judge_id))
+            read = True
+        claimed = _claim([todo.popleft() for _ in range(min(limit, len(todo)))], owner, versions)
+        if claimed:
+            return claimed
+
+
+def _claim(candidates: list[int], owner: str, versions: dict | None) -> list:
+    """Lease those of ``candidates`` still claimable to ``owner``; returns the ones it got."""
     if not candidates:
         return []
+    now = timezone.now()
     Judgment.objects.filter(pk__in=candidates).filter(claimable(now)).update(
         status=Judgment.Status.RUNNING,
         lease_owner=owner,
@@ -559,6 +591,7 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
             in_flight: dict[Future, Judgment] = {}
             exhausted = False
             versions: dict[int, PromptVersion] = {}
+            todo: deque[int] = deque()  # ids to try, read once rather than once per claim
             # Stored once a claim's worth is answered, or a quarter of a second after the last
             # store, whichever comes first.
             flush_at, flushed = 4 * limit, time.monotonic()
@@ -570,6 +603,7 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
                         owner=owner,
                         limit=4 * limit - len(ready),
                         versions=versions,
+                        todo=todo,
                     )
                     ready.extend(claimed)
                     exhausted = not claimed
