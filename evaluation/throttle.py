@@ -3,6 +3,12 @@
 With a Redis broker the slots live in Redis: a sorted set of leases, renewed every quarter lease
 while their call lasts, so a slot held by a worker that died frees itself one lease later (not
 after the longest a call may take). On the embedded default they are a semaphore in this process.
+
+A holder made with ``keep=True`` keeps a thread's slot after a call that succeeded, for that
+thread's next call: a worker answering a stream of calls pays Redis once per thread, not twice
+per call. Kept slots count against the bound like any other and are renewed like them; the
+holder gives them back with ``release_kept()`` once it has no more calls to start (and a call
+that failed gives its slot back at once, so a retry's backoff holds none).
 """
 
 from __future__ import annotations
@@ -29,12 +35,23 @@ _local: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 
 
 class EndpointSlots:
-    def __init__(self, *, endpoint: str, limit: int, redis_url: str | None, lease_seconds: float):
+    def __init__(
+        self,
+        *,
+        endpoint: str,
+        limit: int,
+        redis_url: str | None,
+        lease_seconds: float,
+        keep: bool = False,
+    ):
         self.key = f"floorboard:judge-slots:{endpoint}"
         self.limit = limit
         self.lease_seconds = lease_seconds
         self.redis = redis.Redis.from_url(redis_url) if redis_url else None
+        self.keep = keep
         self._held: set[str] = set()
+        # Slots kept between calls: thread -> (token, when kept) (see ``keep``).
+        self._kept: dict[int, tuple[str, float]] = {}
         self._held_lock = threading.Lock()
         self._renewer: threading.Thread | None = None
         if self.redis is not None:
@@ -51,6 +68,27 @@ class EndpointSlots:
             with self.semaphore:
                 yield
             return
+        thread = threading.get_ident()
+        with self._held_lock:
+            token, kept_at = self._kept.pop(thread, (None, 0.0))
+        if token is not None and time.monotonic() - kept_at > self.lease_seconds / 4:
+            # Kept longer than the renewer's round: given back rather than trusted.
+            self._release([token])
+            token = None
+        if token is None:
+            token = self._acquire()
+        try:
+            yield
+        except BaseException:
+            self._release([token])
+            raise
+        if self.keep:
+            with self._held_lock:
+                self._kept[thread] = (token, time.monotonic())
+        else:
+            self._release([token])
+
+    def _acquire(self) -> str:
         token = uuid.uuid4().hex
         while True:
             now = time.time()
@@ -66,12 +104,24 @@ class EndpointSlots:
                     target=self._renew, name="judge-slot-leases", daemon=True
                 )
                 self._renewer.start()
-        try:
-            yield
-        finally:
-            with self._held_lock:
-                self._held.discard(token)
-            self.redis.zrem(self.key, token)
+        return token
+
+    def _release(self, tokens: list[str]) -> None:
+        if not tokens:
+            return
+        with self._held_lock:
+            self._held.difference_update(tokens)
+        self.redis.zrem(self.key, *tokens)
+
+    def release_kept(self) -> None:
+        """Give back the slots kept between calls (none are in use: a slot in use is not
+        kept)."""
+        if self.redis is None:
+            return
+        with self._held_lock:
+            tokens = [token for token, _ in self._kept.values()]
+            self._kept.clear()
+        self._release(tokens)
 
     def _renew(self) -> None:
         """Extend this process's leases while it holds any; stops when it holds none."""

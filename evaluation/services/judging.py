@@ -122,7 +122,9 @@ def judge_client(judge: Judge):
 
 
 def judge_slots(judge: Judge, client, limit: int) -> EndpointSlots:
-    """Calls in flight to this endpoint, across all workers, stay within the judge's limit."""
+    """Calls in flight to this endpoint, across all workers, stay within the judge's limit. A
+    calling thread keeps its slot for its next call; judgments_work gives kept slots back once
+    it has no call left to start."""
     broker = settings.CELERY_BROKER_URL
     return EndpointSlots(
         endpoint=f"{judge.provider}:{client.base_url}",
@@ -130,6 +132,7 @@ def judge_slots(judge: Judge, client, limit: int) -> EndpointSlots:
         redis_url=broker if broker.startswith(("redis://", "rediss://")) else None,
         # Renewed while the call lasts: a killed worker's slots come back one lease later.
         lease_seconds=settings.JUDGE_LEASE_SECONDS,
+        keep=True,
     )
 
 
@@ -612,6 +615,8 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
                     in_flight[pool.submit(_call, client, slots, judgment, params, plugin)] = (
                         judgment
                     )
+                if exhausted and not ready:
+                    slots.release_kept()  # no call left to start: other workers may use them
                 if in_flight:
                     finished, _ = wait(
                         in_flight, timeout=FLUSH_SECONDS, return_when=FIRST_COMPLETED
@@ -630,6 +635,7 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
                 time.sleep(1.0)
                 exhausted = False
     finally:
+        slots.release_kept()
         _record_all(answered, plugin, charge)
         # Claimed but never started (the deadline came first): free at once for other workers.
         Judgment.objects.filter(lease_owner=owner, status=Judgment.Status.RUNNING).update(

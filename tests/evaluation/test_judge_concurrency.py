@@ -130,3 +130,42 @@ def test_a_call_longer_than_the_lease_keeps_its_slot():
         got = time.monotonic()
     thread.join()
     assert released and got >= released[0]  # never two calls at once
+
+
+@pytest.mark.services
+def test_a_kept_slot_serves_the_threads_next_call_and_is_given_back():
+    """keep=True: after a call that succeeded, the thread keeps its slot (the same lease in
+    Redis) for its next call; the bound still holds for every other holder until the slot is
+    given back; a call that fails gives its slot back at once."""
+    require_service("Redis", "127.0.0.1", 6379)
+    url = "redis://127.0.0.1:6379/15"
+    endpoint = f"redis-keep-{time.monotonic_ns()}"
+    keeper = EndpointSlots(endpoint=endpoint, limit=1, redis_url=url, lease_seconds=5, keep=True)
+    other = EndpointSlots(endpoint=endpoint, limit=1, redis_url=url, lease_seconds=0.5)
+
+    def leases():
+        return [token for token, _ in keeper.redis.zrange(keeper.key, 0, -1, withscores=True)]
+
+    with keeper.slot():
+        first = leases()
+    assert len(first) == 1 and leases() == first  # kept after the call
+    with keeper.slot():
+        assert leases() == first  # the next call in this thread runs on the same lease
+
+    got = []
+
+    def wait_for_a_slot():
+        with other.slot():
+            got.append(time.monotonic())
+
+    waiter = threading.Thread(target=wait_for_a_slot)
+    waiter.start()
+    waiter.join(0.5)
+    assert not got  # the kept slot still counts against the bound
+    keeper.release_kept()
+    waiter.join(5)
+    assert got  # given back: the other holder gets it
+
+    with pytest.raises(RuntimeError), keeper.slot():
+        raise RuntimeError("the call failed")
+    assert leases() == []  # a failed call keeps nothing
