@@ -598,7 +598,18 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
             # Stored once a claim's worth is answered, or a quarter of a second after the last
             # store, whichever comes first.
             flush_at, flushed = 4 * limit, time.monotonic()
+
+            def start_calls():
+                while ready and len(in_flight) < limit:
+                    judgment = ready.popleft()
+                    in_flight[pool.submit(_call, client, slots, judgment, params, plugin)] = (
+                        judgment
+                    )
+
             while True:
+                # Calls start before the database is asked anything: a freed slot does not
+                # wait for a claim or a store.
+                start_calls()
                 if not exhausted and len(ready) < limit and time.monotonic() < deadline:
                     claimed = judgments_claim(
                         submission_id=submission_id,
@@ -610,11 +621,7 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
                     )
                     ready.extend(claimed)
                     exhausted = not claimed
-                while ready and len(in_flight) < limit:
-                    judgment = ready.popleft()
-                    in_flight[pool.submit(_call, client, slots, judgment, params, plugin)] = (
-                        judgment
-                    )
+                    start_calls()
                 if exhausted and not ready:
                     slots.release_kept()  # no call left to start: other workers may use them
                 if in_flight:
@@ -622,6 +629,7 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
                         in_flight, timeout=FLUSH_SECONDS, return_when=FIRST_COMPLETED
                     )
                     answered.extend((in_flight.pop(f), f.result()) for f in finished)
+                    start_calls()
                     if len(answered) >= flush_at or time.monotonic() - flushed >= FLUSH_SECONDS:
                         flushed = _record_all(answered, plugin, charge)
                     continue
