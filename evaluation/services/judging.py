@@ -371,7 +371,7 @@ def _claim(candidates: list[int], owner: str, versions: dict | None) -> list:
     claimed = list(
         Judgment.objects.filter(
             pk__in=candidates, status=Judgment.Status.RUNNING, lease_owner=owner
-        )
+        ).order_by("pk")
     )
     versions = {} if versions is None else versions
     unread = {j.prompt_version_id for j in claimed} - versions.keys() - {None}
