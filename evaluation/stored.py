@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import io
+import sys
 from collections.abc import Iterator
 
 from django.core.cache import cache
-from django.core.files.storage import default_storage
+from django.core.files.storage import default_storage, storages
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 
 from evaluation.audio import Unsatisfiable, parse_range, wav_peaks
@@ -23,11 +24,12 @@ PEAK_CACHE_SECONDS = 7 * 24 * 3600
 
 
 def storage_is_s3() -> bool:
-    try:
-        from storages.backends.s3 import S3Storage
-    except ImportError:  # pragma: no cover - django-storages is a dependency
-        return False
-    return isinstance(default_storage, S3Storage)
+    """Whether the default storage is django-storages' S3 backend. Made, the storage has
+    imported its backend: when the S3 module was never imported it cannot be one, and a worker
+    on the filesystem does not pay for importing boto3 to find that out."""
+    storage = storages["default"]
+    module = sys.modules.get("storages.backends.s3")
+    return module is not None and isinstance(storage, module.S3Storage)
 
 
 class _RangedObject(io.RawIOBase):

@@ -45,6 +45,7 @@ from evaluation.services import (
     submission_create,
     upload_limits,
 )
+from evaluation.stored import storage_is_s3
 from leaderboard.uploads import storage
 from leaderboard.uploads.models import Upload
 from leaderboard.uploads.selectors import (
@@ -432,7 +433,7 @@ def upload_start(
     refusal = team_limit_refusal(team=team) or account_limit_refusal(user=user)
     if refusal is not None:
         raise LimitReached(refusal)
-    on_s3 = storage.uses_s3()
+    on_s3 = storage_is_s3()
     with transaction.atomic():
         # Counted and created under the user's row lock: parallel starts cannot pass the cap.
         _lock(user=user, team=None)

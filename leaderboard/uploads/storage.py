@@ -24,12 +24,6 @@ S3_MIN_PART_BYTES = 5 * 1024 * 1024
 PART_URL_SECONDS = 3600
 
 
-def uses_s3() -> bool:
-    from storages.backends.s3 import S3Storage
-
-    return isinstance(storages["default"], S3Storage)
-
-
 # --- Filesystem -----------------------------------------------------------------------------
 
 

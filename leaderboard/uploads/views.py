@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from evaluation.benchmarks import get_plugin
 from evaluation.jsonbounds import loads_bounded
 from evaluation.models import Benchmark
+from evaluation.stored import storage_is_s3
 from leaderboard.uploads import services, storage
 from leaderboard.uploads.forms import UploadStartForm
 from leaderboard.uploads.models import Upload
@@ -111,7 +112,7 @@ def submit_page(request, slug: str):
             "not_imported": not benchmark.tasks.exists() or not benchmark.judges.exists(),
             "form": form,
             "has_team": teams_of(user=request.user).exists(),
-            "method": "s3" if storage.uses_s3() else "chunked",
+            "method": "s3" if storage_is_s3() else "chunked",
             "recent": uploads_visible_to(user=request.user)
             .filter(benchmark=benchmark)
             .select_related("team", "submission")[:10],
