@@ -173,8 +173,10 @@ if CELERY_BROKER_URL == "filesystem://":
         "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
         # An idle worker looks for new messages this often (seconds): every stage of a
-        # submission queues the next, so the default second would be paid at each step.
-        "polling_interval": 0.05,
+        # submission queues the next, so the default second would be paid at each step. At
+        # 0.02 s a stage waits 10 ms for the next on average, and an idle worker spends about
+        # half a percent of a core looking.
+        "polling_interval": 0.02,
     }
 else:
     # A task whose worker dies is redelivered after this many seconds (Redis broker).
