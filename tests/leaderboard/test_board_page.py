@@ -19,7 +19,8 @@ from evaluation.models import Benchmark, Judge, Score, Submission, System
 from tests.conftest import fresh, fresh_all
 from tests.evaluation.test_stats import wilson_by_quadratic
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("shared_db")]
+# Every test sees the same rows: MP-Bench with the paper's, and five scored under a second judge.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("shared_db", "shared_board")]
 
 SPLITS = {"understanding": 543, "discussion": 128, "turnbased": 256}
 SPK_TOTAL = 99
