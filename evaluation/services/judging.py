@@ -316,14 +316,13 @@ def claimable(now) -> Q:
     )
 
 
-def claimable_ids(*, submission_id: int, judge_id: int, limit: int | None = None) -> list[int]:
-    """The judgments of this submission under this judge a worker may take now, in order (the
-    first ``limit`` of them, or all)."""
+def claimable_ids(*, submission_id: int, judge_id: int) -> list[int]:
+    """The judgments of this submission under this judge a worker may take now, in order."""
     return list(
         open_judgments(submission_id=submission_id, judge_id=judge_id)
         .filter(claimable(timezone.now()))
         .order_by("pk")
-        .values_list("pk", flat=True)[:limit]
+        .values_list("pk", flat=True)
     )
 
 
@@ -333,19 +332,16 @@ def judgments_claim(
     judge_id: int,
     owner: str,
     limit: int,
+    todo: deque,
     versions: dict | None = None,
-    todo: deque | None = None,
 ) -> list:
     """Take up to ``limit`` of this submission's judgments that are pending, or whose worker's
     lease lapsed (that worker died), each with its prompt version; ``versions`` keeps the
     prompt versions read so far (by id) across claims: read once, not once per judgment.
 
-    ``todo``, when given, holds the ids this worker still means to try (claimable_ids, read
-    when it runs out): a claim then takes them by primary key instead of searching the
-    submission's judgments again, and skips those another worker took meanwhile."""
-    if todo is None:
-        first = claimable_ids(submission_id=submission_id, judge_id=judge_id, limit=limit)
-        return _claim(first, owner, versions)
+    ``todo`` holds the ids this worker still means to try, read with claimable_ids when it runs
+    out: a claim takes them by primary key instead of searching the submission's judgments
+    again, and skips those another worker took meanwhile. [] once a fresh read finds none."""
     read = False
     while True:
         if not todo:
@@ -360,8 +356,6 @@ def judgments_claim(
 
 def _claim(candidates: list[int], owner: str, versions: dict | None) -> list:
     """Lease those of ``candidates`` still claimable to ``owner``; returns the ones it got."""
-    if not candidates:
-        return []
     now = timezone.now()
     Judgment.objects.filter(pk__in=candidates).filter(claimable(now)).update(
         status=Judgment.Status.RUNNING,
