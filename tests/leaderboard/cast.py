@@ -3,9 +3,13 @@ and staff (sam)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.contrib.auth.models import User
 
-from evaluation.models import Membership, Team
+from evaluation.models import Benchmark, Membership, Submission, Team
+from evaluation.services import submission_create
+from tests.conftest import zip_tree
 
 
 def lab_and_rivals() -> tuple[Team, dict[str, User]]:
@@ -22,3 +26,22 @@ def lab_and_rivals() -> tuple[Team, dict[str, User]]:
     Membership.objects.create(team=lab, user=users["teammate"])
     Membership.objects.create(team=rivals, user=users["outsider"])
     return lab, users
+
+
+def lab_run(benchmark: Benchmark, tree: Path, *, name: str, people, publish: bool) -> Submission:
+    """``tree`` zipped beside itself and submitted by team Lab's owner under the offline judge,
+    scored: the caller runs the stages in this process (scoring_here, or eager)."""
+    lab, users = people
+    submission = submission_create(
+        benchmark=benchmark,
+        bundle_path=zip_tree(tree, tree.with_suffix(".zip")),
+        system_name=name,
+        judge=benchmark.judges.get(slug="offline"),
+        allow_partial=True,
+        team=lab,
+        submitted_by=users["owner"],
+        publish=publish,
+    )
+    submission.refresh_from_db()
+    assert submission.status == Submission.Status.SCORED, submission.error
+    return submission

@@ -9,8 +9,8 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 
 from evaluation.models import Submission
-from evaluation.services import submission_create
-from tests.conftest import copy_examples, scoring_here, zip_tree
+from tests.conftest import copy_examples, scoring_here
+from tests.leaderboard.cast import lab_run
 
 pytestmark = pytest.mark.django_db
 
@@ -27,26 +27,12 @@ def _fresh_cache():
 def shared_runs(shared_mpbench, mpbench_dir, tmp_path_factory, shared_people):
     """Through the real pipeline (offline judge), once for the module: a published run of Open
     Agent, a newer unpublished run of it, and an unpublished Secret Agent, all of team Lab."""
-    lab, users = shared_people
-    offline = shared_mpbench.judges.get(slug="offline")
     folder = tmp_path_factory.mktemp("runs")
 
     def submit(name: str, publish: bool, run: str) -> Submission:
-        bundle = zip_tree(copy_examples(mpbench_dir, folder / run), folder / f"{run}.zip")
+        tree = copy_examples(mpbench_dir, folder / run)
         with scoring_here():
-            submission = submission_create(
-                benchmark=shared_mpbench,
-                bundle_path=bundle,
-                system_name=name,
-                judge=offline,
-                allow_partial=True,
-                team=lab,
-                submitted_by=users["owner"],
-                publish=publish,
-            )
-        submission.refresh_from_db()
-        assert submission.status == Submission.Status.SCORED, submission.error
-        return submission
+            return lab_run(shared_mpbench, tree, name=name, people=shared_people, publish=publish)
 
     return {
         "open": submit("Open Agent", True, "a"),

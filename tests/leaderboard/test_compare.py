@@ -11,8 +11,8 @@ from django.core.cache import cache
 from django.urls import reverse
 
 from evaluation.models import Score, Submission, System, TaskJudgment
-from evaluation.services import submission_create
-from tests.conftest import copy_examples, scoring_here, zip_tree
+from tests.conftest import copy_examples, scoring_here
+from tests.leaderboard.cast import lab_run
 
 pytestmark = pytest.mark.django_db
 
@@ -27,27 +27,13 @@ def _fresh_cache():
 def make_runs(benchmark, mpbench_dir, folders, people) -> dict[str, Submission]:
     """Through the real pipeline (offline judge): Talker as recorded, Mute silent on every
     task (both published), and an unpublished Secret, all of team Lab."""
-    lab, users = people
-    offline = benchmark.judges.get(slug="offline")
 
     def submit(name: str, folder: str, *, publish: bool, silent: bool = False) -> Submission:
         tree = copy_examples(mpbench_dir, folders / folder)
         if silent:
             for response in tree.glob("*/response.json"):
                 response.write_text(json.dumps(SILENT))
-        submission = submission_create(
-            benchmark=benchmark,
-            bundle_path=zip_tree(tree, folders / f"{folder}.zip"),
-            system_name=name,
-            judge=offline,
-            allow_partial=True,
-            team=lab,
-            submitted_by=users["owner"],
-            publish=publish,
-        )
-        submission.refresh_from_db()
-        assert submission.status == Submission.Status.SCORED, submission.error
-        return submission
+        return lab_run(benchmark, tree, name=name, people=people, publish=publish)
 
     return {
         "a": submit("Talker", "a", publish=True),
