@@ -15,7 +15,7 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from evaluation.audio import WAV_HEAD_BYTES, AudioLimits, NotAWav, wav_format, wav_problem
 
@@ -189,17 +189,24 @@ def _is_link(info: zipfile.ZipInfo) -> bool:
     return stat.S_ISLNK(mode)
 
 
+def path_parts(name: str) -> list[str]:
+    """A relative zip path's parts, as PurePosixPath(name).parts gives them (empty and "."
+    parts dropped), without building a path object per entry."""
+    return [part for part in name.split("/") if part and part != "."]
+
+
 def _unsafe_path_reason(name: str) -> str | None:
     if "\\" in name:
         return "uses backslashes in its path"
     if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
         return "has an absolute path"
-    if ".." in PurePosixPath(name).parts:
+    parts = path_parts(name)
+    if ".." in parts:
         return "has '..' in its path"
     if len(name.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
         return f"has a path over {MAX_PATH_BYTES} bytes"
     longest = max(
-        (len(part.encode("utf-8", "surrogateescape")) for part in PurePosixPath(name).parts),
+        (len(part.encode("utf-8", "surrogateescape")) for part in parts),
         default=0,
     )
     if longest > MAX_NAME_BYTES:
@@ -284,8 +291,8 @@ def scan_zip(
                 continue
             ratio_uncompressed += info.file_size
             ratio_compressed += info.compress_size
-        parts = PurePosixPath(name).parts
-        if parts[-1] in IGNORED_NAMES:
+        parts = path_parts(name)
+        if not parts or parts[-1] in IGNORED_NAMES:
             continue
         index = next((i for i, part in enumerate(parts[:-1]) if is_task_folder(part)), None)
         if index is None:
@@ -322,7 +329,7 @@ def _report_file_folder_clashes(entries: list[Entry], report: ValidationReport) 
     folders = {
         "/".join(parts[:i])
         for entry in entries
-        for parts in [PurePosixPath(entry.path).parts]
+        for parts in [path_parts(entry.path)]
         for i in range(1, len(parts))
     }
     for clash in sorted(files & folders):

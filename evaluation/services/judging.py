@@ -12,10 +12,13 @@ import dataclasses
 import hashlib
 import json
 import logging
+import queue
+import threading
 import time
 import uuid
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -26,6 +29,7 @@ from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import BenchmarkPlugin, JudgmentRequest, TaskInput
+from evaluation.bulk import instance_values, rows_insert
 from evaluation.judges import (
     AnthropicClient,
     GeminiClient,
@@ -65,6 +69,19 @@ OFFLINE_FIELDS = (
     "completed_at",
 )
 SQL_IN_BATCH = 500
+# What a new judgment is created with (the rest takes the fields' defaults).
+JUDGMENT_COLUMNS = (
+    "judge_identity",
+    "prompt_sha256",
+    "prompt",
+    "system_prompt",
+    "context",
+    "kind",
+    "provider",
+    "model",
+    "prompt_version_id",
+    *OFFLINE_FIELDS,
+)
 
 
 def request_sha256(request: JudgmentRequest) -> str:
@@ -143,54 +160,107 @@ def judge_slots(judge: Judge, client, limit: int) -> EndpointSlots:
 PREPARE_CHUNK = 200
 
 
-def judgments_prepare(*, submission: Submission, judge: Judge) -> int:
-    """Link every judged slot of every task to its judgment, creating the missing ones (the
-    offline judge answers at once). Byte-identical requests under the same judge share one
-    judgment. Tasks are taken a chunk at a time, so only a chunk's prompts are in memory.
-    Returns how many still need a call."""
+def _chunks(submission: Submission, plugin, prompts, facts) -> Iterator[list]:
+    """Every task's judgment requests, a chunk of tasks at a time: [(task result id, task
+    input, requests)] per chunk, so only a chunk's prompts are in memory."""
+    rows = submission.task_results.select_related("task").order_by("task__task_id")
+    with open_upload(submission) as archive:
+        for start in range(0, len(rows), PREPARE_CHUNK):
+            chunk = []
+            for row in rows[start : start + PREPARE_CHUNK]:
+                task = task_input(row, archive)
+                chunk.append(
+                    (row.pk, task, plugin.judgment_requests(task, prompts=prompts, facts=facts))
+                )
+            yield chunk
+
+
+@dataclass
+class JudgingPlan:
+    """What linking will leave to call, read before anything is written. ``groups``: the calls
+    a worker may start (new, pending, or whose worker's lease lapsed) by kind and prompt
+    version, with their messages' lengths, as the spending estimate counts them; ``open_count``:
+    every judgment still unsettled (those another worker is calling included)."""
+
+    groups: list[dict]
+    open_count: int
+
+
+def judgments_plan(*, submission: Submission, judge: Judge) -> JudgingPlan:
+    """The calls linking this submission's judged slots would leave (see JudgingPlan), found
+    by building every request and looking its cache key up, without writing anything."""
     from evaluation.services.pipeline import hook_facts  # the pipeline imports this module
 
     plugin = get_plugin(submission.benchmark.plugin)
     prompts = current_prompts(benchmark=submission.benchmark)
-    facts = hook_facts(submission)
-    ids: dict[tuple[str, str], int] = {}
-    links: list[tuple[int, JudgmentRequest, tuple[str, str] | None]] = []
+    seen: set[tuple[str, str]] = set()
+    groups: dict[tuple[str, int], dict] = {}
     open_count = 0
-    rows = submission.task_results.select_related("task").order_by("task__task_id")
-    with open_upload(submission) as archive:
-        for start in range(0, len(rows), PREPARE_CHUNK):
-            wanted: dict[tuple[str, str], tuple[JudgmentRequest, TaskInput]] = {}
-            for row in rows[start : start + PREPARE_CHUNK]:
-                task = task_input(row, archive)
-                for request in plugin.judgment_requests(task, prompts=prompts, facts=facts):
-                    key = None
-                    if request.fixed is None:
-                        key = _wanted(judge, prompts, request, ids, wanted, task)
-                    # The prompt is on its judgment: a link keeps only what it stores.
-                    links.append((row.pk, _slot(request), key))
-            open_count += _judgments_store(judge, plugin, prompts, wanted, ids)
     now = timezone.now()
-    TaskJudgment.objects.bulk_create(
-        [
-            TaskJudgment(
-                task_result_id=row_pk,
-                judge=judge,
-                kind=request.kind,
-                slot=request.slot,
-                label=request.label[:200],
-                judgment_id=ids[key] if key else None,
-                fixed=request.fixed,
-                linked_at=now,
+    for chunk in _chunks(submission, plugin, prompts, hook_facts(submission)):
+        lengths: dict[tuple[str, str], tuple[str, int, int]] = {}
+        for _, _, requests in chunk:
+            for request in requests:
+                if request.fixed is not None:
+                    continue
+                key = _key(judge, prompts, request)
+                if key not in seen:
+                    seen.add(key)
+                    lengths[key] = (request.kind, len(request.prompt), len(request.system))
+        stored = _stored(lengths)
+        for key, (kind, user, system) in lengths.items():
+            _, status, lease_until = stored.get(key, (None, Judgment.Status.PENDING, None))
+            if status not in (Judgment.Status.PENDING, Judgment.Status.RUNNING):
+                continue
+            open_count += 1
+            if status == Judgment.Status.RUNNING and (lease_until is None or lease_until >= now):
+                continue  # another worker is calling it
+            group = groups.setdefault(
+                (kind, prompts[kind].pk),
+                {
+                    "kind": kind,
+                    "prompt_version_id": prompts[kind].pk,
+                    "n": 0,
+                    "user": 0,
+                    "system": 0,
+                },
             )
-            for row_pk, request, key in links
-        ],
-        batch_size=SQL_IN_BATCH,
-        update_conflicts=True,
-        unique_fields=["task_result", "judge", "kind", "slot"],
-        update_fields=["judgment", "fixed", "label", "linked_at"],
-    )
-    # Slots a changed rule no longer asks for are dropped.
-    wanted_slots = {(row_pk, r.kind, r.slot) for row_pk, r, _ in links}
+            group["n"] += 1
+            group["user"] += user
+            group["system"] += system
+    return JudgingPlan(sorted(groups.values(), key=lambda g: g["kind"]), open_count)
+
+
+def judgments_link(*, submission: Submission, judge: Judge) -> Iterator[int]:
+    """Link every judged slot of every task to its judgment, creating the missing ones (the
+    offline judge answers at once). Byte-identical requests under the same judge share one
+    judgment. Tasks are taken a chunk at a time, each chunk's judgments and links committed
+    before the next is built: yields, after each, how many of its judgments still need a call,
+    so that calls can start while the rest is linked. Slots a changed rule no longer asks for
+    are dropped once every chunk is linked."""
+    from evaluation.services.pipeline import hook_facts  # the pipeline imports this module
+
+    plugin = get_plugin(submission.benchmark.plugin)
+    prompts = current_prompts(benchmark=submission.benchmark)
+    ids: dict[tuple[str, str], int] = {}
+    wanted_slots: set[tuple[int, str, str]] = set()
+    for chunk in _chunks(submission, plugin, prompts, hook_facts(submission)):
+        wanted: dict[tuple[str, str], tuple[JudgmentRequest, TaskInput]] = {}
+        links: list[tuple[int, JudgmentRequest, tuple[str, str] | None]] = []
+        for row_pk, task, requests in chunk:
+            for request in requests:
+                key = None
+                if request.fixed is None:
+                    key = _key(judge, prompts, request)
+                    if key not in ids and key not in wanted:
+                        wanted[key] = (request, task)
+                # The prompt is on its judgment: a link keeps only what it stores.
+                links.append((row_pk, _slot(request), key))
+                wanted_slots.add((row_pk, request.kind, request.slot))
+        with transaction.atomic():
+            open_count = _judgments_store(judge, plugin, prompts, wanted, ids)
+            _links_store(judge, links, ids)
+        yield open_count
     stale = [
         pk
         for pk, row_pk, kind, slot in TaskJudgment.objects.filter(
@@ -199,23 +269,56 @@ def judgments_prepare(*, submission: Submission, judge: Judge) -> int:
         if (row_pk, kind, slot) not in wanted_slots
     ]
     TaskJudgment.objects.filter(pk__in=stale).delete()
-    return open_count
+
+
+def judgments_prepare(*, submission: Submission, judge: Judge) -> int:
+    """Link every judged slot at once (judgments_link); returns how many judgments still need
+    a call."""
+    return sum(judgments_link(submission=submission, judge=judge))
+
+
+def _links_store(judge: Judge, links: list, ids: dict) -> None:
+    now = timezone.now()
+    rows_insert(
+        TaskJudgment,
+        (
+            "task_result_id",
+            "judge_id",
+            "kind",
+            "slot",
+            "label",
+            "judgment_id",
+            "fixed",
+            "linked_at",
+        ),
+        (
+            (
+                row_pk,
+                judge.pk,
+                request.kind,
+                request.slot,
+                request.label[:200],
+                ids[key] if key else None,
+                request.fixed,
+                now,
+            )
+            for row_pk, request, key in links
+        ),
+        unique=("task_result", "judge", "kind", "slot"),
+        update=("judgment", "fixed", "label", "linked_at"),
+    )
 
 
 def _slot(request: JudgmentRequest) -> JudgmentRequest:
     return dataclasses.replace(request, prompt="", system="", context={})
 
 
-def _wanted(judge, prompts, request, ids, wanted, task) -> tuple[str, str]:
-    """The request's cache key, noted in ``wanted`` with what a new judgment for it needs
-    unless it is known already (in ``ids``, from an earlier chunk, or in ``wanted``)."""
-    key = (
+def _key(judge: Judge, prompts, request: JudgmentRequest) -> tuple[str, str]:
+    """A request's cache key: (judge identity, request hash)."""
+    return (
         judge_identity(judge=judge, kind=request.kind, prompt=prompts[request.kind]),
         request_sha256(request),
     )
-    if key not in ids and key not in wanted:
-        wanted[key] = (request, task)
-    return key
 
 
 def _new_judgment(judge, plugin, prompts, key, request, task) -> Judgment:
@@ -229,15 +332,15 @@ def _new_judgment(judge, plugin, prompts, key, request, task) -> Judgment:
         kind=request.kind,
         provider=judge.provider,
         model=judge_model(judge, request.kind),
-        prompt_version=prompts[request.kind],
+        prompt_version_id=prompts[request.kind].pk,
     )
     if judge.is_offline:
         _answer_offline(judgment, plugin, request, task)
     return judgment
 
 
-def _stored(keys) -> dict[tuple[str, str], tuple[int, str]]:
-    """(id, status) of the stored judgments among these cache keys."""
+def _stored(keys) -> dict[tuple[str, str], tuple[int, str, object]]:
+    """(id, status, lease end) of the stored judgments among these cache keys."""
     keys = set(keys)
     found = {}
     ordered = list(keys)
@@ -245,10 +348,10 @@ def _stored(keys) -> dict[tuple[str, str], tuple[int, str]]:
         batch = ordered[start : start + SQL_IN_BATCH]
         rows = Judgment.objects.filter(
             judge_identity__in={k[0] for k in batch}, prompt_sha256__in={k[1] for k in batch}
-        ).values_list("pk", "judge_identity", "prompt_sha256", "status")
-        for pk, identity, sha, status in rows:
+        ).values_list("pk", "judge_identity", "prompt_sha256", "status", "lease_until")
+        for pk, identity, sha, status, lease_until in rows:
             if (identity, sha) in keys:
-                found[(identity, sha)] = (pk, status)
+                found[(identity, sha)] = (pk, status, lease_until)
     return found
 
 
@@ -263,10 +366,15 @@ def _judgments_store(judge: Judge, plugin, prompts, wanted: dict, ids: dict) -> 
         if key not in found
     }
     if made:
-        Judgment.objects.bulk_create(made.values(), batch_size=SQL_IN_BATCH, ignore_conflicts=True)
+        rows_insert(
+            Judgment,
+            JUDGMENT_COLUMNS,
+            (instance_values(judgment, JUDGMENT_COLUMNS) for judgment in made.values()),
+            unique=("judge_identity", "prompt_sha256"),
+        )
         found.update(_stored(made))
     open_count = 0
-    for key, (pk, status) in found.items():
+    for key, (pk, status, _) in found.items():
         ids[key] = pk
         unsettled = status in (Judgment.Status.PENDING, Judgment.Status.RUNNING)
         if judge.is_offline and (unsettled or status == Judgment.Status.FAILED):
@@ -526,6 +634,20 @@ def _store_settled(settled: list[tuple[Judgment, str]]) -> None:
         cursor.executemany(sql, rows)
 
 
+CHARGE_COLUMNS = (
+    "submission_id",
+    "team_id",
+    "judge_id",
+    "judgment_id",
+    "calls",
+    "input_tokens",
+    "output_tokens",
+    "estimated",
+    "cost_usd",
+    "charged_at",
+)
+
+
 def _record_all(answered: list, plugin, charge=None) -> float:
     """Store the answers gathered so far, and what their calls cost, in one transaction of two
     statements; returns when. ``charge(judgment, outcome)``: the JudgeCharge of one answer, or
@@ -541,15 +663,30 @@ def _record_all(answered: list, plugin, charge=None) -> float:
             settled.append((judgment, owner))
         with transaction.atomic():
             _store_settled(settled)
-            JudgeCharge.objects.bulk_create([c for c in charges if c is not None])
+            rows_insert(
+                JudgeCharge,
+                CHARGE_COLUMNS,
+                (instance_values(c, CHARGE_COLUMNS) for c in charges if c is not None),
+            )
         answered.clear()
     return time.monotonic()
 
 
-def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> bool:
+def judgments_work(
+    *,
+    submission_id: int,
+    judge_id: int,
+    deadline: float,
+    link: Iterator[int] | None = None,
+    on_linked: Callable[[], None] | None = None,
+) -> bool:
     """Call the judge for this submission's open judgments, at most the judge's concurrency at
     a time, until none is left to take or the deadline passes. Answers are committed within a
-    quarter of a second. Returns True when every judgment of the submission is settled."""
+    quarter of a second. Returns True when every judgment of the submission is settled.
+
+    With ``link`` (judgments_link, not started), the slots are linked here a chunk at a time
+    while the calls of the chunks before run; linking always finishes, past the deadline too,
+    and ``on_linked`` runs once it has."""
     judge = Judge.objects.select_related("benchmark").get(pk=judge_id)
     if judge.is_offline:
         return not open_judgments(submission_id=submission_id, judge_id=judge_id).exists()
@@ -582,60 +719,101 @@ def judgments_work(*, submission_id: int, judge_id: int, deadline: float) -> boo
             heartbeat(submission_id, renew=lambda: leases_renew(owner=owner)),
             ThreadPoolExecutor(max_workers=limit, thread_name_prefix="judge") as pool,
         ):
-            # Claimed ahead (leased, renewed by the heartbeat): a call starts the moment a slot
-            # frees, and the database is asked for more only once per 3 x `limit` answers.
+            # Claimed ahead (leased, renewed by the heartbeat): a calling thread takes the next
+            # one the moment its call ends, without waiting for this thread (which may be
+            # linking, claiming or storing meanwhile).
             ready: deque[Judgment] = deque()
-            in_flight: dict[Future, Judgment] = {}
+            results: queue.SimpleQueue = queue.SimpleQueue()  # (judgment, outcome)
+            callers: set[Future] = set()
+            stopping = threading.Event()
             exhausted = False
             versions: dict[int, PromptVersion] = {}
             todo: deque[int] = deque()  # ids to try, read once rather than once per claim
             # Stored once a claim's worth is answered, or a quarter of a second after the last
             # store, whichever comes first.
             flush_at, flushed = 4 * limit, time.monotonic()
+            linking = link is not None
+
+            # Judgments claimed, and answers received: those claimed, not in `ready` and not
+            # received are being called.
+            counts = {"claimed": 0, "received": 0}
+
+            def caller():
+                while not stopping.is_set():
+                    try:
+                        judgment = ready.popleft()
+                    except IndexError:
+                        return
+                    results.put((judgment, _call(client, slots, judgment, params, plugin)))
 
             def start_calls():
-                while ready and len(in_flight) < limit:
-                    judgment = ready.popleft()
-                    in_flight[pool.submit(_call, client, slots, judgment, params, plugin)] = (
-                        judgment
-                    )
+                callers.difference_update([f for f in callers if f.done()])
+                while len(callers) < min(limit, len(ready)):
+                    callers.add(pool.submit(caller))
 
-            while True:
-                # Calls start before the database is asked anything: a freed slot does not
-                # wait for a claim or a store.
-                start_calls()
-                if not exhausted and len(ready) < limit and time.monotonic() < deadline:
-                    claimed = judgments_claim(
-                        submission_id=submission_id,
-                        judge_id=judge_id,
-                        owner=owner,
-                        limit=4 * limit - len(ready),
-                        versions=versions,
-                        todo=todo,
-                    )
-                    ready.extend(claimed)
-                    exhausted = not claimed
+            def collect(timeout: float) -> None:
+                try:
+                    answered.append(results.get(timeout=timeout))
+                    counts["received"] += 1
+                    while True:
+                        answered.append(results.get_nowait())
+                        counts["received"] += 1
+                except queue.Empty:
+                    pass
+
+            try:
+                while True:
+                    # Calls start before the database is asked anything.
                     start_calls()
-                if exhausted and not ready:
-                    slots.release_kept()  # no call left to start: other workers may use them
-                if in_flight:
-                    finished, _ = wait(
-                        in_flight, timeout=FLUSH_SECONDS, return_when=FIRST_COMPLETED
-                    )
-                    answered.extend((in_flight.pop(f), f.result()) for f in finished)
-                    start_calls()
-                    if len(answered) >= flush_at or time.monotonic() - flushed >= FLUSH_SECONDS:
-                        flushed = _record_all(answered, plugin, charge)
-                    continue
-                flushed = _record_all(answered, plugin, charge)
-                if not open_judgments(submission_id=submission_id, judge_id=judge_id).exists():
-                    return True
-                if time.monotonic() >= deadline:
-                    return False
-                # Held by another worker (a submission sharing the request): wait for it to
-                # answer or for its lease to lapse.
-                time.sleep(1.0)
-                exhausted = False
+                    if not exhausted and len(ready) < 2 * limit and time.monotonic() < deadline:
+                        claimed = judgments_claim(
+                            submission_id=submission_id,
+                            judge_id=judge_id,
+                            owner=owner,
+                            limit=4 * limit - len(ready),
+                            versions=versions,
+                            todo=todo,
+                        )
+                        ready.extend(claimed)
+                        counts["claimed"] += len(claimed)
+                        exhausted = not claimed
+                        start_calls()
+                    if linking:
+                        # The next chunk's judgments, linked while the calls claimed run.
+                        if next(link, None) is None:
+                            linking = False
+                            if on_linked is not None:
+                                on_linked()
+                        exhausted = False
+                    if exhausted and not ready:
+                        slots.release_kept()  # no call left to start: other workers may use them
+                    if counts["claimed"] - counts["received"] - len(ready) > 0:
+                        # Calls under way: wait for an answer (not while chunks are left to
+                        # link).
+                        collect(0 if linking else FLUSH_SECONDS)
+                        if len(answered) >= flush_at or time.monotonic() - flushed >= FLUSH_SECONDS:
+                            flushed = _record_all(answered, plugin, charge)
+                        continue
+                    if linking or ready:
+                        # The next chunk may bring calls; claimed ones wait for a calling
+                        # thread (one that was ending as they came).
+                        continue
+                    collect(0)
+                    flushed = _record_all(answered, plugin, charge)
+                    if not open_judgments(submission_id=submission_id, judge_id=judge_id).exists():
+                        return True
+                    if time.monotonic() >= deadline:
+                        return False
+                    # Held by another worker (a submission sharing the request): wait for it to
+                    # answer or for its lease to lapse.
+                    time.sleep(1.0)
+                    exhausted = False
+            finally:
+                # Calls under way end; none starts after them.
+                stopping.set()
+                ready.clear()
+                wait(callers)
+                collect(0)
     finally:
         slots.release_kept()
         _record_all(answered, plugin, charge)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from datetime import timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
@@ -30,6 +31,7 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import JudgedSlot, TaskOutcome
+from evaluation.bulk import instance_values, rows_insert
 from evaluation.held_out import held_out_ids
 from evaluation.models import (
     Judge,
@@ -51,7 +53,6 @@ logger = logging.getLogger(__name__)
 
 S = Submission.Status
 ACTIVE = (S.QUEUED, S.INGESTING, S.DETECTING, S.JUDGING, S.AGGREGATING)
-SQL_IN_BATCH = 500
 
 
 _local = threading.local()
@@ -203,25 +204,16 @@ def submission_ingest(*, submission_id: int) -> bool:
             found[ingested.task_id] = (files, ingested.data)
             if count % 100 == 0:
                 Submission.objects.filter(pk=submission_id).update(tasks_ingested=count)
-    rows = [
-        TaskResult(
-            submission_id=submission_id,
-            task_id=task_pk,
-            files=found.get(task_id, ({}, {}))[0],
-            data=found.get(task_id, ({}, {}))[1],
-            detection={},
-            steps_done=0,
-            detected=False,
-        )
-        for task_id, (task_pk, _) in tasks.items()
-    ]
     with transaction.atomic():
-        TaskResult.objects.bulk_create(
-            rows,
-            batch_size=SQL_IN_BATCH,
-            update_conflicts=True,
-            unique_fields=["submission", "task"],
-            update_fields=["files", "data", "detection", "steps_done", "detected"],
+        rows_insert(
+            TaskResult,
+            ("submission_id", "task_id", "files", "data", "detection", "steps_done", "detected"),
+            (
+                (submission_id, task_pk, *found.get(task_id, ({}, {})), {}, 0, False)
+                for task_id, (task_pk, _) in tasks.items()
+            ),
+            unique=("submission", "task"),
+            update=("files", "data", "detection", "steps_done", "detected"),
         )
         Submission.objects.filter(pk=submission_id).update(
             tasks_ingested=len(found), status=S.DETECTING, steps_done=0, facts={}
@@ -292,15 +284,22 @@ def _submission_step(submission: Submission, plugin, step, index: int) -> None:
         row.detection = {**row.detection, **found.get(row.task.task_id, {})}
         row.steps_done = index + 1
     with transaction.atomic():
-        # An upsert on the natural key: one statement per batch.
-        TaskResult.objects.bulk_create(
-            rows,
-            batch_size=SQL_IN_BATCH,
-            update_conflicts=True,
-            unique_fields=["submission", "task"],
-            update_fields=["detection", "steps_done"],
-        )
+        _rows_store(rows, ("detection", "steps_done"))
         Submission.objects.filter(pk=submission.pk).update(facts={**submission.facts, **facts})
+
+
+def _rows_store(rows: list[TaskResult], fields: tuple[str, ...]) -> None:
+    """Write these fields of loaded task results: an upsert on the natural key, one statement
+    run over the rows (bulk_update builds a CASE per row and field, slow past a few hundred)."""
+    key = ("submission_id", "task_id")
+    columns = (*key, *fields)
+    rows_insert(
+        TaskResult,
+        columns,
+        (instance_values(row, columns) for row in rows),
+        unique=("submission", "task"),
+        update=fields,
+    )
 
 
 def _task_step(submission: Submission, plugin, step, index: int) -> bool:
@@ -326,15 +325,7 @@ def _task_step(submission: Submission, plugin, step, index: int) -> bool:
                 row.detection = {**row.detection, **found.get(row.task.task_id, {})}
                 row.steps_done = index + 1
                 row.lease_owner, row.lease_until = "", None
-            # An upsert on the natural key, as for a submission step: one statement per batch
-            # (bulk_update builds a CASE per row and field, slow past a few hundred rows).
-            TaskResult.objects.bulk_create(
-                rows,
-                batch_size=SQL_IN_BATCH,
-                update_conflicts=True,
-                unique_fields=["submission", "task"],
-                update_fields=["detection", "steps_done", "lease_owner", "lease_until"],
-            )
+            _rows_store(rows, ("detection", "steps_done", "lease_owner", "lease_until"))
     return not TaskResult.objects.filter(
         submission_id=submission.pk, steps_done__lte=index
     ).exists()
@@ -362,9 +353,11 @@ def _rows_claim(submission_id: int, index: int, owner: str, limit: int) -> list[
 
 
 def submission_judge(*, submission_id: int, judge_id: int) -> None:
-    """Link every judged slot to its judgment, then queue the calls (or aggregate at once when
-    the cache or the offline judge settled them all)."""
-    from evaluation.services.judging import judgments_prepare
+    """Find the calls linking will leave and check their spending estimate before anything is
+    queued; then link every judged slot to its judgment, starting the calls of the first
+    chunks while the rest are linked (or aggregate at once when the cache or the offline judge
+    settled them all)."""
+    from evaluation.services.judging import judgments_link, judgments_plan, judgments_work
 
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     judge = Judge.objects.select_related("benchmark").get(pk=judge_id)
@@ -372,19 +365,52 @@ def submission_judge(*, submission_id: int, judge_id: int) -> None:
         submission_id, from_statuses=[S.DETECTING, S.SCORED, S.FAILED], to_status=S.JUDGING
     ):
         return
-    with heartbeat(submission_id):
-        open_count = judgments_prepare(submission=submission, judge=judge)
-    estimate = spend_check(submission=submission, judge=judge)
-    if not open_count:
-        judging_finish(submission_id=submission_id, judge_id=judge_id)
-        return
-    if estimate.state == SpendEstimate.State.HELD:
+    plan = None
+    if not judge.is_offline:
+        with heartbeat(submission_id):
+            plan = judgments_plan(submission=submission, judge=judge)
+    estimate = spend_check(
+        submission=submission, judge=judge, to_call=plan.groups if plan else None
+    )
+    if plan and plan.open_count and estimate.state == SpendEstimate.State.HELD:
         _judging_hold(submission, judge)
+        return
+    link = judgments_link(submission=submission, judge=judge)
+    if plan is None or not plan.open_count:
+        with heartbeat(submission_id):
+            open_count = sum(link)
+        if open_count:
+            # Put back to pending since the plan was read (a retry): called as usual.
+            _judge_work_queue(submission_id, judge, open_count)
+        else:
+            judging_finish(submission_id=submission_id, judge_id=judge_id)
+        return
+    # This task calls too; more workers join once every slot is linked (before that, one
+    # could find nothing open and aggregate too early).
+    settled = judgments_work(
+        submission_id=submission_id,
+        judge_id=judge_id,
+        deadline=time.monotonic() + settings.PIPELINE_WORK_SECONDS,
+        link=link,
+        on_linked=lambda: _judge_work_queue(submission_id, judge, plan.open_count, extra=True),
+    )
+    if settled:
+        judging_finish(submission_id=submission_id, judge_id=judge_id)
+    else:
+        enqueue_on_commit("judge_work", submission_id, judge_id)  # out of time: carry on
+
+
+def _judge_work_queue(submission_id: int, judge: Judge, open_count: int, extra=False) -> None:
+    """Queue workers' shares of the calls: one per four rounds of the judge's concurrency,
+    up to PIPELINE_PARALLEL_TASKS (one fewer when the caller is calling too; none more when
+    tasks run in this process, inline or eager, where the caller's own loop makes every
+    call)."""
+    if extra and (getattr(_local, "inline", False) or current_app.conf.task_always_eager):
         return
     batch = max(1, judge.concurrency or settings.JUDGE_CONCURRENCY)
     copies = max(1, min(settings.PIPELINE_PARALLEL_TASKS, math.ceil(open_count / (4 * batch))))
-    for _ in range(copies):
-        enqueue_on_commit("judge_work", submission_id, judge_id)
+    for _ in range(copies - 1 if extra else copies):
+        enqueue_on_commit("judge_work", submission_id, judge.pk)
 
 
 SPEND_HELD = (

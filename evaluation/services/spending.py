@@ -80,24 +80,33 @@ def usd(value: Decimal | None) -> str:
 # --- The estimate ---------------------------------------------------------------------------
 
 
-def spend_estimate_store(*, submission: Submission, judge: Judge) -> SpendEstimate:
-    """Estimate the calls this submission still has to make under this judge (run after its
-    judgments are prepared) and store it. A staff release stays with the row."""
+def calls_to_make(*, submission: Submission, judge: Judge) -> list[dict]:
+    """The calls a worker may start for this submission under this judge, from its linked
+    judgments: by kind and prompt version, how many and their messages' lengths ("n", "user",
+    "system"), as judgments_plan finds them before linking."""
     from evaluation.services.judging import claimable, open_judgments
 
+    return list(
+        open_judgments(submission_id=submission.pk, judge_id=judge.pk)
+        .filter(claimable(timezone.now()))
+        .values("kind", "prompt_version_id")
+        .annotate(n=Count("pk"), user=Sum(Length("prompt")), system=Sum(Length("system_prompt")))
+        .order_by("kind")
+    )
+
+
+def spend_estimate_store(
+    *, submission: Submission, judge: Judge, to_call: list[dict] | None = None
+) -> SpendEstimate:
+    """Estimate the calls this submission still has to make under this judge and store it: the
+    calls ``to_call`` (as calls_to_make gives them; by default read from the linked judgments).
+    A staff release stays with the row."""
     by_kind: dict[str, dict] = {}
     calls = calls_at_most = input_tokens = output_tokens = 0
     if not judge.is_offline:
         plugin = get_plugin(submission.benchmark.plugin)
-        to_call = (
-            open_judgments(submission_id=submission.pk, judge_id=judge.pk)
-            .filter(claimable(timezone.now()))
-            .values("kind", "prompt_version_id")
-            .annotate(
-                n=Count("pk"), user=Sum(Length("prompt")), system=Sum(Length("system_prompt"))
-            )
-            .order_by("kind")
-        )
+        if to_call is None:
+            to_call = calls_to_make(submission=submission, judge=judge)
         schemas = {}
         for group in to_call:
             kind = plugin.judge_kind(group["kind"])
@@ -244,14 +253,17 @@ def spend_refusal(*, estimate: SpendEstimate, team: Team | None) -> SpendRefusal
     return None
 
 
-def spend_check(*, submission: Submission, judge: Judge) -> SpendEstimate:
-    """Estimate, then hold the estimate (state HELD, with the message) when it would pass a
-    limit and staff have not released it. The caller queues the calls only when it is QUEUED."""
+def spend_check(
+    *, submission: Submission, judge: Judge, to_call: list[dict] | None = None
+) -> SpendEstimate:
+    """Estimate (see spend_estimate_store), then hold the estimate (state HELD, with the
+    message) when it would pass a limit and staff have not released it. The caller queues the
+    calls only when it is QUEUED."""
     with transaction.atomic():
         team = None
         if submission.team_id is not None:
             team = Team.objects.select_for_update().get(pk=submission.team_id)
-        estimate = spend_estimate_store(submission=submission, judge=judge)
+        estimate = spend_estimate_store(submission=submission, judge=judge, to_call=to_call)
         if estimate.released_at is not None:
             return estimate
         refusal = spend_refusal(estimate=estimate, team=team)

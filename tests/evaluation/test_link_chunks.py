@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evaluation.services import submission_create
+from tests.conftest import _default_answer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -83,3 +84,83 @@ def test_the_offline_judge_answers_only_requests_not_stored_yet(
     assert judging.judgments_prepare(submission=second, judge=offline) == 0
     assert asked == [retried.kind]
     assert Judgment.objects.get(pk=retried.pk).status == Judgment.Status.DONE
+
+
+def _official(mpbench, judge_server, model: str | None = None):
+    judge = mpbench.judges.get(slug="official")
+    judge.base_url = judge_server.url
+    if model:
+        judge.pk, judge.slug, judge.is_official = None, f"official-{model}", False
+        judge.models_by_kind = {kind: model for kind in judge.models_by_kind}
+    judge.save()
+    return judge
+
+
+def test_calls_start_while_later_tasks_are_still_being_linked(
+    eager, mpbench, judge_server, examples_bundle, monkeypatch
+):
+    """Linking and calling overlap: with one task per chunk, the judge hears its first request
+    before the last chunk's links are written, and the submission is scored all the same."""
+    from django.utils import timezone
+
+    from evaluation.models import TaskJudgment
+    from evaluation.services import judging
+
+    asked_at = []
+
+    def answer(body, call):
+        asked_at.append(timezone.now())
+        return 200, {}, _default_answer(body)
+
+    judge_server.responder = answer
+    monkeypatch.setattr(judging, "PREPARE_CHUNK", 1)
+    submission = submission_create(
+        benchmark=mpbench,
+        bundle_path=examples_bundle,
+        system_name="Overlapped",
+        judge=_official(mpbench, judge_server),
+        allow_partial=True,
+    )
+    submission.refresh_from_db()
+    assert submission.status == "scored", submission.error
+    links = TaskJudgment.objects.filter(task_result__submission=submission)
+    assert links.count() > submission.task_results.count()  # every task's slots are linked
+    assert asked_at and min(asked_at) < max(links.values_list("linked_at", flat=True))
+
+
+def test_the_estimate_read_before_linking_is_what_the_linked_judgments_say(
+    eager, mpbench, judge_server, examples_bundle
+):
+    """The spending estimate is made before anything is linked (judgments_plan); once linked,
+    the judgments' own lengths and states (calls_to_make) give the same calls, and a judgment
+    another worker is calling is left out of both."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from evaluation.models import Judgment, TaskJudgment
+    from evaluation.services import judging
+    from evaluation.services.spending import calls_to_make
+
+    submission = submission_create(
+        benchmark=mpbench,
+        bundle_path=examples_bundle,
+        system_name="Planned",
+        judge=_official(mpbench, judge_server),
+        allow_partial=True,
+    )
+    other = _official(mpbench, judge_server, model="another-model")  # nothing cached under it
+    plan = judging.judgments_plan(submission=submission, judge=other)
+    assert plan.open_count == sum(group["n"] for group in plan.groups) > 0
+    assert judging.judgments_prepare(submission=submission, judge=other) == plan.open_count
+    assert calls_to_make(submission=submission, judge=other) == plan.groups
+
+    # One is being called by a live worker: neither way counts it as a call to make.
+    used = TaskJudgment.objects.filter(task_result__submission=submission, judge=other)
+    Judgment.objects.filter(pk=used.filter(judgment__isnull=False).first().judgment_id).update(
+        status=Judgment.Status.RUNNING, lease_until=timezone.now() + timedelta(minutes=5)
+    )
+    again = judging.judgments_plan(submission=submission, judge=other)
+    assert again.open_count == plan.open_count
+    assert sum(group["n"] for group in again.groups) == plan.open_count - 1
+    assert calls_to_make(submission=submission, judge=other) == again.groups
