@@ -158,21 +158,27 @@ def judge_slots(judge: Judge, client, limit: int) -> EndpointSlots:
 
 # Tasks whose judgment requests (prompts and all) are held at once while linking.
 PREPARE_CHUNK = 200
+# Tasks linked first, alone: their calls start while the rest is linked.
+FIRST_CHUNK = 16
 
 
-def _chunks(submission: Submission, plugin, prompts, facts) -> Iterator[list]:
+def _chunks(submission: Submission, plugin, prompts, facts, first: int = 0) -> Iterator[list]:
     """Every task's judgment requests, a chunk of tasks at a time: [(task result id, task
-    input, requests)] per chunk, so only a chunk's prompts are in memory."""
+    input, requests)] per chunk, so only a chunk's prompts are in memory. With ``first``, the
+    first chunk holds that many tasks (the calls of a small one start sooner)."""
     rows = submission.task_results.select_related("task").order_by("task__task_id")
     with open_upload(submission) as archive:
-        for start in range(0, len(rows), PREPARE_CHUNK):
+        start = 0
+        while start < len(rows):
+            end = start + (min(first, PREPARE_CHUNK) if first and not start else PREPARE_CHUNK)
             chunk = []
-            for row in rows[start : start + PREPARE_CHUNK]:
+            for row in rows[start:end]:
                 task = task_input(row, archive)
                 chunk.append(
                     (row.pk, task, plugin.judgment_requests(task, prompts=prompts, facts=facts))
                 )
             yield chunk
+            start = end
 
 
 @dataclass
@@ -244,7 +250,8 @@ def judgments_link(*, submission: Submission, judge: Judge) -> Iterator[int]:
     prompts = current_prompts(benchmark=submission.benchmark)
     ids: dict[tuple[str, str], int] = {}
     wanted_slots: set[tuple[int, str, str]] = set()
-    for chunk in _chunks(submission, plugin, prompts, hook_facts(submission)):
+    chunks = _chunks(submission, plugin, prompts, hook_facts(submission), first=FIRST_CHUNK)
+    for chunk in chunks:
         wanted: dict[tuple[str, str], tuple[JudgmentRequest, TaskInput]] = {}
         links: list[tuple[int, JudgmentRequest, tuple[str, str] | None]] = []
         for row_pk, task, requests in chunk:
@@ -747,7 +754,9 @@ def judgments_work(
                     results.put((judgment, _call(client, slots, judgment, params, plugin)))
 
             def start_calls():
-                callers.difference_update([f for f in callers if f.done()])
+                for ended in [f for f in callers if f.done()]:
+                    callers.discard(ended)
+                    ended.result()  # a calling thread that failed fails the work here
                 while len(callers) < min(limit, len(ready)):
                     callers.add(pool.submit(caller))
 
