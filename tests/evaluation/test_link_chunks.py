@@ -164,3 +164,30 @@ def test_the_estimate_read_before_linking_is_what_the_linked_judgments_say(
     assert again.open_count == plan.open_count
     assert sum(group["n"] for group in again.groups) == plan.open_count - 1
     assert calls_to_make(submission=submission, judge=other) == again.groups
+
+
+def test_a_calling_thread_that_fails_fails_the_judging(
+    eager, mpbench, judge_server, examples_bundle, monkeypatch
+):
+    """A calling thread that raises (a bug outside the call's own error handling) fails the
+    submission's judging with a message for people, instead of leaving its judgment waiting."""
+    from evaluation.models import Judgment
+    from evaluation.services import judging
+
+    def broken(*args):
+        raise RuntimeError("a bug in the calling thread")
+
+    monkeypatch.setattr(judging, "_call", broken)
+    with pytest.raises(RuntimeError, match="a bug in the calling thread"):
+        submission_create(
+            benchmark=mpbench,
+            bundle_path=examples_bundle,
+            system_name="Broken",
+            judge=_official(mpbench, judge_server),
+            allow_partial=True,
+        )
+    submission = mpbench.submissions.get(system__name="Broken")
+    assert submission.status == "failed"
+    assert submission.error.startswith("judging failed (RuntimeError)")
+    # What it had claimed is free again for the next try.
+    assert not Judgment.objects.filter(status=Judgment.Status.RUNNING).exists()
