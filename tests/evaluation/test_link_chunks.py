@@ -96,6 +96,17 @@ def _official(mpbench, judge_server, model: str | None = None):
     return judge
 
 
+def _submit(mpbench, judge_server, bundle, name: str):
+    """The examples submitted under the official judge, answered by the test's judge server."""
+    return submission_create(
+        benchmark=mpbench,
+        bundle_path=bundle,
+        system_name=name,
+        judge=_official(mpbench, judge_server),
+        allow_partial=True,
+    )
+
+
 def test_calls_start_while_later_tasks_are_still_being_linked(
     eager, mpbench, judge_server, examples_bundle, monkeypatch
 ):
@@ -114,13 +125,7 @@ def test_calls_start_while_later_tasks_are_still_being_linked(
 
     judge_server.responder = answer
     monkeypatch.setattr(judging, "PREPARE_CHUNK", 1)
-    submission = submission_create(
-        benchmark=mpbench,
-        bundle_path=examples_bundle,
-        system_name="Overlapped",
-        judge=_official(mpbench, judge_server),
-        allow_partial=True,
-    )
+    submission = _submit(mpbench, judge_server, examples_bundle, "Overlapped")
     submission.refresh_from_db()
     assert submission.status == "scored", submission.error
     links = TaskJudgment.objects.filter(task_result__submission=submission)
@@ -142,13 +147,7 @@ def test_the_estimate_read_before_linking_is_what_the_linked_judgments_say(
     from evaluation.services import judging
     from evaluation.services.spending import calls_to_make
 
-    submission = submission_create(
-        benchmark=mpbench,
-        bundle_path=examples_bundle,
-        system_name="Planned",
-        judge=_official(mpbench, judge_server),
-        allow_partial=True,
-    )
+    submission = _submit(mpbench, judge_server, examples_bundle, "Planned")
     other = _official(mpbench, judge_server, model="another-model")  # nothing cached under it
     plan = judging.judgments_plan(submission=submission, judge=other)
     assert plan.open_count == sum(group["n"] for group in plan.groups) > 0
@@ -179,13 +178,7 @@ def test_a_calling_thread_that_fails_fails_the_judging(
 
     monkeypatch.setattr(judging, "_call", broken)
     with pytest.raises(RuntimeError, match="a bug in the calling thread"):
-        submission_create(
-            benchmark=mpbench,
-            bundle_path=examples_bundle,
-            system_name="Broken",
-            judge=_official(mpbench, judge_server),
-            allow_partial=True,
-        )
+        _submit(mpbench, judge_server, examples_bundle, "Broken")
     submission = mpbench.submissions.get(system__name="Broken")
     assert submission.status == "failed"
     assert submission.error.startswith("judging failed (RuntimeError)")
