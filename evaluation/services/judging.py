@@ -743,7 +743,7 @@ def judgments_work(
 
             # Judgments claimed, and answers received: those claimed, not in `ready` and not
             # received are being called.
-            counts = {"claimed": 0, "received": 0}
+            claimed_count = received = 0
 
             def caller():
                 while not stopping.is_set():
@@ -761,12 +761,13 @@ def judgments_work(
                     callers.add(pool.submit(caller))
 
             def collect(timeout: float) -> None:
+                nonlocal received
                 try:
                     answered.append(results.get(timeout=timeout))
-                    counts["received"] += 1
+                    received += 1
                     while True:
                         answered.append(results.get_nowait())
-                        counts["received"] += 1
+                        received += 1
                 except queue.Empty:
                     pass
 
@@ -784,7 +785,7 @@ def judgments_work(
                             todo=todo,
                         )
                         ready.extend(claimed)
-                        counts["claimed"] += len(claimed)
+                        claimed_count += len(claimed)
                         exhausted = not claimed
                         start_calls()
                     if linking:
@@ -796,7 +797,7 @@ def judgments_work(
                         exhausted = False
                     if exhausted and not ready:
                         slots.release_kept()  # no call left to start: other workers may use them
-                    if counts["claimed"] - counts["received"] - len(ready) > 0:
+                    if claimed_count - received - len(ready) > 0:
                         # Calls under way: wait for an answer (not while chunks are left to
                         # link).
                         collect(0 if linking else FLUSH_SECONDS)
