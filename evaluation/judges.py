@@ -10,6 +10,8 @@ backoff that honours Retry-After; anything else fails at once.
 from __future__ import annotations
 
 import email.utils
+import functools
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -65,6 +67,18 @@ def _raise_for_status(response: httpx.Response) -> None:
     raise JudgeError(f"HTTP {response.status_code}: {detail}")
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The TLS settings of every judge client: httpx's own defaults (certifi's roots, or
+    SSL_CERT_FILE / SSL_CERT_DIR), loaded once per process. Loading them takes about 20 ms, which
+    each client would otherwise pay again; workers load them before their first task."""
+    return httpx.create_ssl_context()
+
+
+def _http(timeout: float, headers: dict) -> httpx.Client:
+    return httpx.Client(timeout=timeout, headers=headers, verify=tls_context())
+
+
 def _post(http: httpx.Client, url: str, **kwargs) -> dict:
     try:
         response = http.post(url, **kwargs)
@@ -92,7 +106,7 @@ class OpenAICompatibleClient:
     def __init__(self, *, base_url: str, api_key: str, timeout: float):
         self.base_url = base_url.rstrip("/")
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.http = httpx.Client(timeout=timeout, headers=headers)
+        self.http = _http(timeout, headers)
 
     def request_body(
         self,
@@ -136,7 +150,7 @@ class GeminiClient:
     def __init__(self, *, base_url: str, api_key: str, timeout: float):
         self.base_url = base_url.rstrip("/")
         headers = {"x-goog-api-key": api_key} if api_key else {}
-        self.http = httpx.Client(timeout=timeout, headers=headers)
+        self.http = _http(timeout, headers)
 
     def request_body(
         self,
@@ -200,7 +214,7 @@ class AnthropicClient:
         headers = {"anthropic-version": ANTHROPIC_VERSION}
         if api_key:
             headers["x-api-key"] = api_key
-        self.http = httpx.Client(timeout=timeout, headers=headers)
+        self.http = _http(timeout, headers)
 
     def request_body(self, *, model: str, prompt: str, params: dict, system: str = "", **_) -> dict:
         body = {

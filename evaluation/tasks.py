@@ -11,9 +11,11 @@ import logging
 from contextlib import contextmanager
 
 from celery import Task, shared_task
+from celery.signals import worker_process_init
 from django.db import InterfaceError, OperationalError
 
 from evaluation import services
+from evaluation.judges import tls_context
 
 logger = logging.getLogger(__name__)
 RETRIED = (OperationalError, InterfaceError)
@@ -40,6 +42,12 @@ def failing(submission_id: int, stage: str):
         logger.exception("submission %s: %s failed", submission_id, stage)
         services.submission_fail(submission_id=submission_id, error=failure_message(stage, exc))
         raise
+
+
+@worker_process_init.connect
+def _worker_ready(**kwargs) -> None:
+    # Loaded once here rather than by the first judging task, on its clock.
+    tls_context()
 
 
 class RetriedTask(Task):

@@ -45,6 +45,7 @@ from evaluation.models import (
     PromptVersion,
     Submission,
     TaskJudgment,
+    TaskResult,
 )
 from evaluation.selectors import current_prompts
 from evaluation.services.files import open_upload, task_input
@@ -166,13 +167,15 @@ def _chunks(submission: Submission, plugin, prompts, facts, first: int = 0) -> I
     """Every task's judgment requests, a chunk of tasks at a time: [(task result id, task
     input, requests)] per chunk, so only a chunk's prompts are in memory. With ``first``, the
     first chunk holds that many tasks (the calls of a small one start sooner)."""
-    rows = submission.task_results.select_related("task").order_by("task__task_id")
+    order = list(submission.task_results.order_by("task__task_id").values_list("pk", flat=True))
     with open_upload(submission) as archive:
         start = 0
-        while start < len(rows):
+        while start < len(order):
             end = start + (min(first, PREPARE_CHUNK) if first and not start else PREPARE_CHUNK)
+            # Read a chunk at a time: the first chunk's calls need not wait for every row.
+            loaded = TaskResult.objects.select_related("task").in_bulk(order[start:end])
             chunk = []
-            for row in rows[start:end]:
+            for row in (loaded[pk] for pk in order[start:end] if pk in loaded):
                 task = task_input(row, archive)
                 chunk.append(
                     (row.pk, task, plugin.judgment_requests(task, prompts=prompts, facts=facts))
@@ -733,13 +736,14 @@ def judgments_work(
             results: queue.SimpleQueue = queue.SimpleQueue()  # (judgment, outcome)
             callers: set[Future] = set()
             stopping = threading.Event()
-            exhausted = False
             versions: dict[int, PromptVersion] = {}
             todo: deque[int] = deque()  # ids to try, read once rather than once per claim
             # Stored once a claim's worth is answered, or a quarter of a second after the last
             # store, whichever comes first.
             flush_at, flushed = 4 * limit, time.monotonic()
             linking = link is not None
+            # Nothing to claim before the first chunk is linked.
+            exhausted = linking
 
             # Judgments claimed, and answers received: those claimed, not in `ready` and not
             # received are being called.
