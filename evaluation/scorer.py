@@ -13,8 +13,8 @@ import json
 from collections.abc import Mapping
 
 from evaluation.benchmarks import get_plugin
-from evaluation.models import Benchmark, Judge, Judgment, ScorerVersion, TaskJudgment
-from evaluation.selectors import current_prompts
+from evaluation.models import Benchmark, Judge, ScorerVersion
+from evaluation.selectors import current_prompts, prompt_versions_used
 
 PARTS = ("rules", "processing", "judge", "prompts")
 PART_LABELS = {
@@ -61,17 +61,8 @@ def current_scorer(*, benchmark: Benchmark, judge: Judge) -> dict:
 def score_scorer(*, submission, judge: Judge) -> dict:
     """The identity of a score computed now from the stored judgments: the prompt versions
     those judgments actually used (a kind may show two while a re-score is under way)."""
-    used = TaskJudgment.objects.filter(
-        task_result__submission=submission, judge=judge, judgment__isnull=False
-    ).values("judgment_id")
-    rows = (
-        Judgment.objects.filter(pk__in=used)
-        .values_list("kind", "prompt_version__version", "prompt_version__sha256")
-        .distinct()
-        .order_by("kind", "prompt_version__version")
-    )
     prompts: dict[str, list] = {}
-    for kind, version, sha in rows:
+    for kind, version, sha in prompt_versions_used(submission_id=submission.pk, judge_id=judge.pk):
         if version is not None:
             prompts.setdefault(kind, []).append([version, (sha or "")[:12]])
     return {**_plugin_parts(submission.benchmark), "judge": _judge(judge), "prompts": prompts}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -17,6 +18,73 @@ def current_prompts(*, benchmark: Benchmark) -> dict[str, PromptVersion]:
     for prompt in benchmark.prompts.order_by("kind", "-version"):
         current.setdefault(prompt.kind, prompt)
     return current
+
+
+# --- A submission's links and judgments, read table by table --------------------------------
+#
+# A join from judgments through the links to the task results of one submission is planned from
+# PostgreSQL's statistics, and those know nothing of a submission made since they were taken: they
+# say it has one task result, and, when taken while nothing was being judged, that no judgment is
+# pending. With both, the planner compared every link of the judge with every task result of the
+# submission once per judgment: 14.5 s to read the open judgments of one 927-task submission,
+# 2.6 ms without statistics. Reads by indexed keys, one table each, stay linear whatever the
+# statistics say, so these take the submission's task results first, then their links, then the
+# judgments, in batches of ids.
+
+ID_BATCH = 2000  # ids per IN list: far below SQLite's 32,766 variables
+
+
+def id_batches(ids: Sequence[int]) -> Iterator[list[int]]:
+    for start in range(0, len(ids), ID_BATCH):
+        yield list(ids[start : start + ID_BATCH])
+
+
+def submission_row_ids(*, submission_id: int) -> list[int]:
+    """The submission's task results, by id."""
+    from evaluation.models import TaskResult
+
+    return list(
+        TaskResult.objects.filter(submission_id=submission_id)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+
+
+def submission_links(*, submission_id: int, judge_id: int | None) -> Iterator[QuerySet]:
+    """The submission's judged slots under one judge (TaskJudgment rows), as one queryset per
+    batch of its task results; a slot is in exactly one."""
+    from evaluation.models import TaskJudgment
+
+    for batch in id_batches(submission_row_ids(submission_id=submission_id)):
+        yield TaskJudgment.objects.filter(task_result_id__in=batch, judge_id=judge_id)
+
+
+def linked_judgment_ids(*, submission_id: int, judge_id: int | None) -> list[int]:
+    """The judgments the submission's slots use under one judge, each once, in id order."""
+    found: set[int] = set()
+    for links in submission_links(submission_id=submission_id, judge_id=judge_id):
+        found.update(links.filter(judgment__isnull=False).values_list("judgment_id", flat=True))
+    return sorted(found)
+
+
+def linked_judgments(*, submission_id: int, judge_id: int | None) -> Iterator[QuerySet]:
+    """Those judgments (linked_judgment_ids) as one queryset per batch of ids: disjoint, so
+    counts and sums over the batches add up."""
+    from evaluation.models import Judgment
+
+    for batch in id_batches(linked_judgment_ids(submission_id=submission_id, judge_id=judge_id)):
+        yield Judgment.objects.filter(pk__in=batch)
+
+
+def prompt_versions_used(*, submission_id: int, judge_id: int | None) -> list[tuple]:
+    """The prompt versions behind those judgments: (kind, version, sha256), each once, by kind
+    and version."""
+    found: set[tuple] = set()
+    for judgments in linked_judgments(submission_id=submission_id, judge_id=judge_id):
+        found.update(
+            judgments.values_list("kind", "prompt_version__version", "prompt_version__sha256")
+        )
+    return sorted(found, key=lambda used: (used[0], used[1]))
 
 
 def submission_summary(*, submission) -> dict:
@@ -42,17 +110,17 @@ def submission_progress(*, submission) -> dict:
     """Counts behind the status line: tasks ingested, judgments finished and failed."""
     from django.db.models import Count, Q
 
-    from evaluation.models import Judgment, TaskJudgment
+    from evaluation.models import Judgment
 
-    links = TaskJudgment.objects.filter(
-        task_result__submission=submission, judge_id=submission.judge_id
-    )
-    counts = links.aggregate(
-        total=Count("pk"),
-        skipped=Count("pk", filter=Q(judgment__isnull=True)),
-        done=Count("pk", filter=Q(judgment__status=Judgment.Status.DONE)),
-        failed=Count("pk", filter=Q(judgment__status=Judgment.Status.FAILED)),
-    )
+    counts = {"total": 0, "skipped": 0, "done": 0, "failed": 0}
+    for links in submission_links(submission_id=submission.pk, judge_id=submission.judge_id):
+        found = links.aggregate(
+            total=Count("pk"),
+            skipped=Count("pk", filter=Q(judgment__isnull=True)),
+            done=Count("pk", filter=Q(judgment__status=Judgment.Status.DONE)),
+            failed=Count("pk", filter=Q(judgment__status=Judgment.Status.FAILED)),
+        )
+        counts = {name: counts[name] + found[name] for name in counts}
     return {
         "tasks_total": submission.benchmark.tasks.count(),
         "tasks_ingested": submission.tasks_ingested,
@@ -132,28 +200,23 @@ def judge_usage(*, submission, judge) -> JudgeUsage:
     """Tokens and cost of the distinct judgments behind one submission's score under one judge
     (a judgment shared by several tasks counts once), priced with the judge's USD per million
     tokens, and the prompt versions they used."""
-    from evaluation.models import Judgment, TaskJudgment
-
-    used = TaskJudgment.objects.filter(
-        task_result__submission=submission, judge=judge, judgment__isnull=False
-    ).values("judgment_id")
-    judgments = Judgment.objects.filter(pk__in=used)
-    totals = judgments.aggregate(
-        n=Count("pk"), tokens_in=Sum("input_tokens"), tokens_out=Sum("output_tokens")
-    )
-    tokens_in, tokens_out = totals["tokens_in"] or 0, totals["tokens_out"] or 0
+    judge_id = judge.pk if judge is not None else None
+    n = tokens_in = tokens_out = 0
+    for judgments in linked_judgments(submission_id=submission.pk, judge_id=judge_id):
+        totals = judgments.aggregate(
+            n=Count("pk"), tokens_in=Sum("input_tokens"), tokens_out=Sum("output_tokens")
+        )
+        n += totals["n"]
+        tokens_in += totals["tokens_in"] or 0
+        tokens_out += totals["tokens_out"] or 0
     cost = None
     if judge is not None and None not in (judge.price_input_per_mtok, judge.price_output_per_mtok):
         cost = (
             tokens_in * judge.price_input_per_mtok + tokens_out * judge.price_output_per_mtok
         ) / Decimal(1_000_000)
-    versions = (
-        judgments.values_list("kind", "prompt_version__version", "prompt_version__sha256")
-        .distinct()
-        .order_by("kind", "prompt_version__version")
-    )
+    versions = prompt_versions_used(submission_id=submission.pk, judge_id=judge_id)
     return JudgeUsage(
-        judgments=totals["n"],
+        judgments=n,
         input_tokens=tokens_in,
         output_tokens=tokens_out,
         cost_usd=cost,

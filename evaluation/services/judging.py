@@ -24,7 +24,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
@@ -47,7 +47,7 @@ from evaluation.models import (
     TaskJudgment,
     TaskResult,
 )
-from evaluation.selectors import current_prompts
+from evaluation.selectors import current_prompts, linked_judgments, submission_links
 from evaluation.services.files import open_upload, task_input
 from evaluation.services.spending import charge_for
 from evaluation.throttle import EndpointSlots
@@ -273,9 +273,8 @@ def judgments_link(*, submission: Submission, judge: Judge) -> Iterator[int]:
         yield open_count
     stale = [
         pk
-        for pk, row_pk, kind, slot in TaskJudgment.objects.filter(
-            task_result__submission=submission, judge=judge
-        ).values_list("pk", "task_result_id", "kind", "slot")
+        for links in submission_links(submission_id=submission.pk, judge_id=judge.pk)
+        for pk, row_pk, kind, slot in links.values_list("pk", "task_result_id", "kind", "slot")
         if (row_pk, kind, slot) not in wanted_slots
     ]
     TaskJudgment.objects.filter(pk__in=stale).delete()
@@ -418,13 +417,21 @@ def _answer_offline(judgment: Judgment, plugin: BenchmarkPlugin, request, task) 
 # --- Calling --------------------------------------------------------------------------------
 
 
-def open_judgments(*, submission_id: int, judge_id: int):
-    """This submission's judgments under this judge that are not settled yet."""
-    used = TaskJudgment.objects.filter(
-        task_result__submission_id=submission_id, judge_id=judge_id, judgment__isnull=False
-    ).values("judgment_id")
-    return Judgment.objects.filter(
-        pk__in=used, status__in=(Judgment.Status.PENDING, Judgment.Status.RUNNING)
+OPEN = (Judgment.Status.PENDING, Judgment.Status.RUNNING)
+
+
+def open_judgments(*, submission_id: int, judge_id: int) -> Iterator[QuerySet]:
+    """This submission's judgments under this judge that are not settled yet, as one queryset
+    per batch (see evaluation.selectors.linked_judgments)."""
+    for judgments in linked_judgments(submission_id=submission_id, judge_id=judge_id):
+        yield judgments.filter(status__in=OPEN)
+
+
+def judgments_open(*, submission_id: int, judge_id: int) -> bool:
+    """Whether any of them is not settled yet."""
+    return any(
+        judgments.exists()
+        for judgments in open_judgments(submission_id=submission_id, judge_id=judge_id)
     )
 
 
@@ -436,12 +443,11 @@ def claimable(now) -> Q:
 
 def claimable_ids(*, submission_id: int, judge_id: int) -> list[int]:
     """The judgments of this submission under this judge a worker may take now, in order."""
-    return list(
-        open_judgments(submission_id=submission_id, judge_id=judge_id)
-        .filter(claimable(timezone.now()))
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
+    now = timezone.now()
+    found: list[int] = []
+    for judgments in open_judgments(submission_id=submission_id, judge_id=judge_id):
+        found.extend(judgments.filter(claimable(now)).values_list("pk", flat=True))
+    return sorted(found)
 
 
 def judgments_claim(
@@ -699,7 +705,7 @@ def judgments_work(
     and ``on_linked`` runs once it has."""
     judge = Judge.objects.select_related("benchmark").get(pk=judge_id)
     if judge.is_offline:
-        return not open_judgments(submission_id=submission_id, judge_id=judge_id).exists()
+        return not judgments_open(submission_id=submission_id, judge_id=judge_id)
     plugin = get_plugin(judge.benchmark.plugin)
     params = judge.sampling_params()
     limit = judge.concurrency or settings.JUDGE_CONCURRENCY
@@ -814,7 +820,7 @@ def judgments_work(
                         continue
                     collect(0)
                     flushed = _record_all(answered, plugin, charge)
-                    if not open_judgments(submission_id=submission_id, judge_id=judge_id).exists():
+                    if not judgments_open(submission_id=submission_id, judge_id=judge_id):
                         return True
                     if time.monotonic() >= deadline:
                         return False
@@ -841,9 +847,9 @@ def judgments_work(
 def judgments_retry_failed(*, submission: Submission, judge: Judge | None = None) -> int:
     """Put this submission's failed judgments back to pending. Returns how many."""
     judge = judge or submission.judge
-    failed = TaskJudgment.objects.filter(
-        task_result__submission=submission, judge=judge, judgment__status=Judgment.Status.FAILED
-    ).values("judgment_id")
-    return Judgment.objects.filter(pk__in=failed, status=Judgment.Status.FAILED).update(
-        status=Judgment.Status.PENDING, error="", lease_until=None, lease_owner=""
+    return sum(
+        judgments.filter(status=Judgment.Status.FAILED).update(
+            status=Judgment.Status.PENDING, error="", lease_until=None, lease_owner=""
+        )
+        for judgments in linked_judgments(submission_id=submission.pk, judge_id=judge.pk)
     )

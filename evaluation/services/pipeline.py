@@ -39,10 +39,10 @@ from evaluation.models import (
     Score,
     SpendEstimate,
     Submission,
-    TaskJudgment,
     TaskResult,
 )
 from evaluation.scorer import current_scorer, score_scorer, scorer_log
+from evaluation.selectors import submission_links
 from evaluation.services.files import open_upload, task_input
 from evaluation.services.records import score_record_add
 from evaluation.services.spending import spend_check, spend_estimate_done
@@ -451,9 +451,9 @@ def judge_run(*, submission_id: int, judge_id: int) -> None:
 def judging_finish(*, submission_id: int, judge_id: int) -> Score | None:
     """Aggregate once every judgment is settled. Under the submission's own judge the status
     goes JUDGING -> AGGREGATING -> SCORED, and only a stored score makes it SCORED."""
-    from evaluation.services.judging import open_judgments
+    from evaluation.services.judging import judgments_open
 
-    if open_judgments(submission_id=submission_id, judge_id=judge_id).exists():
+    if judgments_open(submission_id=submission_id, judge_id=judge_id):
         return None
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     judge = Judge.objects.get(pk=judge_id)
@@ -506,9 +506,12 @@ def judged_slots(*, links) -> tuple[dict[int, dict], int, int]:
 def task_outcomes(*, submission: Submission, judge: Judge) -> tuple[list[TaskOutcome], int, int]:
     """Every task's outcome under one judge, from stored detections and judgments: (outcomes,
     judgments used, judgments failed)."""
-    judged, total, failed = judged_slots(
-        links=TaskJudgment.objects.filter(task_result__submission=submission, judge=judge)
-    )
+    judged: dict[int, dict] = {}
+    total = failed = 0
+    for links in submission_links(submission_id=submission.pk, judge_id=judge.pk):
+        found, used, failed_here = judged_slots(links=links)
+        judged.update(found)
+        total, failed = total + used, failed + failed_here
     rows = submission.task_results.select_related("task").order_by("task__task_id")
     outcomes = [
         TaskOutcome(

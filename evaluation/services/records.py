@@ -4,22 +4,13 @@ replaces them, with what produced them (judge configuration, prompt versions, pr
 from __future__ import annotations
 
 from evaluation.benchmarks import get_plugin
-from evaluation.models import Judgment, Score, ScoreRecord, TaskJudgment
+from evaluation.models import Score, ScoreRecord
+from evaluation.selectors import prompt_versions_used
 
 
 def _prompt_versions(score: Score) -> list[dict]:
-    used = TaskJudgment.objects.filter(
-        task_result__submission_id=score.submission_id,
-        judge_id=score.judge_id,
-        judgment__isnull=False,
-    ).values("judgment_id")
-    rows = (
-        Judgment.objects.filter(pk__in=used)
-        .values_list("kind", "prompt_version__version", "prompt_version__sha256")
-        .distinct()
-        .order_by("kind", "prompt_version__version")
-    )
-    return [{"kind": kind, "version": version, "sha256": sha} for kind, version, sha in rows]
+    used = prompt_versions_used(submission_id=score.submission_id, judge_id=score.judge_id)
+    return [{"kind": kind, "version": version, "sha256": sha} for kind, version, sha in used]
 
 
 def score_record_add(*, score: Score) -> ScoreRecord | None:

@@ -86,13 +86,24 @@ def calls_to_make(*, submission: Submission, judge: Judge) -> list[dict]:
     "system"), as judgments_plan finds them before linking."""
     from evaluation.services.judging import claimable, open_judgments
 
-    return list(
-        open_judgments(submission_id=submission.pk, judge_id=judge.pk)
-        .filter(claimable(timezone.now()))
-        .values("kind", "prompt_version_id")
-        .annotate(n=Count("pk"), user=Sum(Length("prompt")), system=Sum(Length("system_prompt")))
-        .order_by("kind")
-    )
+    now = timezone.now()
+    groups: dict[tuple[str, int], dict] = {}
+    for judgments in open_judgments(submission_id=submission.pk, judge_id=judge.pk):
+        for found in (
+            judgments.filter(claimable(now))
+            .values("kind", "prompt_version_id")
+            .annotate(
+                n=Count("pk"), user=Sum(Length("prompt")), system=Sum(Length("system_prompt"))
+            )
+            .order_by()
+        ):
+            group = groups.setdefault(
+                (found["kind"], found["prompt_version_id"]),
+                {**found, "n": 0, "user": 0, "system": 0},
+            )
+            for total in ("n", "user", "system"):
+                group[total] += found[total] or 0
+    return [groups[key] for key in sorted(groups)]
 
 
 def spend_estimate_store(
