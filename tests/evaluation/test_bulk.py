@@ -1,4 +1,4 @@
-"""Rows written by one statement run (evaluation.bulk) are stored as the ORM stores them."""
+"""Rows written by multi-row statements (evaluation.bulk) are stored as the ORM stores them."""
 
 from __future__ import annotations
 
@@ -67,3 +67,25 @@ def test_a_conflict_keeps_or_updates_the_stored_row_as_asked(mpbench):
     rows_insert(Judgment, columns, [[key[0], "b" * 64, *row[2:]]], unique=unique)
     new = Judgment.objects.get(prompt_sha256="b" * 64)
     assert (new.status, new.attempts, new.earlier_outputs, new.verdict) == ("pending", 0, [], None)
+
+
+@pytest.mark.parametrize("batch", [1, 7, 500])
+def test_rows_past_one_statement_are_all_written_once(mpbench, monkeypatch, batch):
+    """More rows than one statement holds (BATCH, and on SQLite its 999 parameters: 1,200 rows of
+    four columns plus the defaults need several): every row once, each with its own values, and
+    a second write of the same keys updates them in place."""
+    from evaluation import bulk
+
+    monkeypatch.setattr(bulk, "BATCH", batch)
+    version = mpbench.prompts.first()
+    columns = ("judge_identity", "prompt_sha256", "prompt", "prompt_version_id")
+    rows = [("identity", f"{n:064d}", f"prompt {n}", version.pk) for n in range(1200)]
+    unique = ("judge_identity", "prompt_sha256")
+    rows_insert(Judgment, columns, rows, unique=unique)
+    stored = dict(Judgment.objects.values_list("prompt_sha256", "prompt"))
+    assert stored == {f"{n:064d}": f"prompt {n}" for n in range(1200)}
+
+    again = [(*row[:2], row[2].upper(), row[3]) for row in rows]
+    rows_insert(Judgment, columns, again, unique=unique, update=("prompt",))
+    stored = dict(Judgment.objects.values_list("prompt_sha256", "prompt"))
+    assert len(stored) == 1200 and stored[f"{1199:064d}"] == "PROMPT 1199"
