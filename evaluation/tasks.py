@@ -7,6 +7,7 @@ under leases, and settled judgments are never called again. The sweeper on beat 
 dead worker left (evaluation.services.pipeline).
 """
 
+import gc
 import logging
 from contextlib import contextmanager
 
@@ -48,6 +49,10 @@ def failing(submission_id: int, stage: str):
 def _worker_ready(**kwargs) -> None:
     # Loaded once here rather than by the first judging task, on its clock.
     tls_context()
+    # What the process holds once started (Django, the apps, the plug-ins) is kept out of
+    # garbage collection: each full collection scanned it again while a stage held thousands of
+    # parsed documents (58 ms of detection's 320 ms on one 927-task submission, 7 ms after).
+    gc.freeze()
 
 
 class RetriedTask(Task):

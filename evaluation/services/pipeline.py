@@ -395,7 +395,7 @@ def submission_judge(*, submission_id: int, judge_id: int) -> None:
         on_linked=lambda: _judge_work_queue(submission_id, judge, plan.open_count, extra=True),
     )
     if settled:
-        judging_finish(submission_id=submission_id, judge_id=judge_id)
+        judging_finish(submission_id=submission_id, judge_id=judge_id, settled=True)
     else:
         enqueue_on_commit("judge_work", submission_id, judge_id)  # out of time: carry on
 
@@ -443,17 +443,18 @@ def judge_run(*, submission_id: int, judge_id: int) -> None:
         return  # already aggregated, or failed: nothing to do
     deadline = time.monotonic() + settings.PIPELINE_WORK_SECONDS
     if judgments_work(submission_id=submission_id, judge_id=judge_id, deadline=deadline):
-        judging_finish(submission_id=submission_id, judge_id=judge_id)
+        judging_finish(submission_id=submission_id, judge_id=judge_id, settled=True)
     else:
         enqueue_on_commit("judge_work", submission_id, judge_id)  # out of time: carry on
 
 
-def judging_finish(*, submission_id: int, judge_id: int) -> Score | None:
-    """Aggregate once every judgment is settled. Under the submission's own judge the status
-    goes JUDGING -> AGGREGATING -> SCORED, and only a stored score makes it SCORED."""
+def judging_finish(*, submission_id: int, judge_id: int, settled: bool = False) -> Score | None:
+    """Aggregate once every judgment is settled (``settled``: the caller has just seen them
+    all settled). Under the submission's own judge the status goes JUDGING -> AGGREGATING ->
+    SCORED, and only a stored score makes it SCORED."""
     from evaluation.services.judging import judgments_open
 
-    if judgments_open(submission_id=submission_id, judge_id=judge_id):
+    if not settled and judgments_open(submission_id=submission_id, judge_id=judge_id):
         return None
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     judge = Judge.objects.get(pk=judge_id)

@@ -225,7 +225,7 @@ class Command(BaseCommand):
                 failed = Submission.objects.filter(pk__in=[s.pk for s in made], status="failed")
                 if failed.exists():
                     raise CommandError(f"a run failed: {failed.first().error}")
-                time.sleep(0.05)
+                time.sleep(0.01)  # the clock stops within 10 ms of the last score
             return time.perf_counter() - started
         finally:
             for process in processes:
