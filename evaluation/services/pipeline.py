@@ -39,6 +39,7 @@ from evaluation.models import (
     Score,
     SpendEstimate,
     Submission,
+    Task,
     TaskResult,
 )
 from evaluation.scorer import current_scorer, score_scorer, scorer_log
@@ -182,12 +183,14 @@ def submission_ingest(*, submission_id: int) -> bool:
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     plugin = get_plugin(submission.benchmark.plugin)
     tasks = {
-        task_id: (pk, spec)
-        for pk, task_id, spec in submission.benchmark.tasks.values_list("pk", "task_id", "spec")
+        task_id: Task(pk=pk, task_id=task_id, spec=spec, assets=assets)
+        for pk, task_id, spec, assets in submission.benchmark.tasks.values_list(
+            "pk", "task_id", "spec", "assets"
+        )
     }
     found: dict[str, tuple[dict, dict]] = {}
     with heartbeat(submission_id), open_stored_seekable(submission.bundle.name) as handle:
-        specs = {task_id: spec for task_id, (_, spec) in tasks.items()}
+        specs = {task_id: task.spec for task_id, task in tasks.items()}
         for count, ingested in enumerate(
             plugin.ingest(handle, tasks=specs, limits=upload_limits(submission.benchmark)), 1
         ):
@@ -204,30 +207,30 @@ def submission_ingest(*, submission_id: int) -> bool:
             found[ingested.task_id] = (files, ingested.data)
             if count % 100 == 0:
                 Submission.objects.filter(pk=submission_id).update(tasks_ingested=count)
+    rows = [
+        TaskResult(submission_id=submission_id, task=task, files=files, data=data)
+        for task_id, task in sorted(tasks.items())
+        for files, data in [found.get(task_id, ({}, {}))]
+    ]
     with transaction.atomic():
-        rows_insert(
-            TaskResult,
-            ("submission_id", "task_id", "files", "data", "detection", "steps_done", "detected"),
-            (
-                (submission_id, task_pk, *found.get(task_id, ({}, {})), {}, 0, False)
-                for task_id, (task_pk, _) in tasks.items()
-            ),
-            unique=("submission", "task"),
-            update=("files", "data", "detection", "steps_done", "detected"),
-        )
+        _rows_store(rows, ("files", "data", "detection", "steps_done", "detected"))
         Submission.objects.filter(pk=submission_id).update(
             tasks_ingested=len(found), status=S.DETECTING, steps_done=0, facts={}
         )
-        after_commit(lambda: steps_start(submission_id=submission_id))
+    after_commit(lambda: steps_start(submission_id=submission_id, rows=rows))
     return True
 
 
 # --- Processing steps -----------------------------------------------------------------------
 
 
-def steps_start(*, submission_id: int) -> None:
+def steps_start(*, submission_id: int, rows: list[TaskResult] | None = None) -> None:
     """Queue the next processing step (fanned out for a per-task step), or judging when every
-    step has run."""
+    step has run. ``rows``: every task result as ingest just stored it, held in memory; a step
+    over the whole submission then runs here on them, where a stage of its own would first
+    read them all back (a database error queues that stage instead, to try again)."""
+    from evaluation.tasks import RETRIED, failing  # the tasks import this module
+
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     if submission.status != S.DETECTING:
         return
@@ -235,10 +238,18 @@ def steps_start(*, submission_id: int) -> None:
     index = submission.steps_done
     if index >= len(plugin.steps):
         with transaction.atomic():
-            submission.task_results.update(detected=True)
+            # The last step marked its rows already; this marks those of a plug-in with none.
+            submission.task_results.filter(detected=False).update(detected=True)
             enqueue_on_commit("judge_submission", submission_id, submission.judge_id)
         return
     step = plugin.steps[index]
+    if rows is not None and step.scope == "submission":
+        try:
+            with failing(submission_id, "processing"):
+                step_run(submission_id=submission_id, index=index, rows=rows)
+        except RETRIED:
+            enqueue_on_commit("run_step", submission_id, index)
+        return
     copies = 1
     if step.scope == "task":
         rows = submission.task_results.count()
@@ -258,14 +269,15 @@ def _step_finished(submission_id: int, index: int) -> None:
         steps_start(submission_id=submission_id)
 
 
-def step_run(*, submission_id: int, index: int) -> None:
+def step_run(*, submission_id: int, index: int, rows: list[TaskResult] | None = None) -> None:
+    """Run step ``index`` (``rows``: see steps_start)."""
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     if submission.status != S.DETECTING or submission.steps_done != index:
         return  # a message from before: that step is done (or the submission moved on)
     plugin = get_plugin(submission.benchmark.plugin)
     step = plugin.steps[index]
     if step.scope == "submission":
-        _submission_step(submission, plugin, step, index)
+        _submission_step(submission, plugin, step, index, rows)
         _step_finished(submission_id, index)
         return
     done = _task_step(submission, plugin, step, index)
@@ -275,22 +287,24 @@ def step_run(*, submission_id: int, index: int) -> None:
         enqueue_on_commit("run_step", submission_id, index)  # out of time: carry on
 
 
-def _submission_step(submission: Submission, plugin, step, index: int) -> None:
+def _submission_step(submission: Submission, plugin, step, index: int, rows=None) -> None:
     with heartbeat(submission.pk), open_upload(submission) as archive:
-        rows = list(submission.task_results.select_related("task").order_by("task__task_id"))
+        if rows is None:
+            rows = list(submission.task_results.select_related("task").order_by("task__task_id"))
         inputs = [task_input(row, archive) for row in rows]
         facts, found = plugin.run_submission_step(step, inputs, facts=hook_facts(submission))
     for row in rows:
         row.detection = {**row.detection, **found.get(row.task.task_id, {})}
         row.steps_done = index + 1
+        row.detected = row.steps_done >= len(plugin.steps)
     with transaction.atomic():
-        _rows_store(rows, ("detection", "steps_done"))
+        _rows_store(rows, ("detection", "steps_done", "detected"))
         Submission.objects.filter(pk=submission.pk).update(facts={**submission.facts, **facts})
 
 
 def _rows_store(rows: list[TaskResult], fields: tuple[str, ...]) -> None:
-    """Write these fields of loaded task results: an upsert on the natural key, one statement
-    run over the rows (bulk_update builds a CASE per row and field, slow past a few hundred)."""
+    """Write these fields of task results (loaded, or made in memory): an upsert on the natural
+    key (bulk_update builds a CASE per row and field, slow past a few hundred)."""
     key = ("submission_id", "task_id")
     columns = (*key, *fields)
     rows_insert(
@@ -324,8 +338,9 @@ def _task_step(submission: Submission, plugin, step, index: int) -> bool:
             for row in rows:
                 row.detection = {**row.detection, **found.get(row.task.task_id, {})}
                 row.steps_done = index + 1
+                row.detected = row.steps_done >= len(plugin.steps)
                 row.lease_owner, row.lease_until = "", None
-            _rows_store(rows, ("detection", "steps_done", "lease_owner", "lease_until"))
+            _rows_store(rows, ("detection", "steps_done", "detected", "lease_owner", "lease_until"))
     return not TaskResult.objects.filter(
         submission_id=submission.pk, steps_done__lte=index
     ).exists()

@@ -1,0 +1,93 @@
+"""A first step over the whole submission runs right after ingest, on the task results ingest
+holds in memory (pipeline.steps_start with ``rows``), instead of a stage that reads them back."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import OperationalError
+
+from evaluation.benchmarks import get_plugin
+from evaluation.services import submission_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _submit(mpbench, bundle, name: str):
+    return submission_create(
+        benchmark=mpbench,
+        bundle_path=bundle,
+        system_name=name,
+        judge=mpbench.judges.get(slug="offline"),
+        allow_partial=True,
+    )
+
+
+def _stored(submission) -> dict:
+    return dict(
+        submission.task_results.values_list("task__task_id", "detection").order_by("task__task_id")
+    )
+
+
+def test_the_step_run_after_ingest_stores_what_its_own_stage_stores(
+    eager, mpbench, examples_bundle, monkeypatch
+):
+    """Run on the rows ingest holds, or as a stage that reads them back: the same detections,
+    facts and marks, and the stage reads the task results the in-memory run does not."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from evaluation.services import pipeline
+
+    with CaptureQueriesContext(connection) as queries:
+        fused = _submit(mpbench, examples_bundle, "Fused")
+    fused.refresh_from_db()
+    assert fused.status == "scored" and fused.steps_done == 1
+    reads = [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].startswith("SELECT") and 'FROM "evaluation_taskresult" INNER JOIN' in q["sql"]
+    ]
+    detections = _stored(fused)
+    # Every task is detected, the missing ones as silent; the three examples have text.
+    assert len(detections) == mpbench.tasks.count() and all(detections.values())
+    assert sum(bool(found["full_text"]) for found in detections.values()) == 3
+
+    # The same step again as a stage of its own, from the stored rows.
+    fused.task_results.update(detection={}, steps_done=0, detected=False)
+    type(fused).objects.filter(pk=fused.pk).update(status="detecting", steps_done=0, facts={})
+    with CaptureQueriesContext(connection) as again:
+        pipeline.steps_start(submission_id=fused.pk)
+    staged = type(fused).objects.get(pk=fused.pk)
+    assert staged.status == "scored"
+    assert _stored(staged) == detections
+    assert staged.facts == fused.facts and "half_duplex" in staged.facts
+    assert not staged.task_results.filter(detected=False).exists()
+    staged_reads = [
+        q["sql"]
+        for q in again.captured_queries
+        if q["sql"].startswith("SELECT") and 'FROM "evaluation_taskresult" INNER JOIN' in q["sql"]
+    ]
+    # The stage read the rows with their tasks for the step; ingest's own run did not.
+    assert len(staged_reads) == len(reads) + 1
+
+
+def test_a_database_error_in_the_step_after_ingest_leaves_it_to_its_own_stage(
+    eager, mpbench, examples_bundle, monkeypatch
+):
+    """A dropped connection is worth another try, not a failure: the step's stage is queued and
+    runs it again, and the submission is scored."""
+    plugin = get_plugin("mp-bench")
+    run = plugin.run_submission_step
+    calls = []
+
+    def flaky(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise OperationalError("server closed the connection unexpectedly")
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(plugin, "run_submission_step", flaky)
+    submission = _submit(mpbench, examples_bundle, "Flaky")
+    submission.refresh_from_db()
+    assert len(calls) == 2
+    assert submission.status == "scored" and submission.error == ""
