@@ -147,6 +147,8 @@ def test_not_utf8(mpbench, task_ids, tmp_path):
         (["0.5", 1.0], "non-numeric timestamp"),
         ([None, 1.0], "non-numeric timestamp"),
         ([True, 1.0], "non-numeric timestamp"),
+        ([float("nan"), 1.0], "non-numeric timestamp"),  # NaN in the JSON
+        ([0.5, float("inf")], "non-numeric timestamp"),  # Infinity in the JSON
         ([-0.5, 1.0], "negative timestamp"),
         ([2.0, 1.0], "reversed timestamp"),
     ],
