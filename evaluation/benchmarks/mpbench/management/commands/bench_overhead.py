@@ -114,6 +114,12 @@ class Command(BaseCommand):
                     f"{submissions} submissions at once: {ours:.2f} s for {submissions * calls} "
                     f"calls; ideal {ideal:.2f} s   ratio {ours / ideal:.2f}"
                 )
+                if workers > 1 and not broker.startswith("redis"):
+                    # evaluation/throttle.py: without Redis the bound is a semaphore per process.
+                    self.stdout.write(
+                        f"  (no Redis: each of the {workers} workers allows {concurrency} calls "
+                        "at once, so the ideal above is not their bound)"
+                    )
         finally:
             server.stop()
             Submission.objects.filter(benchmark=benchmark).delete()
