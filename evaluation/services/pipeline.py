@@ -252,8 +252,8 @@ def steps_start(*, submission_id: int, rows: list[TaskResult] | None = None) -> 
         return
     copies = 1
     if step.scope == "task":
-        rows = submission.task_results.count()
-        copies = max(1, min(settings.PIPELINE_PARALLEL_TASKS, math.ceil(rows / step.chunk_size)))
+        count = submission.task_results.count()
+        copies = max(1, min(settings.PIPELINE_PARALLEL_TASKS, math.ceil(count / step.chunk_size)))
     for _ in range(copies):
         enqueue_on_commit("run_step", submission_id, index)
 
