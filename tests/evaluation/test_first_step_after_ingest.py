@@ -76,17 +76,19 @@ def test_a_database_error_in_the_step_after_ingest_leaves_it_to_its_own_stage(
 ):
     """A dropped connection is worth another try, not a failure: the step's stage is queued and
     runs it again, and the submission is scored."""
-    plugin = get_plugin("mp-bench")
-    run = plugin.run_submission_step
+    # Patched on the class: patching the shared plug-in instance would leave an attribute of
+    # its own behind, hiding later tests' patches of the class.
+    plugin_class = type(get_plugin("mp-bench"))
+    run = plugin_class.run_submission_step
     calls = []
 
-    def flaky(*args, **kwargs):
+    def flaky(self, *args, **kwargs):
         calls.append(1)
         if len(calls) == 1:
             raise OperationalError("server closed the connection unexpectedly")
-        return run(*args, **kwargs)
+        return run(self, *args, **kwargs)
 
-    monkeypatch.setattr(plugin, "run_submission_step", flaky)
+    monkeypatch.setattr(plugin_class, "run_submission_step", flaky)
     submission = _submit(mpbench, examples_bundle, "Flaky")
     submission.refresh_from_db()
     assert len(calls) == 2

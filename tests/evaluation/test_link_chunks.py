@@ -46,15 +46,15 @@ def test_the_offline_judge_answers_only_requests_not_stored_yet(
     from evaluation.benchmarks import get_plugin
     from evaluation.models import Judgment, TaskJudgment
 
-    plugin = get_plugin("mp-bench")
+    plugin_class = type(get_plugin("mp-bench"))  # on the class: see test_first_step_after_ingest
     asked = []
-    answer = plugin.offline_output
+    answer = plugin_class.offline_output
 
-    def counted(request, task):
+    def counted(self, request, task):
         asked.append(request.kind)
-        return answer(request, task)
+        return answer(self, request, task)
 
-    monkeypatch.setattr(plugin, "offline_output", counted)
+    monkeypatch.setattr(plugin_class, "offline_output", counted)
     offline = mpbench.judges.get(slug="offline")
 
     def submit(name):
