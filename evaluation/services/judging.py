@@ -49,7 +49,7 @@ from evaluation.models import (
 )
 from evaluation.selectors import current_prompts, linked_judgments, submission_links
 from evaluation.services.files import open_upload, task_input
-from evaluation.services.spending import charge_for
+from evaluation.services.spending import call_group_add, call_groups, charge_for
 from evaluation.throttle import EndpointSlots
 
 logger = logging.getLogger(__name__)
@@ -70,6 +70,7 @@ OFFLINE_FIELDS = (
     "completed_at",
 )
 SQL_IN_BATCH = 500
+OPEN = (Judgment.Status.PENDING, Judgment.Status.RUNNING)  # not settled yet
 # What a new judgment is created with (the rest takes the fields' defaults).
 JUDGMENT_COLUMNS = (
     "judge_identity",
@@ -219,25 +220,20 @@ def judgments_plan(*, submission: Submission, judge: Judge) -> JudgingPlan:
         stored = _stored(lengths)
         for key, (kind, user, system) in lengths.items():
             _, status, lease_until = stored.get(key, (None, Judgment.Status.PENDING, None))
-            if status not in (Judgment.Status.PENDING, Judgment.Status.RUNNING):
+            if status not in OPEN:
                 continue
             open_count += 1
             if status == Judgment.Status.RUNNING and (lease_until is None or lease_until >= now):
                 continue  # another worker is calling it
-            group = groups.setdefault(
-                (kind, prompts[kind].pk),
-                {
-                    "kind": kind,
-                    "prompt_version_id": prompts[kind].pk,
-                    "n": 0,
-                    "user": 0,
-                    "system": 0,
-                },
+            call_group_add(
+                groups,
+                kind=kind,
+                prompt_version_id=prompts[kind].pk,
+                n=1,
+                user=user,
+                system=system,
             )
-            group["n"] += 1
-            group["user"] += user
-            group["system"] += system
-    return JudgingPlan(sorted(groups.values(), key=lambda g: g["kind"]), open_count)
+    return JudgingPlan(call_groups(groups), open_count)
 
 
 def judgments_link(*, submission: Submission, judge: Judge) -> Iterator[int]:
@@ -385,7 +381,7 @@ def _judgments_store(judge: Judge, plugin, prompts, wanted: dict, ids: dict) -> 
     open_count = 0
     for key, (pk, status, _) in found.items():
         ids[key] = pk
-        unsettled = status in (Judgment.Status.PENDING, Judgment.Status.RUNNING)
+        unsettled = status in OPEN
         if judge.is_offline and (unsettled or status == Judgment.Status.FAILED):
             # Stored earlier and put back to pending (a retry): the offline judge answers it
             # here, as it answered the new ones.
@@ -415,9 +411,6 @@ def _answer_offline(judgment: Judgment, plugin: BenchmarkPlugin, request, task) 
 
 
 # --- Calling --------------------------------------------------------------------------------
-
-
-OPEN = (Judgment.Status.PENDING, Judgment.Status.RUNNING)
 
 
 def open_judgments(*, submission_id: int, judge_id: int) -> Iterator[QuerySet]:

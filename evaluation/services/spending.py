@@ -97,12 +97,26 @@ def calls_to_make(*, submission: Submission, judge: Judge) -> list[dict]:
             )
             .order_by()
         ):
-            group = groups.setdefault(
-                (found["kind"], found["prompt_version_id"]),
-                {**found, "n": 0, "user": 0, "system": 0},
-            )
-            for total in ("n", "user", "system"):
-                group[total] += found[total] or 0
+            call_group_add(groups, **{name: found[name] or 0 for name in found})
+    return call_groups(groups)
+
+
+def call_group_add(
+    groups: dict, *, kind: str, prompt_version_id: int, n: int, user: int, system: int
+) -> None:
+    """Count ``n`` calls of one kind and prompt version, with their messages' lengths, into
+    ``groups`` (keyed by both; see call_groups)."""
+    group = groups.setdefault(
+        (kind, prompt_version_id),
+        {"kind": kind, "prompt_version_id": prompt_version_id, "n": 0, "user": 0, "system": 0},
+    )
+    group["n"] += n
+    group["user"] += user
+    group["system"] += system
+
+
+def call_groups(groups: dict) -> list[dict]:
+    """The groups call_group_add counted, by kind and prompt version: what an estimate takes."""
     return [groups[key] for key in sorted(groups)]
 
 
