@@ -79,8 +79,12 @@ def linked_judgments(*, submission_id: int, judge_id: int | None) -> Iterator[Qu
 def prompt_versions_used(*, submission_id: int, judge_id: int | None) -> list[tuple]:
     """The prompt versions behind those judgments: (kind, version, sha256), each once, by kind
     and version."""
+    return _prompt_versions(linked_judgments(submission_id=submission_id, judge_id=judge_id))
+
+
+def _prompt_versions(batches) -> list[tuple]:
     found: set[tuple] = set()
-    for judgments in linked_judgments(submission_id=submission_id, judge_id=judge_id):
+    for judgments in batches:
         found.update(
             judgments.values_list("kind", "prompt_version__version", "prompt_version__sha256")
         )
@@ -202,7 +206,9 @@ def judge_usage(*, submission, judge) -> JudgeUsage:
     tokens, and the prompt versions they used."""
     judge_id = judge.pk if judge is not None else None
     n = tokens_in = tokens_out = 0
-    for judgments in linked_judgments(submission_id=submission.pk, judge_id=judge_id):
+    # Their ids are read once for the totals and the prompt versions.
+    batches = list(linked_judgments(submission_id=submission.pk, judge_id=judge_id))
+    for judgments in batches:
         totals = judgments.aggregate(
             n=Count("pk"), tokens_in=Sum("input_tokens"), tokens_out=Sum("output_tokens")
         )
@@ -214,7 +220,7 @@ def judge_usage(*, submission, judge) -> JudgeUsage:
         cost = (
             tokens_in * judge.price_input_per_mtok + tokens_out * judge.price_output_per_mtok
         ) / Decimal(1_000_000)
-    versions = prompt_versions_used(submission_id=submission.pk, judge_id=judge_id)
+    versions = _prompt_versions(batches)
     return JudgeUsage(
         judgments=n,
         input_tokens=tokens_in,
