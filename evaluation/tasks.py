@@ -8,41 +8,13 @@ dead worker left (evaluation.services.pipeline).
 """
 
 import gc
-import logging
-from contextlib import contextmanager
 
 from celery import Task, shared_task
 from celery.signals import worker_process_init
-from django.db import InterfaceError, OperationalError
 
 from evaluation import services
 from evaluation.judges import tls_context
-
-logger = logging.getLogger(__name__)
-RETRIED = (OperationalError, InterfaceError)
-
-
-def failure_message(stage: str, exc: BaseException) -> str:
-    """What the submission's page says: the stage and the kind of error, never its text (which
-    can carry paths, SQL or data); the details go to the worker's log."""
-    return (
-        f"{stage} failed ({type(exc).__name__}); staff can see the details in the worker log. "
-        "Retry once the cause is fixed: what was stored is kept."
-    )
-
-
-@contextmanager
-def failing(submission_id: int, stage: str):
-    """A stage that raises leaves its submission FAILED with a message for people, whether it
-    runs on a worker or in this process (inline, eager)."""
-    try:
-        yield
-    except RETRIED:
-        raise  # retried by Celery; the submission stays where it was
-    except Exception as exc:
-        logger.exception("submission %s: %s failed", submission_id, stage)
-        services.submission_fail(submission_id=submission_id, error=failure_message(stage, exc))
-        raise
+from evaluation.services.pipeline import RETRIED, failing, failure_message
 
 
 @worker_process_init.connect

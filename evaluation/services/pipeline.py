@@ -24,7 +24,13 @@ from celery import current_app
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
-from django.db import close_old_connections, connection, transaction
+from django.db import (
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+    transaction,
+)
 from django.db.models import F, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
@@ -156,6 +162,33 @@ def hook_facts(submission: Submission) -> dict:
     return {**(submission.options or {}), **(submission.facts or {})}
 
 
+# A dropped database connection or a locked SQLite file is worth another try (by Celery).
+RETRIED = (OperationalError, InterfaceError)
+
+
+def failure_message(stage: str, exc: BaseException) -> str:
+    """What the submission's page says: the stage and the kind of error, never its text (which
+    can carry paths, SQL or data); the details go to the worker's log."""
+    return (
+        f"{stage} failed ({type(exc).__name__}); staff can see the details in the worker log. "
+        "Retry once the cause is fixed: what was stored is kept."
+    )
+
+
+@contextmanager
+def failing(submission_id: int, stage: str):
+    """A stage that raises leaves its submission FAILED with a message for people, whether it
+    runs on a worker or in this process (inline, eager)."""
+    try:
+        yield
+    except RETRIED:
+        raise  # retried by Celery; the submission stays where it was
+    except Exception as exc:
+        logger.exception("submission %s: %s failed", submission_id, stage)
+        submission_fail(submission_id=submission_id, error=failure_message(stage, exc))
+        raise
+
+
 def submission_fail(*, submission_id: int, error: str) -> None:
     """Record why a submission failed. The error is shown to its owner: callers pass a message
     meant for people, never raw exception text."""
@@ -229,8 +262,6 @@ def steps_start(*, submission_id: int, rows: list[TaskResult] | None = None) -> 
     step has run. ``rows``: every task result as ingest just stored it, held in memory; a step
     over the whole submission then runs here on them, where a stage of its own would first
     read them all back (a database error queues that stage instead, to try again)."""
-    from evaluation.tasks import RETRIED, failing  # the tasks import this module
-
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     if submission.status != S.DETECTING:
         return
