@@ -29,7 +29,7 @@ def _stored(submission) -> dict:
 
 
 def test_the_step_run_after_ingest_stores_what_its_own_stage_stores(
-    eager, mpbench, examples_bundle, monkeypatch
+    eager, mpbench, examples_bundle
 ):
     """Run on the rows ingest holds, or as a stage that reads them back: the same detections,
     facts and marks, and the stage reads the task results the in-memory run does not."""
