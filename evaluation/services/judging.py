@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import BenchmarkPlugin, JudgmentRequest, TaskInput
-from evaluation.bulk import instance_values, rows_insert
+from evaluation.bulk import instance_values, rows_insert, rows_update
 from evaluation.judges import (
     AnthropicClient,
     GeminiClient,
@@ -620,27 +620,24 @@ def _settle(judgment: Judgment, outcome: _CallOutcome, plugin) -> None:
 
 
 def _store_settled(settled: list[tuple[Judgment, str]]) -> None:
-    """One parameterised UPDATE run for every (judgment, the lease owner that called it): a
-    row is written only while that owner still holds it (another worker may have taken it
-    over). The ORM would build a CASE per row and field, or a statement per row: either costs
-    more than the calls it records when the judge is fast."""
-    meta = Judgment._meta
-    fields = [meta.get_field(name) for name in SETTLED_FIELDS]
-    quote = connection.ops.quote_name
-    where = (meta.pk, meta.get_field("status"), meta.get_field("lease_owner"))
-    sql = (
-        f"UPDATE {quote(meta.db_table)} SET "
-        + ", ".join(f"{quote(field.column)} = %s" for field in fields)
-        + " WHERE "
-        + " AND ".join(f"{quote(field.column)} = %s" for field in where)
+    """Write the answers of (judgment, the lease owner that called it): a row is written only
+    while that owner still holds it (another worker may have taken it over). The ORM would
+    build a CASE per row and field, or a statement per row: either costs more than the calls it
+    records when the judge is fast."""
+    rows_update(
+        Judgment,
+        SETTLED_FIELDS,
+        ("id", "status", "lease_owner"),
+        (
+            [
+                *instance_values(judgment, SETTLED_FIELDS),
+                judgment.pk,
+                Judgment.Status.RUNNING,
+                owner,
+            ]
+            for judgment, owner in settled
+        ),
     )
-    rows = [
-        [field.get_db_prep_save(getattr(judgment, field.attname), connection) for field in fields]
-        + [judgment.pk, Judgment.Status.RUNNING, owner]
-        for judgment, owner in settled
-    ]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, rows)
 
 
 CHARGE_COLUMNS = (

@@ -89,3 +89,126 @@ def test_rows_past_one_statement_are_all_written_once(mpbench, monkeypatch, batc
     rows_insert(Judgment, columns, again, unique=unique, update=("prompt",))
     stored = dict(Judgment.objects.values_list("prompt_sha256", "prompt"))
     assert len(stored) == 1200 and stored[f"{1199:064d}"] == "PROMPT 1199"
+
+
+# Text and JSON that quoting must carry through whole: an array parameter's own syntax (braces,
+# commas, double quotes, backslashes, the word NULL), SQL's quote, newlines, non-ASCII.
+AWKWARD_TEXT = ['{"a", b}', "NULL", "", 'back\\slash "quoted"', "it's\nthere", "é 音 🎧", ","]
+AWKWARD_JSON = [
+    {"k": '{"x": "\\\\"}', "list": [None, True, 1.5, "NULL"]},
+    [],
+    "a string",
+    None,
+    {"nested": {"quote": "'", "brace": "}"}},
+    [1, [2, [3]]],
+    0,
+]
+
+
+def _judgment_values(version, n: int) -> dict:
+    return dict(
+        judge_identity=f"identity {n}",
+        prompt_sha256=f"{n:064d}",
+        prompt=AWKWARD_TEXT[n % len(AWKWARD_TEXT)],
+        system_prompt=AWKWARD_TEXT[(n + 1) % len(AWKWARD_TEXT)],
+        context={"text": AWKWARD_TEXT[n % len(AWKWARD_TEXT)]},
+        output=AWKWARD_JSON[n % len(AWKWARD_JSON)],
+        kind=version.kind,
+        provider="openai",
+        model="m",
+        prompt_version_id=version.pk,
+        input_tokens=None if n % 2 else n,
+        verdict=(None, True, False)[n % 3],
+    )
+
+
+def _stored(queryset) -> list[dict]:
+    names = [f.attname for f in Judgment._meta.concrete_fields if f.attname not in ("id",)]
+    rows = list(queryset.order_by("prompt_sha256").values(*names))
+    for row in rows:
+        row.pop("created_at")
+    return rows
+
+
+def test_awkward_text_and_json_are_stored_as_the_orm_stores_them(mpbench):
+    """Every value the ORM stores comes back the same from rows_insert, on either database: a
+    column of NULLs only, JSON null beside SQL NULL, quoting characters of every layer."""
+    version = mpbench.prompts.first()
+    count = 2 * len(AWKWARD_TEXT) * len(AWKWARD_JSON)
+    for n in range(count):
+        Judgment.objects.create(**_judgment_values(version, n))
+    expected = _stored(Judgment.objects.all())
+    Judgment.objects.all().delete()
+
+    columns = list(_judgment_values(version, 0))
+    rows_insert(
+        Judgment, columns, [list(_judgment_values(version, n).values()) for n in range(count)]
+    )
+    assert _stored(Judgment.objects.all()) == expected
+    # And a column whose every value is NULL.
+    Judgment.objects.all().delete()
+    rows_insert(
+        Judgment,
+        ["judge_identity", "prompt_sha256", "prompt", "prompt_version_id", "output", "verdict"],
+        [["i", f"{n:064d}", "p", version.pk, None, None] for n in range(3)],
+    )
+    assert list(Judgment.objects.values_list("output", "verdict")) == [(None, None)] * 3
+
+
+@pytest.mark.parametrize("batch", [1, 500])
+def test_an_update_sets_only_the_rows_its_keys_match(mpbench, monkeypatch, batch):
+    """rows_update sets the given columns of each stored row whose match columns equal the
+    row's, as one ORM update per row would; a row whose keys match nothing changes nothing."""
+    from evaluation import bulk
+
+    monkeypatch.setattr(bulk, "BATCH", batch)
+    version = mpbench.prompts.first()
+    made = [Judgment.objects.create(**_judgment_values(version, n)) for n in range(12)]
+    for judgment in made[:8]:
+        Judgment.objects.filter(pk=judgment.pk).update(status="running", lease_owner="me")
+    when = timezone.now()
+    changes = {
+        judgment.pk: dict(
+            raw_output=AWKWARD_TEXT[n % len(AWKWARD_TEXT)],
+            output=AWKWARD_JSON[(n + 3) % len(AWKWARD_JSON)],
+            status="done",
+            lease_owner="",
+            completed_at=when,
+            input_tokens=None if n % 3 else 7,
+        )
+        for n, judgment in enumerate(made)
+    }
+    owners = {judgment.pk: "me" if n % 4 else "someone else" for n, judgment in enumerate(made)}
+    columns = list(changes[made[0].pk])
+    bulk.rows_update(
+        Judgment,
+        columns,
+        ("id", "status", "lease_owner"),
+        [[*changes[pk].values(), pk, "running", owners[pk]] for pk in changes],
+    )
+    by_rows = _stored(Judgment.objects.all())
+
+    # The same by the ORM, row by row, on a copy of the rows as they were.
+    Judgment.objects.all().delete()
+    made = [Judgment.objects.create(**_judgment_values(version, n)) for n in range(12)]
+    for judgment in made[:8]:
+        Judgment.objects.filter(pk=judgment.pk).update(status="running", lease_owner="me")
+    for n, judgment in enumerate(made):
+        Judgment.objects.filter(
+            pk=judgment.pk, status="running", lease_owner="me" if n % 4 else "someone else"
+        ).update(**changes[list(changes)[n]])
+    assert by_rows == _stored(Judgment.objects.all())
+    # Rows 1-3 and 5-7 were running and held by "me": six rows changed.
+    assert sum(row["status"] == "done" for row in by_rows) == 6
+
+
+@pytest.mark.parametrize("unique", [(), ("judge_identity", "prompt_sha256")])
+def test_rows_take_ids_in_the_order_given(mpbench, unique):
+    """Readers that go by id (task results in upload order) find the rows as they were given,
+    whether or not a conflict has to be settled on the way."""
+    version = mpbench.prompts.first()
+    shas = [f"{n:064d}" for n in (5, 1, 9, 3, 7, 2, 8, 0, 6, 4)] * 30
+    shas = [f"{n:03d}{sha[3:]}" for n, sha in enumerate(shas)]
+    columns = ("judge_identity", "prompt_sha256", "prompt", "prompt_version_id")
+    rows_insert(Judgment, columns, [("i", sha, "p", version.pk) for sha in shas], unique=unique)
+    assert list(Judgment.objects.order_by("pk").values_list("prompt_sha256", flat=True)) == shas
