@@ -58,11 +58,14 @@ def current_scorer(*, benchmark: Benchmark, judge: Judge) -> dict:
     }
 
 
-def score_scorer(*, submission, judge: Judge) -> dict:
+def score_scorer(*, submission, judge: Judge, used: list[tuple] | None = None) -> dict:
     """The identity of a score computed now from the stored judgments: the prompt versions
-    those judgments actually used (a kind may show two while a re-score is under way)."""
+    those judgments actually used (a kind may show two while a re-score is under way).
+    ``used``: those versions (prompt_versions_used), when already read."""
+    if used is None:
+        used = prompt_versions_used(submission_id=submission.pk, judge_id=judge.pk)
     prompts: dict[str, list] = {}
-    for kind, version, sha in prompt_versions_used(submission_id=submission.pk, judge_id=judge.pk):
+    for kind, version, sha in used:
         if version is not None:
             prompts.setdefault(kind, []).append([version, (sha or "")[:12]])
     return {**_plugin_parts(submission.benchmark), "judge": _judge(judge), "prompts": prompts}

@@ -49,7 +49,7 @@ from evaluation.models import (
     TaskResult,
 )
 from evaluation.scorer import current_scorer, score_scorer, scorer_log
-from evaluation.selectors import submission_links
+from evaluation.selectors import prompt_versions_used, submission_links
 from evaluation.services.files import open_upload, task_input
 from evaluation.services.records import score_record_add
 from evaluation.services.spending import spend_check, spend_estimate_done
@@ -559,17 +559,20 @@ def task_outcomes(*, submission: Submission, judge: Judge) -> tuple[list[TaskOut
         found, used, failed_here = judged_slots(links=links)
         judged.update(found)
         total, failed = total + used, failed + failed_here
-    rows = submission.task_results.select_related("task").order_by("task__task_id")
+    # Values, not model instances: a thousand rows are read at each aggregation.
+    rows = submission.task_results.order_by("task__task_id").values_list(
+        "pk", "task__task_id", "task__spec", "data", "detection", "files"
+    )
     outcomes = [
         TaskOutcome(
-            task_id=row.task.task_id,
-            spec=row.task.spec,
-            data=row.data,
-            detection=row.detection,
-            judged=judged.get(row.pk, {}),
-            present=bool(row.files) or bool(row.data),
+            task_id=task_id,
+            spec=spec,
+            data=data,
+            detection=detection,
+            judged=judged.get(pk, {}),
+            present=bool(files) or bool(data),
         )
-        for row in rows
+        for pk, task_id, spec, data, detection, files in rows
     ]
     return outcomes, total, failed
 
@@ -589,6 +592,8 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
     facts = hook_facts(submission)
     contributions = score_contributions(plugin, outcomes, facts)
     benchmark = submission.benchmark
+    # Read once for the score's identity and its record.
+    used = prompt_versions_used(submission_id=submission.pk, judge_id=judge.pk)
     scorer_log(
         benchmark=benchmark, judge=judge, identity=current_scorer(benchmark=benchmark, judge=judge)
     )
@@ -601,13 +606,13 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
             "contributions": contributions,
             # Made from the contributions just replaced: stored again by slices_store.
             "slices": None,
-            "scorer": score_scorer(submission=submission, judge=judge),
+            "scorer": score_scorer(submission=submission, judge=judge, used=used),
             "judgments_total": total,
             "judgments_failed": failed,
         },
     )
     # The score's history: a re-score keeps the numbers it replaces.
-    score_record_add(score=score)
+    score_record_add(score=score, used=used)
     if contributions is not None:
         enqueue_on_commit("store_slices", score.pk)
     return score

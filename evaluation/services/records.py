@@ -8,14 +8,16 @@ from evaluation.models import Score, ScoreRecord
 from evaluation.selectors import prompt_versions_used
 
 
-def _prompt_versions(score: Score) -> list[dict]:
-    used = prompt_versions_used(submission_id=score.submission_id, judge_id=score.judge_id)
+def _prompt_versions(score: Score, used: list[tuple] | None) -> list[dict]:
+    if used is None:
+        used = prompt_versions_used(submission_id=score.submission_id, judge_id=score.judge_id)
     return [{"kind": kind, "version": version, "sha256": sha} for kind, version, sha in used]
 
 
-def score_record_add(*, score: Score) -> ScoreRecord | None:
+def score_record_add(*, score: Score, used: list[tuple] | None = None) -> ScoreRecord | None:
     """Record the score as it now stands, unless the newest record of the same submission and
-    judge already says the same (a re-score that changed nothing adds no record)."""
+    judge already says the same (a re-score that changed nothing adds no record). ``used``:
+    the prompt versions its judgments used (prompt_versions_used), when already read."""
     submission = score.submission
     judge = score.judge
     plugin = get_plugin(submission.benchmark.plugin)
@@ -32,7 +34,7 @@ def score_record_add(*, score: Score) -> ScoreRecord | None:
             "models": judge.models_by_kind,
             "sampling": judge.sampling_params(),
         },
-        prompt_versions=_prompt_versions(score),
+        prompt_versions=_prompt_versions(score, used),
         processing={
             "rules": plugin.rules_version,
             "steps": {step.name: step.version for step in plugin.steps},
