@@ -131,7 +131,7 @@ def rows_insert(
             staged = _staged(cursor, fields, prepared)
             columns = ", ".join(f"v{n}" for n in range(len(fields)))
             # In the order given, as the rows' ids were taken before.
-            cursor.execute(f"{head}SELECT {columns} FROM {staged} {tail}")
+            cursor.execute(f"{head}SELECT {columns} FROM {staged} ORDER BY ctid{tail}")
             cursor.execute(f"DROP TABLE {staged}")
             return
         # Rows per statement: within the backend's parameter limit (999 on SQLite).
