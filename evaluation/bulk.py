@@ -20,7 +20,7 @@ PostgreSQL and SQLite both speak.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from django.db import connection, transaction
 from django.db.models import Field, Model
@@ -68,10 +68,12 @@ def _prepared(fields: Sequence[Field], row: Sequence) -> list:
     ]
 
 
-def _batches(rows: Iterable, size: int) -> Iterable[list]:
+def batches(items: Iterable, size: int) -> Iterator[list]:
+    """``items`` in lists of ``size`` (the last may be shorter), taken as they come: a generator
+    is never held whole."""
     batch: list = []
-    for row in rows:
-        batch.append(row)
+    for item in items:
+        batch.append(item)
         if len(batch) >= size:
             yield batch
             batch = []
@@ -137,7 +139,7 @@ def rows_insert(
         # Rows per statement: within the backend's parameter limit (999 on SQLite).
         limit = connection.features.max_query_params or BATCH * len(fields)
         one = "(" + ", ".join(["%s"] * len(fields)) + ")"
-        for batch in _batches(prepared, min(BATCH, limit // len(fields))):
+        for batch in batches(prepared, min(BATCH, limit // len(fields))):
             cursor.execute(
                 head + "VALUES " + ", ".join([one] * len(batch)) + tail,
                 [value for row in batch for value in row],
@@ -173,7 +175,7 @@ def rows_update(
                     for field, name in zip(keys, names[len(given) :], strict=True)
                 )
             )
-            for batch in _batches(prepared, BATCH):
+            for batch in batches(prepared, BATCH):
                 cursor.execute(sql, [list(column) for column in zip(*batch, strict=True)])
             return
         sql = (
@@ -182,7 +184,7 @@ def rows_update(
             + " WHERE "
             + " AND ".join(f"{quote(field.column)} = %s" for field in keys)
         )
-        for batch in _batches(prepared, BATCH):
+        for batch in batches(prepared, BATCH):
             cursor.executemany(sql, batch)
 
 

@@ -9,6 +9,7 @@ from decimal import Decimal
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
 
+from evaluation.bulk import batches
 from evaluation.models import Benchmark, PromptVersion
 
 
@@ -35,8 +36,7 @@ ID_BATCH = 2000  # ids per IN list: far below SQLite's 32,766 variables
 
 
 def id_batches(ids: Sequence[int]) -> Iterator[list[int]]:
-    for start in range(0, len(ids), ID_BATCH):
-        yield list(ids[start : start + ID_BATCH])
+    return batches(ids, ID_BATCH)
 
 
 def submission_row_ids(*, submission_id: int) -> list[int]:
