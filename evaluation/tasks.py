@@ -13,14 +13,14 @@ from celery import Task, shared_task
 from celery.signals import worker_process_init
 
 from evaluation import services
-from evaluation.judges import tls_context
+from evaluation.judges import warm
 from evaluation.services.pipeline import RETRIED, failing, failure_message
 
 
 @worker_process_init.connect
 def _worker_ready(**kwargs) -> None:
     # Loaded once here rather than by the first judging task, on its clock.
-    tls_context()
+    warm()
     # What the process holds once started (Django, the apps, the plug-ins) is kept out of
     # garbage collection: each full collection scanned it again while a stage held thousands of
     # parsed documents (58 ms of detection's 320 ms on one 927-task submission, 7 ms after).

@@ -77,3 +77,32 @@ def test_beat_schedules_a_registered_task():
 
     for entry in app.conf.beat_schedule.values():
         assert entry["task"] in app.tasks
+
+
+def test_a_worker_process_loads_the_judge_client_modules_before_its_first_task():
+    """A pool process starting (the solo pool, which the demo and the overhead bench use,
+    sends the same signal) loads the TLS roots and httpx's transport modules, which the first
+    judge client would otherwise load on the first judging task's clock."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, django; django.setup();"
+        "from celery.signals import worker_process_init; import evaluation.tasks;"
+        "from evaluation.judges import tls_context;"
+        "before = ('httpcore' in sys.modules, tls_context.cache_info().currsize);"
+        "worker_process_init.send(sender=None);"
+        "print(before, ('httpcore' in sys.modules, tls_context.cache_info().currsize))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DJANGO_SECRET_KEY": "test-only-secret-key",
+            "PATH": "",
+        },
+    ).stdout.strip()
+    assert out == "(False, 0) (True, 1)"
