@@ -82,6 +82,19 @@ def prompt_versions_used(*, submission_id: int, judge_id: int | None) -> list[tu
     return _prompt_versions(linked_judgments(submission_id=submission_id, judge_id=judge_id))
 
 
+def prompt_versions_named(used: set[tuple]) -> list[tuple]:
+    """What prompt_versions_used gives, for judgments whose (kind, prompt version id) pairs
+    were read already."""
+    from evaluation.models import PromptVersion
+
+    named = PromptVersion.objects.in_bulk({pk for _, pk in used if pk is not None})
+    found = {
+        (kind, named[pk].version, named[pk].sha256) if pk in named else (kind, None, None)
+        for kind, pk in used
+    }
+    return sorted(found, key=lambda version: (version[0], version[1]))
+
+
 def _prompt_versions(batches) -> list[tuple]:
     found: set[tuple] = set()
     for judgments in batches:

@@ -49,7 +49,7 @@ from evaluation.models import (
     TaskResult,
 )
 from evaluation.scorer import current_scorer, score_scorer, scorer_log
-from evaluation.selectors import prompt_versions_used, submission_links
+from evaluation.selectors import prompt_versions_named, submission_links
 from evaluation.services.files import open_upload, task_input
 from evaluation.services.records import score_record_add
 from evaluation.services.spending import spend_check, spend_estimate_done
@@ -522,9 +522,10 @@ def judging_finish(*, submission_id: int, judge_id: int, settled: bool = False) 
     return score
 
 
-def judged_slots(*, links) -> tuple[dict[int, dict], int, int]:
+def judged_slots(*, links, versions: set | None = None) -> tuple[dict[int, dict], int, int]:
     """Stored outcomes per task result from TaskJudgment rows: ({row: {(kind, slot): JudgedSlot}},
-    judgments used, judgments failed)."""
+    judgments used, judgments failed). ``versions``: gets the (kind, prompt version id) of
+    every judgment read, by the same statement (see prompt_versions_named)."""
     judged: dict[int, dict] = {}
     total = failed = 0
     rows = links.values_list(
@@ -536,11 +537,15 @@ def judged_slots(*, links) -> tuple[dict[int, dict], int, int]:
         "judgment__status",
         "judgment__verdict",
         "judgment__output",
+        "judgment__kind",
+        "judgment__prompt_version_id",
     )
-    for row_pk, kind, slot, fixed, judgment_id, status, verdict, output in rows:
+    for row_pk, kind, slot, fixed, judgment_id, status, verdict, output, *version in rows:
         if judgment_id is None:
             outcome = JudgedSlot("fixed", (fixed or {}).get("verdict"), fixed)
         else:
+            if versions is not None:
+                versions.add(tuple(version))
             total += 1
             failed += status == Judgment.Status.FAILED
             outcome = JudgedSlot(
@@ -550,13 +555,15 @@ def judged_slots(*, links) -> tuple[dict[int, dict], int, int]:
     return judged, total, failed
 
 
-def task_outcomes(*, submission: Submission, judge: Judge) -> tuple[list[TaskOutcome], int, int]:
+def task_outcomes(
+    *, submission: Submission, judge: Judge, versions: set | None = None
+) -> tuple[list[TaskOutcome], int, int]:
     """Every task's outcome under one judge, from stored detections and judgments: (outcomes,
-    judgments used, judgments failed)."""
+    judgments used, judgments failed). ``versions``: see judged_slots."""
     judged: dict[int, dict] = {}
     total = failed = 0
     for links in submission_links(submission_id=submission.pk, judge_id=judge.pk):
-        found, used, failed_here = judged_slots(links=links)
+        found, used, failed_here = judged_slots(links=links, versions=versions)
         judged.update(found)
         total, failed = total + used, failed + failed_here
     # Values, not model instances: a thousand rows are read at each aggregation.
@@ -584,7 +591,8 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
     results follow in a task of their own (slices_store): the board's numbers do not wait for
     them, and a slice shows the row as not available meanwhile."""
     plugin = get_plugin(submission.benchmark.plugin)
-    outcomes, total, failed = task_outcomes(submission=submission, judge=judge)
+    versions: set[tuple] = set()
+    outcomes, total, failed = task_outcomes(submission=submission, judge=judge, versions=versions)
     held = held_out_ids(benchmark=submission.benchmark)
     hidden = [outcome for outcome in outcomes if outcome.task_id in held]
     if hidden:
@@ -592,8 +600,8 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
     facts = hook_facts(submission)
     contributions = score_contributions(plugin, outcomes, facts)
     benchmark = submission.benchmark
-    # Read once for the score's identity and its record.
-    used = prompt_versions_used(submission_id=submission.pk, judge_id=judge.pk)
+    # Read with the outcomes, for the score's identity and its record.
+    used = prompt_versions_named(versions)
     scorer_log(
         benchmark=benchmark, judge=judge, identity=current_scorer(benchmark=benchmark, judge=judge)
     )

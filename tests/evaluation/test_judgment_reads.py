@@ -51,7 +51,11 @@ def test_judgment_reads_never_join_task_results_with_links_and_read_what_a_join_
         claimable = judging.claimable_ids(submission_id=submission.pk, judge_id=judge.pk)
         still_open = judging.judgments_open(submission_id=submission.pk, judge_id=judge.pk)
         calls = spending.calls_to_make(submission=submission, judge=judge)
-        _, total, failed = pipeline.task_outcomes(submission=submission, judge=judge)
+        versions: set = set()
+        _, total, failed = pipeline.task_outcomes(
+            submission=submission, judge=judge, versions=versions
+        )
+        named = selectors.prompt_versions_named(versions)
         identity = scorer.score_scorer(submission=submission, judge=judge)
         progress = selectors.submission_progress(submission=submission)
         usage = selectors.judge_usage(submission=submission, judge=judge)
@@ -84,6 +88,12 @@ def test_judgment_reads_never_join_task_results_with_links_and_read_what_a_join_
     kinds = sorted(set(used.values_list("kind", flat=True)))
     assert sorted(identity["prompts"]) == kinds
     assert [kind for kind, _, _ in usage.prompt_versions] == kinds
+    # The versions read with the outcomes (the score's identity and record) are the join's.
+    assert named == sorted(
+        set(used.values_list("kind", "prompt_version__version", "prompt_version__sha256"))
+    )
+    assert named == selectors.prompt_versions_used(submission_id=submission.pk, judge_id=judge.pk)
+    assert len(named) == len(kinds)
 
     Judgment.objects.filter(pk__in=ids[:3]).update(status="done", lease_until=None)
     assert judging.judgments_retry_failed(submission=submission, judge=judge) == 1
