@@ -164,17 +164,29 @@ PREPARE_CHUNK = 200
 FIRST_CHUNK = 16
 
 
-def _chunks(submission: Submission, plugin, prompts, facts, first: int = 0) -> Iterator[list]:
+def _chunks(
+    submission: Submission, plugin, prompts, facts, first: int = 0, rows=None
+) -> Iterator[list]:
     """Every task's judgment requests, a chunk of tasks at a time: [(task result id, task
     input, requests)] per chunk, so only a chunk's prompts are in memory. With ``first``, the
-    first chunk holds that many tasks (the calls of a small one start sooner)."""
-    order = list(submission.task_results.order_by("task__task_id").values_list("pk", flat=True))
+    first chunk holds that many tasks (the calls of a small one start sooner). ``rows``: every
+    task result as stored, with its id and task, held by the caller (see steps_start); else
+    they are read a chunk at a time."""
+    if rows is not None:
+        held = {row.pk: row for row in rows}
+        order = list(held)
+    else:
+        order = list(submission.task_results.order_by("task__task_id").values_list("pk", flat=True))
     with open_upload(submission) as archive:
         start = 0
         while start < len(order):
             end = start + (min(first, PREPARE_CHUNK) if first and not start else PREPARE_CHUNK)
             # Read a chunk at a time: the first chunk's calls need not wait for every row.
-            loaded = TaskResult.objects.select_related("task").in_bulk(order[start:end])
+            loaded = (
+                held
+                if rows is not None
+                else TaskResult.objects.select_related("task").in_bulk(order[start:end])
+            )
             chunk = []
             for row in (loaded[pk] for pk in order[start:end] if pk in loaded):
                 task = task_input(row, archive)
@@ -196,9 +208,10 @@ class JudgingPlan:
     open_count: int
 
 
-def judgments_plan(*, submission: Submission, judge: Judge) -> JudgingPlan:
+def judgments_plan(*, submission: Submission, judge: Judge, rows=None) -> JudgingPlan:
     """The calls linking this submission's judged slots would leave (see JudgingPlan), found
-    by building every request and looking its cache key up, without writing anything."""
+    by building every request and looking its cache key up, without writing anything.
+    ``rows``: see _chunks."""
     from evaluation.services.pipeline import hook_facts  # the pipeline imports this module
 
     plugin = get_plugin(submission.benchmark.plugin)
@@ -207,7 +220,7 @@ def judgments_plan(*, submission: Submission, judge: Judge) -> JudgingPlan:
     groups: dict[tuple[str, int], dict] = {}
     open_count = 0
     now = timezone.now()
-    for chunk in _chunks(submission, plugin, prompts, hook_facts(submission)):
+    for chunk in _chunks(submission, plugin, prompts, hook_facts(submission), rows=rows):
         lengths: dict[tuple[str, str], tuple[str, int, int]] = {}
         for _, _, requests in chunk:
             for request in requests:
@@ -236,20 +249,22 @@ def judgments_plan(*, submission: Submission, judge: Judge) -> JudgingPlan:
     return JudgingPlan(call_groups(groups), open_count)
 
 
-def judgments_link(*, submission: Submission, judge: Judge) -> Iterator[int]:
+def judgments_link(*, submission: Submission, judge: Judge, rows=None) -> Iterator[int]:
     """Link every judged slot of every task to its judgment, creating the missing ones (the
     offline judge answers at once). Byte-identical requests under the same judge share one
     judgment. Tasks are taken a chunk at a time, each chunk's judgments and links committed
     before the next is built: yields, after each, how many of its judgments still need a call,
     so that calls can start while the rest is linked. Slots a changed rule no longer asks for
-    are dropped once every chunk is linked."""
+    are dropped once every chunk is linked. ``rows``: see _chunks."""
     from evaluation.services.pipeline import hook_facts  # the pipeline imports this module
 
     plugin = get_plugin(submission.benchmark.plugin)
     prompts = current_prompts(benchmark=submission.benchmark)
     ids: dict[tuple[str, str], int] = {}
     wanted_slots: set[tuple[int, str, str]] = set()
-    chunks = _chunks(submission, plugin, prompts, hook_facts(submission), first=FIRST_CHUNK)
+    chunks = _chunks(
+        submission, plugin, prompts, hook_facts(submission), first=FIRST_CHUNK, rows=rows
+    )
     for chunk in chunks:
         wanted: dict[tuple[str, str], tuple[JudgmentRequest, TaskInput]] = {}
         links: list[tuple[int, JudgmentRequest, tuple[str, str] | None]] = []

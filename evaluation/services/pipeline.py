@@ -250,6 +250,9 @@ def submission_ingest(*, submission_id: int) -> bool:
         Submission.objects.filter(pk=submission_id).update(
             tasks_ingested=len(found), status=S.DETECTING, steps_done=0, facts={}
         )
+    ids = dict(TaskResult.objects.filter(submission_id=submission_id).values_list("task_id", "pk"))
+    for row in rows:
+        row.pk = ids[row.task.pk]
     after_commit(lambda: steps_start(submission_id=submission_id, rows=rows))
     return True
 
@@ -259,9 +262,10 @@ def submission_ingest(*, submission_id: int) -> bool:
 
 def steps_start(*, submission_id: int, rows: list[TaskResult] | None = None) -> None:
     """Queue the next processing step (fanned out for a per-task step), or judging when every
-    step has run. ``rows``: every task result as ingest just stored it, held in memory; a step
-    over the whole submission then runs here on them, where a stage of its own would first
-    read them all back (a database error queues that stage instead, to try again)."""
+    step has run. ``rows``: every task result as stored, with its id and task, held in memory
+    since ingest; a step over the whole submission then runs here on them, and so does judging
+    once every step has run, where a stage of its own would first read them all back (a
+    database error queues that stage instead, to try again)."""
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     if submission.status != S.DETECTING:
         return
@@ -271,7 +275,20 @@ def steps_start(*, submission_id: int, rows: list[TaskResult] | None = None) -> 
         with transaction.atomic():
             # The last step marked its rows already; this marks those of a plug-in with none.
             submission.task_results.filter(detected=False).update(detected=True)
-            enqueue_on_commit("judge_submission", submission_id, submission.judge_id)
+            if rows is None:
+                enqueue_on_commit("judge_submission", submission_id, submission.judge_id)
+        if rows is not None:
+            try:
+                with failing(submission_id, "judging"):
+                    submission_judge(
+                        submission_id=submission_id, judge_id=submission.judge_id, rows=rows
+                    )
+            except RETRIED:
+                # Left to judging's own stage, which may claim it at once: no worker is on it.
+                Submission.objects.filter(pk=submission_id, status=S.JUDGING).update(
+                    heartbeat_at=None
+                )
+                enqueue_on_commit("judge_submission", submission_id, submission.judge_id)
         return
     step = plugin.steps[index]
     if rows is not None and step.scope == "submission":
@@ -289,15 +306,16 @@ def steps_start(*, submission_id: int, rows: list[TaskResult] | None = None) -> 
         enqueue_on_commit("run_step", submission_id, index)
 
 
-def _step_finished(submission_id: int, index: int) -> None:
-    """Advance past step ``index`` once no task still needs it; one worker wins."""
+def _step_finished(submission_id: int, index: int, rows=None) -> None:
+    """Advance past step ``index`` once no task still needs it; one worker wins. ``rows``: see
+    steps_start."""
     if TaskResult.objects.filter(submission_id=submission_id, steps_done__lte=index).exists():
         return
     moved = Submission.objects.filter(
         pk=submission_id, status=S.DETECTING, steps_done=index
     ).update(steps_done=index + 1)
     if moved:
-        steps_start(submission_id=submission_id)
+        steps_start(submission_id=submission_id, rows=rows)
 
 
 def step_run(*, submission_id: int, index: int, rows: list[TaskResult] | None = None) -> None:
@@ -309,7 +327,7 @@ def step_run(*, submission_id: int, index: int, rows: list[TaskResult] | None = 
     step = plugin.steps[index]
     if step.scope == "submission":
         _submission_step(submission, plugin, step, index, rows)
-        _step_finished(submission_id, index)
+        _step_finished(submission_id, index, rows)
         return
     done = _task_step(submission, plugin, step, index)
     if done:
@@ -398,11 +416,11 @@ def _rows_claim(submission_id: int, index: int, owner: str, limit: int) -> list[
 # --- Judging and aggregation ----------------------------------------------------------------
 
 
-def submission_judge(*, submission_id: int, judge_id: int) -> None:
+def submission_judge(*, submission_id: int, judge_id: int, rows=None) -> None:
     """Find the calls linking will leave and check their spending estimate before anything is
     queued; then link every judged slot to its judgment, starting the calls of the first
     chunks while the rest are linked (or aggregate at once when the cache or the offline judge
-    settled them all)."""
+    settled them all). ``rows``: see steps_start."""
     from evaluation.services.judging import judgments_link, judgments_plan, judgments_work
 
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
@@ -414,14 +432,14 @@ def submission_judge(*, submission_id: int, judge_id: int) -> None:
     plan = None
     if not judge.is_offline:
         with heartbeat(submission_id):
-            plan = judgments_plan(submission=submission, judge=judge)
+            plan = judgments_plan(submission=submission, judge=judge, rows=rows)
     estimate = spend_check(
         submission=submission, judge=judge, to_call=plan.groups if plan else None
     )
     if plan and plan.open_count and estimate.state == SpendEstimate.State.HELD:
         _judging_hold(submission, judge)
         return
-    link = judgments_link(submission=submission, judge=judge)
+    link = judgments_link(submission=submission, judge=judge, rows=rows)
     if plan is None or not plan.open_count:
         with heartbeat(submission_id):
             open_count = sum(link)

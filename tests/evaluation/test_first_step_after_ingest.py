@@ -1,13 +1,18 @@
 """A first step over the whole submission runs right after ingest, on the task results ingest
-holds in memory (pipeline.steps_start with ``rows``), instead of a stage that reads them back."""
+holds in memory (pipeline.steps_start with ``rows``), and judging after the last such step,
+instead of stages that read them back."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 from django.db import OperationalError
 
 from evaluation.benchmarks import get_plugin
+from evaluation.models import TaskJudgment
 from evaluation.services import submission_create
+from evaluation.services.judging import FIRST_CHUNK, PREPARE_CHUNK
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,11 +33,20 @@ def _stored(submission) -> dict:
     )
 
 
+def _links(submission) -> list:
+    return list(
+        TaskJudgment.objects.filter(task_result__submission=submission)
+        .order_by("task_result__task__task_id", "kind", "slot")
+        .values_list("task_result__task__task_id", "kind", "slot", "judgment_id", "fixed")
+    )
+
+
 def test_the_step_run_after_ingest_stores_what_its_own_stage_stores(
     eager, mpbench, examples_bundle
 ):
-    """Run on the rows ingest holds, or as a stage that reads them back: the same detections,
-    facts and marks, and the stage reads the task results the in-memory run does not."""
+    """Run on the rows ingest holds, or as stages that read them back: the same detections,
+    facts, marks, judged slots and results, and the stages read the task results the
+    in-memory run does not."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -48,6 +62,8 @@ def test_the_step_run_after_ingest_stores_what_its_own_stage_stores(
         if q["sql"].startswith("SELECT") and 'FROM "evaluation_taskresult" INNER JOIN' in q["sql"]
     ]
     detections = _stored(fused)
+    links = _links(fused)
+    results = fused.scores.get().results
     # Every task is detected, the missing ones as silent; the three examples have text.
     assert len(detections) == mpbench.tasks.count() and all(detections.values())
     assert sum(bool(found["full_text"]) for found in detections.values()) == 3
@@ -68,7 +84,15 @@ def test_the_step_run_after_ingest_stores_what_its_own_stage_stores(
         if q["sql"].startswith("SELECT") and 'FROM "evaluation_taskresult" INNER JOIN' in q["sql"]
     ]
     # The stage read the rows with their tasks for the step; ingest's own run did not.
-    assert len(staged_reads) == len(reads) + 1
+    # The stage read the rows with their tasks for the step, then judging's own stage read them
+    # for linking (the order, then a chunk at a time); ingest's run held them through both, and
+    # read them only to aggregate, as the stage did last.
+    chunks = 1 + math.ceil((mpbench.tasks.count() - FIRST_CHUNK) / PREPARE_CHUNK)
+    assert len(reads) == 1 and reads[0] == staged_reads[-1]
+    assert len(staged_reads) == 1 + 1 + chunks + 1
+    # The same judged slots, linked to the same judgments, and the same results.
+    assert _links(staged) == links and len(links) >= 3
+    assert staged.scores.get().results == results
 
 
 def test_a_database_error_in_the_step_after_ingest_leaves_it_to_its_own_stage(
@@ -93,3 +117,28 @@ def test_a_database_error_in_the_step_after_ingest_leaves_it_to_its_own_stage(
     submission.refresh_from_db()
     assert len(calls) == 2
     assert submission.status == "scored" and submission.error == ""
+
+
+def test_a_database_error_in_judging_after_ingest_leaves_it_to_its_own_stage(
+    eager, mpbench, examples_bundle, monkeypatch
+):
+    """Judging on the held rows fails after it took the stage: its own stage is queued, takes
+    the stage at once (no worker is on it any more), and the submission is scored."""
+    from evaluation.services import judging
+
+    link = judging.judgments_link
+    calls = []
+
+    def flaky(**kwargs):
+        calls.append(kwargs.get("rows") is not None)
+        if len(calls) == 1:
+            raise OperationalError("server closed the connection unexpectedly")
+        return link(**kwargs)
+
+    monkeypatch.setattr(judging, "judgments_link", flaky)
+    submission = _submit(mpbench, examples_bundle, "Flaky judging")
+    submission.refresh_from_db()
+    # Held rows the first time, read back by the stage the second.
+    assert calls == [True, False]
+    assert submission.status == "scored" and submission.error == ""
+    assert len(_links(submission)) >= 3
