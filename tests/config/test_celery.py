@@ -17,15 +17,12 @@ def test_loaded_celery_configuration():
     assert conf.task_time_limit > conf.task_soft_time_limit
 
 
-def test_redis_visibility_timeout_outlasts_the_time_limit(monkeypatch):
+def _printed_by_fresh_process(code: str) -> str:
+    """What ``code`` prints in a new Python process on the shipped settings."""
     import subprocess
     import sys
 
-    code = (
-        "import django, os; os.environ['CELERY_BROKER_URL']='redis://127.0.0.1:6379/0'; django.setup();"
-        "from config.celery import app; print(app.conf.broker_transport_options['visibility_timeout'], app.conf.task_time_limit)"
-    )
-    out = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
@@ -35,8 +32,15 @@ def test_redis_visibility_timeout_outlasts_the_time_limit(monkeypatch):
             "DJANGO_SECRET_KEY": "test-only-secret-key",
             "PATH": "",
         },
-    ).stdout.split()
-    visibility, limit = map(int, out)
+    ).stdout.strip()
+
+
+def test_redis_visibility_timeout_outlasts_the_time_limit(monkeypatch):
+    code = (
+        "import django, os; os.environ['CELERY_BROKER_URL']='redis://127.0.0.1:6379/0'; django.setup();"
+        "from config.celery import app; print(app.conf.broker_transport_options['visibility_timeout'], app.conf.task_time_limit)"
+    )
+    visibility, limit = map(int, _printed_by_fresh_process(code).split())
     assert visibility > limit
 
 
@@ -83,9 +87,6 @@ def test_a_worker_process_loads_the_judge_client_modules_before_its_first_task()
     """A pool process starting (the solo pool, which the demo and the overhead bench use,
     sends the same signal) loads the TLS roots and httpx's transport modules, which the first
     judge client would otherwise load on the first judging task's clock."""
-    import subprocess
-    import sys
-
     code = (
         "import sys, django; django.setup();"
         "from celery.signals import worker_process_init; import evaluation.tasks;"
@@ -94,15 +95,4 @@ def test_a_worker_process_loads_the_judge_client_modules_before_its_first_task()
         "worker_process_init.send(sender=None);"
         "print(before, ('httpcore' in sys.modules, tls_context.cache_info().currsize))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={
-            "DJANGO_SETTINGS_MODULE": "config.settings",
-            "DJANGO_SECRET_KEY": "test-only-secret-key",
-            "PATH": "",
-        },
-    ).stdout.strip()
-    assert out == "(False, 0) (True, 1)"
+    assert _printed_by_fresh_process(code) == "(False, 0) (True, 1)"
