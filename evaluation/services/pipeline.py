@@ -208,7 +208,11 @@ def _task_file_key(submission: Submission, task_id: str, relative: str) -> str:
 def submission_ingest(*, submission_id: int) -> bool:
     """Read the stored upload once: copy audio to storage (streaming, one object per file),
     keep the rest as references into the upload, and create one task result per task of the
-    benchmark (missing tasks get one with no files)."""
+    benchmark (missing tasks get one with no files). A first step over the whole submission
+    runs here on them, before they are written, so that they are written once with its
+    findings. If it fails they are written as ingested: after a database error steps_start
+    runs the step again; after any other error the submission fails at that step, and a
+    retry starts from there."""
     if not _claim_stage(submission_id, from_statuses=[S.QUEUED], to_status=S.INGESTING):
         return False
     from evaluation.services.submissions import upload_limits
@@ -245,11 +249,25 @@ def submission_ingest(*, submission_id: int) -> bool:
         for task_id, task in sorted(tasks.items())
         for files, data in [found.get(task_id, ({}, {}))]
     ]
+    done, facts, failure = 0, {}, None
+    first = plugin.steps[0] if plugin.steps else None
+    if first is not None and first.scope == "submission":
+        submission.facts = {}  # what a fresh ingest starts from
+        try:
+            facts = _step_findings(submission, plugin, first, 0, rows)
+            done = 1
+        except RETRIED:
+            pass
+        except Exception as exc:
+            failure = exc  # raised once what ingest did is stored: a retry starts from there
     with transaction.atomic():
         _rows_store(rows, ("files", "data", "detection", "steps_done", "detected"))
         Submission.objects.filter(pk=submission_id).update(
-            tasks_ingested=len(found), status=S.DETECTING, steps_done=0, facts={}
+            tasks_ingested=len(found), status=S.DETECTING, steps_done=done, facts=facts
         )
+    if failure is not None:
+        with failing(submission_id, "processing"):
+            raise failure
     ids = dict(TaskResult.objects.filter(submission_id=submission_id).values_list("task_id", "pk"))
     for row in rows:
         row.pk = ids[row.task.pk]
@@ -337,18 +355,28 @@ def step_run(*, submission_id: int, index: int, rows: list[TaskResult] | None = 
 
 
 def _submission_step(submission: Submission, plugin, step, index: int, rows=None) -> None:
-    with heartbeat(submission.pk), open_upload(submission) as archive:
-        if rows is None:
-            rows = list(submission.task_results.select_related("task").order_by("task__task_id"))
-        inputs = [task_input(row, archive) for row in rows]
-        facts, found = plugin.run_submission_step(step, inputs, facts=hook_facts(submission))
-    for row in rows:
-        row.detection = {**row.detection, **found.get(row.task.task_id, {})}
-        row.steps_done = index + 1
-        row.detected = row.steps_done >= len(plugin.steps)
+    if rows is None:
+        rows = list(submission.task_results.select_related("task").order_by("task__task_id"))
+    facts = _step_findings(submission, plugin, step, index, rows)
     with transaction.atomic():
         _rows_store(rows, ("detection", "steps_done", "detected"))
         Submission.objects.filter(pk=submission.pk).update(facts={**submission.facts, **facts})
+
+
+def _step_findings(submission: Submission, plugin, step, index: int, rows) -> dict:
+    """Run step ``index``, over the whole submission, on ``rows`` in memory: each row gets its
+    findings and marks (only once the plug-in has returned). Returns the facts found; nothing
+    is written."""
+    with heartbeat(submission.pk), open_upload(submission) as archive:
+        inputs = [task_input(row, archive) for row in rows]
+        facts, found = plugin.run_submission_step(step, inputs, facts=hook_facts(submission))
+    # Every row's findings first: a malformed one leaves every row as it was.
+    detections = [{**row.detection, **found.get(row.task.task_id, {})} for row in rows]
+    for row, detection in zip(rows, detections, strict=True):
+        row.detection = detection
+        row.steps_done = index + 1
+        row.detected = row.steps_done >= len(plugin.steps)
+    return facts
 
 
 def _rows_store(rows: list[TaskResult], fields: tuple[str, ...]) -> None:

@@ -83,13 +83,26 @@ def test_the_step_run_after_ingest_stores_what_its_own_stage_stores(
         for q in again.captured_queries
         if q["sql"].startswith("SELECT") and 'FROM "evaluation_taskresult" INNER JOIN' in q["sql"]
     ]
-    # The stage read the rows with their tasks for the step; ingest's own run did not.
     # The stage read the rows with their tasks for the step, then judging's own stage read them
     # for linking (the order, then a chunk at a time); ingest's run held them through both, and
     # read them only to aggregate, as the stage did last.
     chunks = 1 + math.ceil((mpbench.tasks.count() - FIRST_CHUNK) / PREPARE_CHUNK)
     assert len(reads) == 1 and reads[0] == staged_reads[-1]
     assert len(staged_reads) == 1 + 1 + chunks + 1
+    # Ingest's run wrote every task result once, with the step's findings: as many statements
+    # as the stage's one write of its findings over the same rows (any other column count
+    # takes the same number: every column is written, given or default).
+    writes = [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].startswith('INSERT INTO "evaluation_taskresult"')
+    ]
+    staged_writes = [
+        q["sql"]
+        for q in again.captured_queries
+        if q["sql"].startswith('INSERT INTO "evaluation_taskresult"')
+    ]
+    assert len(writes) == len(staged_writes) >= 1
     # The same judged slots, linked to the same judgments, and the same results.
     assert _links(staged) == links and len(links) >= 3
     assert staged.scores.get().results == results
@@ -98,25 +111,35 @@ def test_the_step_run_after_ingest_stores_what_its_own_stage_stores(
 def test_a_database_error_in_the_step_after_ingest_leaves_it_to_its_own_stage(
     eager, mpbench, examples_bundle, monkeypatch
 ):
-    """A dropped connection is worth another try, not a failure: the step's stage is queued and
-    runs it again, and the submission is scored."""
+    """A dropped connection is worth another try, not a failure. Failing in ingest, the task
+    results are written as ingested and the step runs again on them in memory; failing there
+    too, the step's stage is queued, reads them back and runs it a third time; the submission
+    is scored, with the detections of an undisturbed run."""
     # Patched on the class: patching the shared plug-in instance would leave an attribute of
     # its own behind, hiding later tests' patches of the class.
     plugin_class = type(get_plugin("mp-bench"))
     run = plugin_class.run_submission_step
     calls = []
 
-    def flaky(self, *args, **kwargs):
-        calls.append(1)
-        if len(calls) == 1:
+    def flaky(self, step, tasks, **kwargs):
+        calls.append(len(tasks))
+        if len(calls) <= failures:
             raise OperationalError("server closed the connection unexpectedly")
-        return run(self, *args, **kwargs)
+        return run(self, step, tasks, **kwargs)
 
+    failures = 0
     monkeypatch.setattr(plugin_class, "run_submission_step", flaky)
+    steady = _submit(mpbench, examples_bundle, "Steady")
+    assert calls == [mpbench.tasks.count()]
+
+    calls.clear()
+    failures = 2
     submission = _submit(mpbench, examples_bundle, "Flaky")
     submission.refresh_from_db()
-    assert len(calls) == 2
+    assert calls == [mpbench.tasks.count()] * 3
     assert submission.status == "scored" and submission.error == ""
+    assert _stored(submission) == _stored(steady)
+    assert submission.facts == type(submission).objects.get(pk=steady.pk).facts
 
 
 def test_a_database_error_in_judging_after_ingest_leaves_it_to_its_own_stage(
