@@ -92,7 +92,7 @@ def prompt_versions_named(used: set[tuple]) -> list[tuple]:
         (kind, named[pk].version, named[pk].sha256) if pk in named else (kind, None, None)
         for kind, pk in used
     }
-    return sorted(found, key=lambda version: (version[0], version[1]))
+    return _by_kind_and_version(found)
 
 
 def _prompt_versions(batches) -> list[tuple]:
@@ -101,6 +101,10 @@ def _prompt_versions(batches) -> list[tuple]:
         found.update(
             judgments.values_list("kind", "prompt_version__version", "prompt_version__sha256")
         )
+    return _by_kind_and_version(found)
+
+
+def _by_kind_and_version(found: set[tuple]) -> list[tuple]:
     return sorted(found, key=lambda used: (used[0], used[1]))
 
 

@@ -172,23 +172,20 @@ def _chunks(
     first chunk holds that many tasks (the calls of a small one start sooner). ``rows``: every
     task result as stored, with its id and task, held by the caller (see steps_start); else
     they are read a chunk at a time."""
-    if rows is not None:
+    if rows is None:
+        order = list(submission.task_results.order_by("task__task_id").values_list("pk", flat=True))
+    else:
         held = {row.pk: row for row in rows}
         order = list(held)
-    else:
-        order = list(submission.task_results.order_by("task__task_id").values_list("pk", flat=True))
     with open_upload(submission) as archive:
         start = 0
         while start < len(order):
             end = start + (min(first, PREPARE_CHUNK) if first and not start else PREPARE_CHUNK)
-            # Read a chunk at a time: the first chunk's calls need not wait for every row.
-            loaded = (
-                held
-                if rows is not None
-                else TaskResult.objects.select_related("task").in_bulk(order[start:end])
-            )
+            if rows is None:
+                # Read a chunk at a time: the first chunk's calls need not wait for every row.
+                held = TaskResult.objects.select_related("task").in_bulk(order[start:end])
             chunk = []
-            for row in (loaded[pk] for pk in order[start:end] if pk in loaded):
+            for row in (held[pk] for pk in order[start:end] if pk in held):
                 task = task_input(row, archive)
                 chunk.append(
                     (row.pk, task, plugin.judgment_requests(task, prompts=prompts, facts=facts))

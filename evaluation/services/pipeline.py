@@ -268,9 +268,6 @@ def submission_ingest(*, submission_id: int) -> bool:
     if failure is not None:
         with failing(submission_id, "processing"):
             raise failure
-    ids = dict(TaskResult.objects.filter(submission_id=submission_id).values_list("task_id", "pk"))
-    for row in rows:
-        row.pk = ids[row.task.pk]
     after_commit(lambda: steps_start(submission_id=submission_id, rows=rows))
     return True
 
@@ -280,8 +277,8 @@ def submission_ingest(*, submission_id: int) -> bool:
 
 def steps_start(*, submission_id: int, rows: list[TaskResult] | None = None) -> None:
     """Queue the next processing step (fanned out for a per-task step), or judging when every
-    step has run. ``rows``: every task result as stored, with its id and task, held in memory
-    since ingest; a step over the whole submission then runs here on them, and so does judging
+    step has run. ``rows``: every task result as stored, with its task, held in memory since
+    ingest; a step over the whole submission then runs here on them, and so does judging
     once every step has run, where a stage of its own would first read them all back (a
     database error queues that stage instead, to try again)."""
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
@@ -296,16 +293,19 @@ def steps_start(*, submission_id: int, rows: list[TaskResult] | None = None) -> 
             if rows is None:
                 enqueue_on_commit("judge_submission", submission_id, submission.judge_id)
         if rows is not None:
+            # Judging links the rows by id: ingest wrote them without reading their ids back.
+            ids = dict(
+                TaskResult.objects.filter(submission_id=submission_id).values_list("task_id", "pk")
+            )
+            for row in rows:
+                row.pk = ids[row.task.pk]
             try:
                 with failing(submission_id, "judging"):
                     submission_judge(
                         submission_id=submission_id, judge_id=submission.judge_id, rows=rows
                     )
             except RETRIED:
-                # Left to judging's own stage, which may claim it at once: no worker is on it.
-                Submission.objects.filter(pk=submission_id, status=S.JUDGING).update(
-                    heartbeat_at=None
-                )
+                # Left to judging's own stage (submission_judge left the stage free for it).
                 enqueue_on_commit("judge_submission", submission_id, submission.judge_id)
         return
     step = plugin.steps[index]
@@ -448,15 +448,29 @@ def submission_judge(*, submission_id: int, judge_id: int, rows=None) -> None:
     """Find the calls linking will leave and check their spending estimate before anything is
     queued; then link every judged slot to its judgment, starting the calls of the first
     chunks while the rest are linked (or aggregate at once when the cache or the offline judge
-    settled them all). ``rows``: see steps_start."""
-    from evaluation.services.judging import judgments_link, judgments_plan, judgments_work
-
+    settled them all). ``rows``: see steps_start. After a database error the stage is left
+    free for its retry."""
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     judge = Judge.objects.select_related("benchmark").get(pk=judge_id)
-    if submission.judge_id == judge.pk and not _claim_stage(
+    claimed = submission.judge_id == judge.pk
+    if claimed and not _claim_stage(
         submission_id, from_statuses=[S.DETECTING, S.SCORED, S.FAILED], to_status=S.JUDGING
     ):
         return
+    try:
+        _judging_run(submission, judge, rows)
+    except RETRIED:
+        if claimed:
+            # Its retry may take the stage at once: no worker is on it any more.
+            Submission.objects.filter(pk=submission_id, status=S.JUDGING).update(heartbeat_at=None)
+        raise
+
+
+def _judging_run(submission: Submission, judge: Judge, rows) -> None:
+    """submission_judge's work once it holds the stage."""
+    from evaluation.services.judging import judgments_link, judgments_plan, judgments_work
+
+    submission_id, judge_id = submission.pk, judge.pk
     plan = None
     if not judge.is_offline:
         with heartbeat(submission_id):

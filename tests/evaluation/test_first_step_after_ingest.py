@@ -165,3 +165,31 @@ def test_a_database_error_in_judging_after_ingest_leaves_it_to_its_own_stage(
     assert calls == [True, False]
     assert submission.status == "scored" and submission.error == ""
     assert len(_links(submission)) >= 3
+
+
+def test_a_database_error_in_judging_leaves_the_stage_to_its_retry(
+    eager, mpbench, examples_bundle, monkeypatch
+):
+    """The judging stage itself (a re-score here), failing after it took the submission: its
+    retry takes the stage at once rather than after a stall period, and scores it."""
+    from evaluation.services import judging
+    from evaluation.services.pipeline import submission_judge
+
+    submission = _submit(mpbench, examples_bundle, "Retried judging")
+    link = judging.judgments_link
+    calls = []
+
+    def flaky(**kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise OperationalError("server closed the connection unexpectedly")
+        return link(**kwargs)
+
+    monkeypatch.setattr(judging, "judgments_link", flaky)
+    with pytest.raises(OperationalError):
+        submission_judge(submission_id=submission.pk, judge_id=submission.judge_id)
+    submission.refresh_from_db()
+    assert submission.status == "judging" and submission.heartbeat_at is None
+    submission_judge(submission_id=submission.pk, judge_id=submission.judge_id)
+    submission.refresh_from_db()
+    assert len(calls) == 2 and submission.status == "scored"
