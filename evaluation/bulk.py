@@ -20,24 +20,68 @@ PostgreSQL and SQLite both speak.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import cache
 
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.db.models import Field, Model
 from django.utils import timezone
 
 BATCH = 500
 
+# Fields whose get_db_prep_save gives a value of one exact type back as it is (an integer key
+# among them, checked by validate_autopk_value, which changes nothing on PostgreSQL or SQLite).
+_AS_GIVEN: dict[type[Field], type] = {
+    models.CharField: str,
+    models.TextField: str,
+    models.BooleanField: bool,
+    models.AutoField: int,
+    models.BigAutoField: int,
+}
+_IDS = (models.AutoField, models.BigAutoField)
+# Counters: an int is only adapted for the driver (on PostgreSQL, typed by the column's size).
+_COUNTERS = (
+    models.IntegerField,
+    models.BigIntegerField,
+    models.SmallIntegerField,
+    models.PositiveIntegerField,
+    models.PositiveBigIntegerField,
+    models.PositiveSmallIntegerField,
+)
+
 
 def _fields(model: type[Model], names: Sequence[str]) -> list[Field]:
     """Concrete fields by name or attname (``judge`` and ``judge_id`` are the same column)."""
+    return list(_fields_named(model, tuple(names)))
+
+
+@cache
+def _fields_named(model: type[Model], names: tuple[str, ...]) -> tuple[Field, ...]:
     found = []
     for name in names:
         field = model._meta.get_field(name)
         if not field.concrete:
             raise ValueError(f"{model.__name__}.{name} is not a column")
         found.append(field)
-    return found
+    return tuple(found)
+
+
+def _preparer(field: Field) -> Callable:
+    """``field.get_db_prep_save``, without its layers of calls for the values the pipeline
+    writes by the thousand: text for a text column, an int for a key or a counter, a bool. Any
+    other value goes through the field itself."""
+    orm = field.get_db_prep_save
+    # A key to a row with an integer id is that id.
+    key = type(field) is models.ForeignKey and type(field.target_field) in _IDS
+    given = int if key else _AS_GIVEN.get(type(field))
+    if given is not None:
+        return lambda value: value if type(value) is given else orm(value, connection)
+    if type(field) in _COUNTERS:
+        adapt, internal = connection.ops.adapt_integerfield_value, field.get_internal_type()
+        return lambda value: (
+            adapt(value, internal) if type(value) is int else orm(value, connection)
+        )
+    return lambda value: orm(value, connection)
 
 
 def _arrays(fields: Sequence[Field]) -> str:
@@ -62,10 +106,8 @@ def _staged(cursor, fields: Sequence[Field], rows: Iterable[Sequence]) -> str:
     return name
 
 
-def _prepared(fields: Sequence[Field], row: Sequence) -> list:
-    return [
-        field.get_db_prep_save(value, connection) for field, value in zip(fields, row, strict=True)
-    ]
+def _prepared(preparers: Sequence[Callable], row: Sequence) -> list:
+    return [prepare(value) for prepare, value in zip(preparers, row, strict=True)]
 
 
 def batches(items: Iterable, size: int) -> Iterator[list]:
@@ -122,8 +164,9 @@ def rows_insert(
             )
         else:
             tail += " DO NOTHING"
-    prepared_defaults = _prepared(rest, defaults)
-    prepared = (_prepared(given, row) + prepared_defaults for row in rows)
+    prepared_defaults = _prepared([_preparer(field) for field in rest], defaults)
+    preparers = [_preparer(field) for field in given]
+    prepared = (_prepared(preparers, row) + prepared_defaults for row in rows)
     # One transaction: outside one, SQLite would commit (and sync) after every statement.
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
@@ -159,7 +202,8 @@ def rows_update(
     given, keys = _fields(model, columns), _fields(model, match)
     quote = connection.ops.quote_name
     table = quote(meta.db_table)
-    prepared = (_prepared(given + keys, row) for row in rows)
+    preparers = [_preparer(field) for field in given + keys]
+    prepared = (_prepared(preparers, row) for row in rows)
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             names = [f"v{n}" for n in range(len(given) + len(keys))]

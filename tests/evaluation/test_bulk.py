@@ -212,3 +212,53 @@ def test_rows_take_ids_in_the_order_given(mpbench, unique):
     columns = ("judge_identity", "prompt_sha256", "prompt", "prompt_version_id")
     rows_insert(Judgment, columns, [("i", sha, "p", version.pk) for sha in shas], unique=unique)
     assert list(Judgment.objects.order_by("pk").values_list("prompt_sha256", flat=True)) == shas
+
+
+# Values of every type the pipeline hands the bulk writes, and some it does not.
+SAMPLES = (
+    "",
+    "text",
+    "7",
+    0,
+    1,
+    -3,
+    2**40,
+    True,
+    False,
+    None,
+    1.5,
+    Decimal("0.5"),
+    [1, "a"],
+    {"a": None},
+)
+
+
+def _prepared_or_error(prepare, value):
+    try:
+        prepared = prepare(value)
+    except Exception as exc:  # the ORM refuses some samples: the shortcut must refuse them too
+        return ("refused", type(exc))
+    # PostgreSQL's JSON wrapper has no equality of its own: its value is compared.
+    return ("prepared", type(prepared), getattr(prepared, "obj", prepared))
+
+
+def test_every_column_is_prepared_as_the_orm_prepares_it():
+    """The shortcut of evaluation.bulk gives each column's get_db_prep_save result, of the same
+    type, for every concrete field of every model, on the database the suite runs on."""
+    from django.apps import apps
+    from django.db import connection
+
+    from evaluation.bulk import _preparer
+
+    checked = 0
+    for model in apps.get_models():
+        for field in model._meta.concrete_fields:
+            prepare = _preparer(field)
+            for value in SAMPLES:
+                expected = _prepared_or_error(
+                    lambda v: field.get_db_prep_save(v, connection),  # noqa: B023
+                    value,
+                )
+                assert _prepared_or_error(prepare, value) == expected, (field, value)
+                checked += 1
+    assert checked > 1000
