@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -214,6 +214,7 @@ def judgments_plan(*, submission: Submission, judge: Judge, rows=None) -> Judgin
     plugin = get_plugin(submission.benchmark.plugin)
     prompts = current_prompts(benchmark=submission.benchmark)
     seen: set[tuple[str, str]] = set()
+    identities: dict[str, str] = {}
     groups: dict[tuple[str, int], dict] = {}
     open_count = 0
     now = timezone.now()
@@ -223,7 +224,7 @@ def judgments_plan(*, submission: Submission, judge: Judge, rows=None) -> Judgin
             for request in requests:
                 if request.fixed is not None:
                     continue
-                key = _key(judge, prompts, request)
+                key = _key(judge, prompts, request, identities)
                 if key not in seen:
                     seen.add(key)
                     lengths[key] = (request.kind, len(request.prompt), len(request.system))
@@ -258,7 +259,12 @@ def judgments_link(*, submission: Submission, judge: Judge, rows=None) -> Iterat
     plugin = get_plugin(submission.benchmark.plugin)
     prompts = current_prompts(benchmark=submission.benchmark)
     ids: dict[tuple[str, str], int] = {}
+    identities: dict[str, str] = {}
     wanted_slots: set[tuple[int, str, str]] = set()
+    # Only slots linked before this run (a re-score, or a run cut short) can be stale.
+    linked_before = any(
+        links.exists() for links in submission_links(submission_id=submission.pk, judge_id=judge.pk)
+    )
     chunks = _chunks(
         submission, plugin, prompts, hook_facts(submission), first=FIRST_CHUNK, rows=rows
     )
@@ -269,7 +275,7 @@ def judgments_link(*, submission: Submission, judge: Judge, rows=None) -> Iterat
             for request in requests:
                 key = None
                 if request.fixed is None:
-                    key = _key(judge, prompts, request)
+                    key = _key(judge, prompts, request, identities)
                     if key not in ids and key not in wanted:
                         wanted[key] = (request, task)
                 # The prompt is on its judgment: a link keeps only what it stores.
@@ -279,6 +285,8 @@ def judgments_link(*, submission: Submission, judge: Judge, rows=None) -> Iterat
             open_count = _judgments_store(judge, plugin, prompts, wanted, ids)
             _links_store(judge, links, ids)
         yield open_count
+    if not linked_before:
+        return
     stale = [
         pk
         for links in submission_links(submission_id=submission.pk, judge_id=judge.pk)
@@ -330,12 +338,15 @@ def _slot(request: JudgmentRequest) -> JudgmentRequest:
     return dataclasses.replace(request, prompt="", system="", context={})
 
 
-def _key(judge: Judge, prompts, request: JudgmentRequest) -> tuple[str, str]:
-    """A request's cache key: (judge identity, request hash)."""
-    return (
-        judge_identity(judge=judge, kind=request.kind, prompt=prompts[request.kind]),
-        request_sha256(request),
-    )
+def _key(judge: Judge, prompts, request: JudgmentRequest, identities: dict) -> tuple[str, str]:
+    """A request's cache key: (judge identity, request hash). ``identities``: the judge's
+    identity by kind, as far as made (one per kind, not one per request)."""
+    identity = identities.get(request.kind)
+    if identity is None:
+        identity = identities[request.kind] = judge_identity(
+            judge=judge, kind=request.kind, prompt=prompts[request.kind]
+        )
+    return identity, request_sha256(request)
 
 
 def _new_judgment(judge, plugin, prompts, key, request, task) -> Judgment:
@@ -484,18 +495,34 @@ def judgments_claim(
 
 
 def _claim(candidates: list[int], owner: str, versions: dict | None) -> list:
-    """Lease those of ``candidates`` still claimable to ``owner``; returns the ones it got."""
+    """Lease those of ``candidates`` still claimable to ``owner``; returns the ones it got.
+    One statement leases them and reads them back (UPDATE ... RETURNING, which PostgreSQL and
+    SQLite both speak): a worker answering a fast judge claims every few milliseconds."""
+    if not candidates:
+        return []
     now = timezone.now()
-    Judgment.objects.filter(pk__in=candidates).filter(claimable(now)).update(
-        status=Judgment.Status.RUNNING,
-        lease_owner=owner,
-        lease_until=now + timedelta(seconds=settings.JUDGE_LEASE_SECONDS),
+    # The ORM's own condition: candidates still claimable.
+    query = Judgment.objects.filter(pk__in=candidates).filter(claimable(now)).query
+    where, where_params = query.get_compiler(connection=connection).compile(query.where)
+    quote, meta = connection.ops.quote_name, Judgment._meta
+    sql = (
+        f"UPDATE {quote(meta.db_table)} SET "
+        + ", ".join(
+            f"{quote(meta.get_field(name).column)} = %s"
+            for name in ("status", "lease_owner", "lease_until")
+        )
+        + f" WHERE {where} RETURNING "
+        + ", ".join(quote(field.column) for field in meta.concrete_fields)
     )
-    claimed = list(
-        Judgment.objects.filter(
-            pk__in=candidates, status=Judgment.Status.RUNNING, lease_owner=owner
-        ).order_by("pk")
-    )
+    until = now + timedelta(seconds=settings.JUDGE_LEASE_SECONDS)
+    params = [
+        Judgment.Status.RUNNING,
+        owner,
+        connection.ops.adapt_datetimefield_value(until),
+        *where_params,
+    ]
+    with transaction.atomic():  # every returned row read before the statement commits
+        claimed = sorted(Judgment.objects.raw(sql, params), key=lambda judgment: judgment.pk)
     versions = {} if versions is None else versions
     unread = {j.prompt_version_id for j in claimed} - versions.keys() - {None}
     if unread:

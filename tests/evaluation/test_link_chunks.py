@@ -184,3 +184,36 @@ def test_a_calling_thread_that_fails_fails_the_judging(
     assert submission.error.startswith("judging failed (RuntimeError)")
     # What it had claimed is free again for the next try.
     assert not Judgment.objects.filter(status=Judgment.Status.RUNNING).exists()
+
+
+def test_relinking_drops_the_slots_no_rule_asks_for_any_more(
+    eager, mpbench, examples_bundle, monkeypatch
+):
+    """Linking again after a rule stops asking for a kind of slot (a re-score under a changed
+    rule) drops those slots and keeps every other link as it was."""
+    from evaluation.benchmarks import get_plugin
+    from evaluation.models import TaskJudgment
+    from evaluation.services import judging
+
+    submission = submission_create(
+        benchmark=mpbench,
+        bundle_path=examples_bundle,
+        system_name="Relinked",
+        judge=mpbench.judges.get(slug="offline"),
+        allow_partial=True,
+    )
+    links = TaskJudgment.objects.filter(task_result__submission=submission)
+    before = sorted(links.values_list("pk", "task_result_id", "kind", "slot", "judgment_id"))
+    dropped = before[0][2]
+    assert any(kind != dropped for _, _, kind, _, _ in before)
+
+    plugin_class = type(get_plugin("mp-bench"))  # on the class: see test_first_step_after_ingest
+    requests = plugin_class.judgment_requests
+
+    def without_one_kind(self, task, **kwargs):
+        return [r for r in requests(self, task, **kwargs) if r.kind != dropped]
+
+    monkeypatch.setattr(plugin_class, "judgment_requests", without_one_kind)
+    assert judging.judgments_prepare(submission=submission, judge=submission.judge) == 0
+    after = sorted(links.values_list("pk", "task_result_id", "kind", "slot", "judgment_id"))
+    assert after == [link for link in before if link[2] != dropped]
