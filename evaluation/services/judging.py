@@ -247,12 +247,12 @@ def judgments_plan(*, submission: Submission, judge: Judge, rows=None) -> Judgin
     return JudgingPlan(call_groups(groups), open_count)
 
 
-def judgments_link(*, submission: Submission, judge: Judge, rows=None) -> Iterator[int]:
+def judgments_link(*, submission: Submission, judge: Judge, rows=None) -> Iterator[list[int]]:
     """Link every judged slot of every task to its judgment, creating the missing ones (the
     offline judge answers at once). Byte-identical requests under the same judge share one
     judgment. Tasks are taken a chunk at a time, each chunk's judgments and links committed
-    before the next is built: yields, after each, how many of its judgments still need a call,
-    so that calls can start while the rest is linked. Slots a changed rule no longer asks for
+    before the next is built: yields, after each, the ids of its judgments that still need a
+    call, so that calls can start while the rest is linked. Slots a changed rule no longer asks for
     are dropped once every chunk is linked. ``rows``: see _chunks."""
     from evaluation.services.pipeline import hook_facts  # the pipeline imports this module
 
@@ -282,9 +282,9 @@ def judgments_link(*, submission: Submission, judge: Judge, rows=None) -> Iterat
                 links.append((row_pk, _slot(request), key))
                 wanted_slots.add((row_pk, request.kind, request.slot))
         with transaction.atomic():
-            open_count = _judgments_store(judge, plugin, prompts, wanted, ids)
+            opened = _judgments_store(judge, plugin, prompts, wanted, ids)
             _links_store(judge, links, ids)
-        yield open_count
+        yield opened
     if not linked_before:
         return
     stale = [
@@ -299,7 +299,7 @@ def judgments_link(*, submission: Submission, judge: Judge, rows=None) -> Iterat
 def judgments_prepare(*, submission: Submission, judge: Judge) -> int:
     """Link every judged slot at once (judgments_link); returns how many judgments still need
     a call."""
-    return sum(judgments_link(submission=submission, judge=judge))
+    return sum(len(opened) for opened in judgments_link(submission=submission, judge=judge))
 
 
 def _links_store(judge: Judge, links: list, ids: dict) -> None:
@@ -383,10 +383,10 @@ def _stored(keys) -> dict[tuple[str, str], tuple[int, str, object]]:
     return found
 
 
-def _judgments_store(judge: Judge, plugin, prompts, wanted: dict, ids: dict) -> int:
+def _judgments_store(judge: Judge, plugin, prompts, wanted: dict, ids: dict) -> list[int]:
     """Create the wanted judgments that are not stored yet (another submission may have asked
     the same; only new ones are answered by the offline judge) and add every wanted key's id
-    to ``ids``. Returns how many still need a call."""
+    to ``ids``. Returns the ids of those that still need a call."""
     found = _stored(wanted)
     made = {
         key: _new_judgment(judge, plugin, prompts, key, *wanted[key])
@@ -401,7 +401,7 @@ def _judgments_store(judge: Judge, plugin, prompts, wanted: dict, ids: dict) -> 
             unique=("judge_identity", "prompt_sha256"),
         )
         found.update(_stored(made))
-    open_count = 0
+    opened = []
     for key, (pk, status, _) in found.items():
         ids[key] = pk
         unsettled = status in OPEN
@@ -415,8 +415,9 @@ def _judgments_store(judge: Judge, plugin, prompts, wanted: dict, ids: dict) -> 
                 lease_until=None,
             )
             continue
-        open_count += unsettled
-    return open_count
+        if unsettled:
+            opened.append(pk)
+    return opened
 
 
 def _answer_offline(judgment: Judgment, plugin: BenchmarkPlugin, request, task) -> None:
@@ -474,6 +475,7 @@ def judgments_claim(
     limit: int,
     todo: deque,
     versions: dict | None = None,
+    read: bool = True,
 ) -> list:
     """Take up to ``limit`` of this submission's judgments that are pending, or whose worker's
     lease lapsed (that worker died), each with its prompt version; ``versions`` keeps the
@@ -481,14 +483,14 @@ def judgments_claim(
 
     ``todo`` holds the ids this worker still means to try, read with claimable_ids when it runs
     out: a claim takes them by primary key instead of searching the submission's judgments
-    again, and skips those another worker took meanwhile. [] once a fresh read finds none."""
-    read = False
+    again, and skips those another worker took meanwhile. [] once a fresh read finds none, or,
+    with ``read`` False (the caller fills ``todo`` itself), once ``todo`` is empty."""
     while True:
         if not todo:
-            if read:
+            if not read:
                 return []
             todo.extend(claimable_ids(submission_id=submission_id, judge_id=judge_id))
-            read = True
+            read = False
         claimed = _claim([todo.popleft() for _ in range(min(limit, len(todo)))], owner, versions)
         if claimed:
             return claimed
@@ -822,6 +824,8 @@ def judgments_work(
                             limit=4 * limit - len(ready),
                             versions=versions,
                             todo=todo,
+                            # While linking, the linked chunks' open judgments fill todo.
+                            read=not linking,
                         )
                         ready.extend(claimed)
                         claimed_count += len(claimed)
@@ -829,10 +833,13 @@ def judgments_work(
                         start_calls()
                     if linking:
                         # The next chunk's judgments, linked while the calls claimed run.
-                        if next(link, None) is None:
+                        opened = next(link, None)
+                        if opened is None:
                             linking = False
                             if on_linked is not None:
                                 on_linked()
+                        else:
+                            todo.extend(sorted(opened))
                         exhausted = False
                     if exhausted and not ready:
                         slots.release_kept()  # no call left to start: other workers may use them

@@ -484,7 +484,7 @@ def _judging_run(submission: Submission, judge: Judge, rows) -> None:
     link = judgments_link(submission=submission, judge=judge, rows=rows)
     if plan is None or not plan.open_count:
         with heartbeat(submission_id):
-            open_count = sum(link)
+            open_count = sum(len(opened) for opened in link)
         if open_count:
             # Put back to pending since the plan was read (a retry): called as usual.
             _judge_work_queue(submission_id, judge, open_count)

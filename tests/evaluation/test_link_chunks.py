@@ -133,6 +133,41 @@ def test_calls_start_while_later_tasks_are_still_being_linked(
     assert asked_at and min(asked_at) < max(links.values_list("linked_at", flat=True))
 
 
+def test_while_linking_calls_take_each_linked_chunk_without_searching_the_submission(
+    eager, mpbench, judge_server, examples_bundle, monkeypatch
+):
+    """The judgments each chunk leaves open go straight to the calls: the submission's
+    claimable judgments are searched for only once linking is done. Each is asked once, and
+    the submission is scored."""
+    from evaluation.models import TaskJudgment
+    from evaluation.services import judging
+
+    monkeypatch.setattr(judging, "PREPARE_CHUNK", 1)
+    monkeypatch.setattr(judging, "FIRST_CHUNK", 1)
+    state = {"linking": False, "searches": 0, "while_linking": 0}
+    link, search = judging.judgments_link, judging.claimable_ids
+
+    def tracked(**kwargs):
+        state["linking"] = True
+        yield from link(**kwargs)
+        state["linking"] = False
+
+    def counted(**kwargs):
+        state["searches"] += 1
+        state["while_linking"] += state["linking"]
+        return search(**kwargs)
+
+    monkeypatch.setattr(judging, "judgments_link", tracked)
+    monkeypatch.setattr(judging, "claimable_ids", counted)
+    submission = _submit(mpbench, judge_server, examples_bundle, "Straight")
+    submission.refresh_from_db()
+    assert submission.status == "scored", submission.error
+    assert state["searches"] >= 1 and state["while_linking"] == 0
+    used = TaskJudgment.objects.filter(task_result__submission=submission, judgment__isnull=False)
+    asked = [request["messages"][-1]["content"] for request in judge_server.requests]
+    assert len(asked) == len(set(asked)) == used.values("judgment_id").distinct().count()
+
+
 def test_the_estimate_read_before_linking_is_what_the_linked_judgments_say(
     eager, mpbench, judge_server, examples_bundle
 ):
