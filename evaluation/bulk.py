@@ -13,7 +13,8 @@ in-process: there, multi-row INSERT statements within its parameter limit, and a
 statement run over the rows.
 
 Values are prepared by the model's own fields (get_db_prep_save), so what is stored is what
-the ORM would store. Conflicts on a unique constraint use INSERT ... ON CONFLICT, which
+the ORM would store; text, integer ids and counters, and bools skip its layers of calls, for the
+same values (see _preparer). Conflicts on a unique constraint use INSERT ... ON CONFLICT, which
 PostgreSQL and SQLite both speak.
 """
 

@@ -252,8 +252,8 @@ def judgments_link(*, submission: Submission, judge: Judge, rows=None) -> Iterat
     offline judge answers at once). Byte-identical requests under the same judge share one
     judgment. Tasks are taken a chunk at a time, each chunk's judgments and links committed
     before the next is built: yields, after each, the ids of its judgments that still need a
-    call, so that calls can start while the rest is linked. Slots a changed rule no longer asks for
-    are dropped once every chunk is linked. ``rows``: see _chunks."""
+    call, so that calls can start while the rest is linked. Slots a changed rule no longer asks
+    for are dropped once every chunk is linked. ``rows``: see _chunks."""
     from evaluation.services.pipeline import hook_facts  # the pipeline imports this module
 
     plugin = get_plugin(submission.benchmark.plugin)
@@ -261,10 +261,6 @@ def judgments_link(*, submission: Submission, judge: Judge, rows=None) -> Iterat
     ids: dict[tuple[str, str], int] = {}
     identities: dict[str, str] = {}
     wanted_slots: set[tuple[int, str, str]] = set()
-    # Only slots linked before this run (a re-score, or a run cut short) can be stale.
-    linked_before = any(
-        links.exists() for links in submission_links(submission_id=submission.pk, judge_id=judge.pk)
-    )
     chunks = _chunks(
         submission, plugin, prompts, hook_facts(submission), first=FIRST_CHUNK, rows=rows
     )
@@ -285,11 +281,14 @@ def judgments_link(*, submission: Submission, judge: Judge, rows=None) -> Iterat
             opened = _judgments_store(judge, plugin, prompts, wanted, ids)
             _links_store(judge, links, ids)
         yield opened
-    if not linked_before:
+    # A slot is one link (its unique key): only more links than slots asked for leaves stale
+    # ones to look for (linked before, by a rule that asked for more).
+    batches = list(submission_links(submission_id=submission.pk, judge_id=judge.pk))
+    if sum(links.count() for links in batches) == len(wanted_slots):
         return
     stale = [
         pk
-        for links in submission_links(submission_id=submission.pk, judge_id=judge.pk)
+        for links in batches
         for pk, row_pk, kind, slot in links.values_list("pk", "task_result_id", "kind", "slot")
         if (row_pk, kind, slot) not in wanted_slots
     ]
