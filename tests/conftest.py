@@ -248,6 +248,20 @@ def examples_bundle(mpbench_dir, tmp_path) -> Path:
     return zip_tree(copy_examples(mpbench_dir, tmp_path / "examples"), tmp_path / "examples.zip")
 
 
+def submit_offline(benchmark, bundle: Path, name: str):
+    """An upload (the examples, say) submitted under the benchmark's offline judge, which
+    answers every judgment as it is linked."""
+    from evaluation.services import submission_create
+
+    return submission_create(
+        benchmark=benchmark,
+        bundle_path=bundle,
+        system_name=name,
+        judge=benchmark.judges.get(slug="offline"),
+        allow_partial=True,
+    )
+
+
 # --- A local OpenAI-compatible judge server -----------------------------------------------
 
 

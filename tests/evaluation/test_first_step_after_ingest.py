@@ -11,20 +11,10 @@ from django.db import OperationalError
 
 from evaluation.benchmarks import get_plugin
 from evaluation.models import TaskJudgment
-from evaluation.services import submission_create
 from evaluation.services.judging import FIRST_CHUNK, PREPARE_CHUNK
+from tests.conftest import submit_offline
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _submit(mpbench, bundle, name: str):
-    return submission_create(
-        benchmark=mpbench,
-        bundle_path=bundle,
-        system_name=name,
-        judge=mpbench.judges.get(slug="offline"),
-        allow_partial=True,
-    )
 
 
 def _stored(submission) -> dict:
@@ -53,7 +43,7 @@ def test_the_step_run_after_ingest_stores_what_its_own_stage_stores(
     from evaluation.services import pipeline
 
     with CaptureQueriesContext(connection) as queries:
-        fused = _submit(mpbench, examples_bundle, "Fused")
+        fused = submit_offline(mpbench, examples_bundle, "Fused")
     fused.refresh_from_db()
     assert fused.status == "scored" and fused.steps_done == 1
     reads = [
@@ -129,12 +119,12 @@ def test_a_database_error_in_the_step_after_ingest_leaves_it_to_its_own_stage(
 
     failures = 0
     monkeypatch.setattr(plugin_class, "run_submission_step", flaky)
-    steady = _submit(mpbench, examples_bundle, "Steady")
+    steady = submit_offline(mpbench, examples_bundle, "Steady")
     assert calls == [mpbench.tasks.count()]
 
     calls.clear()
     failures = 2
-    submission = _submit(mpbench, examples_bundle, "Flaky")
+    submission = submit_offline(mpbench, examples_bundle, "Flaky")
     submission.refresh_from_db()
     assert calls == [mpbench.tasks.count()] * 3
     assert submission.status == "scored" and submission.error == ""
@@ -159,7 +149,7 @@ def test_a_database_error_in_judging_after_ingest_leaves_it_to_its_own_stage(
         return link(**kwargs)
 
     monkeypatch.setattr(judging, "judgments_link", flaky)
-    submission = _submit(mpbench, examples_bundle, "Flaky judging")
+    submission = submit_offline(mpbench, examples_bundle, "Flaky judging")
     submission.refresh_from_db()
     # Held rows the first time, read back by the stage the second.
     assert calls == [True, False]
@@ -175,7 +165,7 @@ def test_a_database_error_in_judging_leaves_the_stage_to_its_retry(
     from evaluation.services import judging
     from evaluation.services.pipeline import submission_judge
 
-    submission = _submit(mpbench, examples_bundle, "Retried judging")
+    submission = submit_offline(mpbench, examples_bundle, "Retried judging")
     link = judging.judgments_link
     calls = []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evaluation.services import submission_create
-from tests.conftest import _default_answer
+from tests.conftest import _default_answer, submit_offline
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -19,13 +19,7 @@ def test_linking_a_chunk_of_tasks_at_a_time_links_as_all_at_once(
     from evaluation.services import judging
 
     monkeypatch.setattr(judging, "PREPARE_CHUNK", 1)
-    submission = submission_create(
-        benchmark=mpbench,
-        bundle_path=examples_bundle,
-        system_name="Chunked",
-        judge=mpbench.judges.get(slug="offline"),
-        allow_partial=True,
-    )
+    submission = submit_offline(mpbench, examples_bundle, "Chunked")
     links = TaskJudgment.objects.filter(task_result__submission=submission)
     one_by_one = sorted(links.values_list("task_result_id", "kind", "slot", "judgment_id"))
     judgments = Judgment.objects.count()
@@ -57,22 +51,13 @@ def test_the_offline_judge_answers_only_requests_not_stored_yet(
     monkeypatch.setattr(plugin_class, "offline_output", counted)
     offline = mpbench.judges.get(slug="offline")
 
-    def submit(name):
-        return submission_create(
-            benchmark=mpbench,
-            bundle_path=examples_bundle,
-            system_name=name,
-            judge=offline,
-            allow_partial=True,
-        )
-
-    first = submit("First")
+    first = submit_offline(mpbench, examples_bundle, "First")
     used = TaskJudgment.objects.filter(task_result__submission=first, judgment__isnull=False)
     distinct = used.values("judgment_id").distinct().count()
     assert len(asked) == distinct > 0  # one answer per distinct request
 
     asked.clear()
-    second = submit("Second")
+    second = submit_offline(mpbench, examples_bundle, "Second")
     second.refresh_from_db()
     assert second.status == "scored" and asked == []
 
@@ -230,13 +215,7 @@ def test_relinking_drops_the_slots_no_rule_asks_for_any_more(
     from evaluation.models import TaskJudgment
     from evaluation.services import judging
 
-    submission = submission_create(
-        benchmark=mpbench,
-        bundle_path=examples_bundle,
-        system_name="Relinked",
-        judge=mpbench.judges.get(slug="offline"),
-        allow_partial=True,
-    )
+    submission = submit_offline(mpbench, examples_bundle, "Relinked")
     links = TaskJudgment.objects.filter(task_result__submission=submission)
     before = sorted(links.values_list("pk", "task_result_id", "kind", "slot", "judgment_id"))
     dropped = before[0][2]
