@@ -32,14 +32,13 @@ BATCH = 500
 
 # Fields whose get_db_prep_save gives a value of one exact type back as it is (an integer key
 # among them, checked by validate_autopk_value, which changes nothing on PostgreSQL or SQLite).
+_IDS = (models.AutoField, models.BigAutoField)
 _AS_GIVEN: dict[type[Field], type] = {
     models.CharField: str,
     models.TextField: str,
     models.BooleanField: bool,
-    models.AutoField: int,
-    models.BigAutoField: int,
+    **dict.fromkeys(_IDS, int),
 }
-_IDS = (models.AutoField, models.BigAutoField)
 # Counters: an int is only adapted for the driver (on PostgreSQL, typed by the column's size).
 _COUNTERS = (
     models.IntegerField,

@@ -283,12 +283,12 @@ def judgments_link(*, submission: Submission, judge: Judge, rows=None) -> Iterat
         yield opened
     # A slot is one link (its unique key): only more links than slots asked for leaves stale
     # ones to look for (linked before, by a rule that asked for more).
-    batches = list(submission_links(submission_id=submission.pk, judge_id=judge.pk))
-    if sum(links.count() for links in batches) == len(wanted_slots):
+    linked = list(submission_links(submission_id=submission.pk, judge_id=judge.pk))
+    if sum(links.count() for links in linked) == len(wanted_slots):
         return
     stale = [
         pk
-        for links in batches
+        for links in linked
         for pk, row_pk, kind, slot in links.values_list("pk", "task_result_id", "kind", "slot")
         if (row_pk, kind, slot) not in wanted_slots
     ]

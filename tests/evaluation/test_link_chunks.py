@@ -149,7 +149,7 @@ def test_while_linking_calls_take_each_linked_chunk_without_searching_the_submis
     assert submission.status == "scored", submission.error
     assert state["searches"] >= 1 and state["while_linking"] == 0
     used = TaskJudgment.objects.filter(task_result__submission=submission, judgment__isnull=False)
-    asked = [request["messages"][-1]["content"] for request in judge_server.requests]
+    asked = judge_server.prompts()
     assert len(asked) == len(set(asked)) == used.values("judgment_id").distinct().count()
 
 
