@@ -19,7 +19,6 @@ import numpy as np
 # Every byte but the quote and the four brackets, dropped before measuring nesting.
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)
-_STRING = re.compile(rb'"[^"]*"')
 _OPENERS = (ord("["), ord("{"))
 _BLOCK = 1 << 20
 # Up to this many brackets a plain loop is quicker than setting up numpy's arrays.
@@ -30,11 +29,15 @@ class JsonRefused(ValueError):
     """A document refused before parsing; the message says which bound it broke."""
 
 
-def nesting_depth(raw: bytes) -> int:
-    """The deepest nesting of arrays and objects, ignoring brackets inside strings. Meaningful
-    for valid JSON; for invalid JSON an upper bound is fine, as the parser refuses it anyway."""
+def _brackets(raw: bytes) -> bytes:
+    """The document's brackets outside strings, in order. Once escapes are gone, quotes pair
+    up: every other piece between them is inside a string."""
     text = _ESCAPE.sub(b"", raw).translate(None, _NOT_STRUCTURE)
-    text = _STRING.sub(b"", text)
+    return b"".join(text.split(b'"')[::2])
+
+
+def _depth(text: bytes) -> int:
+    """The deepest running count of openers less closers over a text of brackets only."""
     if len(text) <= _SMALL:
         return max(0, max(accumulate(1 if b in _OPENERS else -1 for b in text), default=0))
     depth = deepest = 0
@@ -49,6 +52,28 @@ def nesting_depth(raw: bytes) -> int:
     return deepest
 
 
+def _within(text: bytes, max_depth: int) -> bool:
+    """Whether a text of brackets only nests at most max_depth deep, shown by peeling pairs
+    with nothing between them: a replace removes only pairs that had nothing between them
+    before it (innermost ones), so it takes at most one level off, and a round of two at most
+    two. A text gone within max_depth // 2 rounds nested at most max_depth deep. False means
+    not shown (deeper, or brackets that do not pair up): then the depth is counted."""
+    for _ in range(max_depth // 2):
+        if not text:
+            return True
+        peeled = text.replace(b"[]", b"").replace(b"{}", b"")
+        if len(peeled) == len(text):
+            return False
+        text = peeled
+    return not text
+
+
+def nesting_depth(raw: bytes) -> int:
+    """The deepest nesting of arrays and objects, ignoring brackets inside strings. Meaningful
+    for valid JSON; for invalid JSON an upper bound is fine, as the parser refuses it anyway."""
+    return _depth(_brackets(raw))
+
+
 def value_bound(raw: bytes) -> int:
     """An upper bound on the values a document holds: every value after the first in a
     container follows a comma, and each container holds at most one that does not."""
@@ -60,8 +85,8 @@ def loads_bounded(raw: bytes, *, max_depth: int, max_values: int | None = None):
     holding more than max_values values. Parse errors raise ValueError as json.loads does."""
     if max_values is not None and value_bound(raw) > max_values:
         raise JsonRefused(f"holds more than {max_values:,} JSON values")
-    depth = nesting_depth(raw)
-    if depth > max_depth:
+    brackets = _brackets(raw)
+    if not _within(brackets, max_depth) and (depth := _depth(brackets)) > max_depth:
         raise JsonRefused(f"nests {depth:,} levels deep; at most {max_depth} are allowed")
     return json.loads(raw)
 

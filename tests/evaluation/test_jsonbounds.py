@@ -49,3 +49,37 @@ def test_refuses_before_parsing():
     with pytest.raises(JsonRefused, match="more than 1,000 JSON values"):
         loads_bounded(b"[" + b"{}," * 1000 + b"{}]", max_depth=32, max_values=1000)
     assert loads_bounded(b'{"a": [1, {"b": "[[["}]}', max_depth=3) == {"a": [1, {"b": "[[["}]}
+
+
+def nested(depth: int) -> object:
+    """Arrays and objects by turns, ``depth`` levels deep, innermost a string with brackets."""
+    value: object = "]}[{"
+    for level in range(depth):
+        value = [value, 1] if level % 2 else {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("max_depth", [1, 2, 3, 4, 5, 31, 32])
+def test_refuses_exactly_the_documents_nested_deeper_than_the_bound(max_depth):
+    rng = random.Random(max_depth)
+    documents = [random_document(rng) for _ in range(200)]
+    documents += [nested(depth) for depth in range(max_depth - 2, max_depth + 3) if depth >= 0]
+    for document in documents:
+        raw = json.dumps(document).encode()
+        depth = depth_of(document)
+        if depth > max_depth:
+            with pytest.raises(JsonRefused, match=f"nests {depth:,} levels deep"):
+                loads_bounded(raw, max_depth=max_depth)
+        else:
+            assert loads_bounded(raw, max_depth=max_depth) == document, raw
+
+
+def test_brackets_that_do_not_pair_up_are_left_to_the_parser_or_refused_by_their_count():
+    # Never peeled away, so counted: within the bound the parser refuses them as invalid.
+    with pytest.raises(json.JSONDecodeError):
+        loads_bounded(b"[" * 20 + b"}" * 20, max_depth=32)
+    with pytest.raises(JsonRefused, match="nests 40 levels deep"):
+        loads_bounded(b"[" * 40 + b"}" * 40, max_depth=32)
+    # An unterminated string holds every bracket after its quote, as the parser reads it.
+    with pytest.raises(json.JSONDecodeError):
+        loads_bounded(b'"' + b"[" * 100, max_depth=4)
