@@ -57,22 +57,27 @@ def _number(value) -> bool:
     return type(value) in _NUMBERS and math.isfinite(value)
 
 
-def _stamps_fine(dicts: list) -> bool:
-    """Whether no chunk's timestamp needs a word (the loop below says which and why): one pass
-    with no call per stamp, since a transcript has a stamp per word. A chained comparison is
-    False for NaN, and infinities fall outside [0, the longest conversation]."""
-    for _, chunk in dicts:
+def _looked_over(chunks: list) -> tuple[list, bool]:
+    """One pass over a transcript's chunks, with no call per chunk, since a transcript has one
+    per word: the text of each object chunk, and whether no timestamp needs a word (the loop in
+    check_transcript says which and why). A chained comparison is False for NaN, and
+    infinities fall outside [0, the longest conversation]."""
+    texts = []
+    fine = True
+    for chunk in chunks:
+        if not isinstance(chunk, dict):
+            continue
+        texts.append(chunk.get("text", ""))
         stamp = chunk.get("timestamp")
-        if not stamp or not isinstance(stamp, list) or len(stamp) != 2:
+        if not fine or not stamp or not isinstance(stamp, list) or len(stamp) != 2:
             continue
         start, end = stamp
-        if not (
+        fine = (
             type(start) in _NUMBERS
             and type(end) in _NUMBERS
             and 0 <= start <= end <= MAX_CONVERSATION_SECONDS
-        ):
-            return False
-    return True
+        )
+    return texts, fine
 
 
 def check_transcript(data, report: ValidationReport, *, task: str, file: str) -> None:
@@ -88,9 +93,17 @@ def check_transcript(data, report: ValidationReport, *, task: str, file: str) ->
     if not isinstance(chunks, list):
         report.add("'chunks' must be a list", task=task, file=file)
         return
+    texts, stamps_fine = _looked_over(chunks)
+    try:
+        joined = "".join(texts)
+    except TypeError:  # a text that is not a string is looked at as it prints
+        joined = "".join(map(str, texts))
+    texts_fine = not unstorable_text(joined)
+    if texts_fine and stamps_fine:
+        return
+    # Each chunk is looked at on its own only when something is there.
     dicts = [(index, chunk) for index, chunk in enumerate(chunks) if isinstance(chunk, dict)]
-    # One look at all the text at once; each chunk is looked at only when something is there.
-    if unstorable_text("".join(str(chunk.get("text", "")) for _, chunk in dicts)):
+    if not texts_fine:
         for index, chunk in dicts:
             what = unstorable_text(str(chunk.get("text", "")))
             if what:
@@ -100,7 +113,7 @@ def check_transcript(data, report: ValidationReport, *, task: str, file: str) ->
                     file=file,
                 )
 
-    if _stamps_fine(dicts):
+    if stamps_fine:
         return
 
     def where(index: int, chunk: dict) -> str:

@@ -33,3 +33,23 @@ def test_a_timestamp_beyond_any_conversation_is_refused_naming_task_file_and_chu
 def test_a_timestamp_at_the_bound_is_accepted():
     limit = float(MAX_CONVERSATION_SECONDS)
     assert problems([{"text": "late", "timestamp": [limit - 1, limit]}]) == []
+
+
+def test_every_bad_chunk_is_named_among_texts_that_are_not_strings():
+    found = problems(
+        [
+            "not an object",
+            {"text": 7, "timestamp": [0.0, 0.5]},
+            {"text": ["a list", "\x00"], "timestamp": [0.5, 1.0]},
+            {"text": "nul \x00 here", "timestamp": [1.0, 1.5]},
+            {"text": "reversed", "timestamp": [3.0, 2.0]},
+            {"text": "fine", "timestamp": [3.0, 3.5]},
+        ]
+    )
+    # A list prints its NUL escaped, so only the string holding one is refused for it.
+    assert found == [
+        f"{TASK} / response.json: chunk 3: 'text' holds a NUL character (\\u0000), "
+        "which cannot be stored",
+        f"{TASK} / response.json: chunk 4 ('reversed') has a reversed timestamp [3.0, 2.0] "
+        "(start after end)",
+    ]
