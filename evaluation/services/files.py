@@ -4,6 +4,7 @@ storage; and the stream hash every upload and clip is checked with."""
 from __future__ import annotations
 
 import hashlib
+import threading
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -65,11 +66,33 @@ class StoredFiles(TaskFiles):
             return handle.read()
 
 
+# The upload a task holds open while it works through several stages in turn (upload_held).
+_held = threading.local()
+
+
+@contextmanager
+def upload_held(submission: Submission) -> Iterator[None]:
+    """Within this, open_upload of this submission yields one archive, opened once: a task
+    that runs ingest's first step, the spending plan and linking in turn reads the upload's
+    zip directory once, not once per stage."""
+    before = getattr(_held, "upload", None)
+    with open_upload(submission) as archive:
+        _held.upload = (submission.bundle.name, archive) if archive is not None else before
+        try:
+            yield
+        finally:
+            _held.upload = before
+
+
 @contextmanager
 def open_upload(submission: Submission) -> Iterator[zipfile.ZipFile | None]:
     """The stored upload as a zip archive when it is one (None otherwise or when absent)."""
     if not submission.bundle:
         yield None
+        return
+    held = getattr(_held, "upload", None)
+    if held is not None and held[0] == submission.bundle.name:
+        yield held[1]  # closed by upload_held
         return
     # On S3 by range reads: a zip's directory and the members asked for, not the whole upload.
     with open_stored_seekable(submission.bundle.name) as handle:

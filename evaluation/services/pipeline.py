@@ -50,7 +50,7 @@ from evaluation.models import (
 )
 from evaluation.scorer import current_scorer, score_scorer, scorer_log
 from evaluation.selectors import prompt_versions_named, submission_links
-from evaluation.services.files import open_upload, task_input
+from evaluation.services.files import open_upload, task_input, upload_held
 from evaluation.services.records import score_record_add
 from evaluation.services.spending import spend_check, spend_estimate_done
 from evaluation.slices import Contributions, contributions_json, slice_results
@@ -249,26 +249,29 @@ def submission_ingest(*, submission_id: int) -> bool:
         for task_id, task in sorted(tasks.items())
         for files, data in [found.get(task_id, ({}, {}))]
     ]
-    done, facts, failure = 0, {}, None
-    first = plugin.steps[0] if plugin.steps else None
-    if first is not None and first.scope == "submission":
-        submission.facts = {}  # what a fresh ingest starts from
-        try:
-            facts = _step_findings(submission, plugin, first, 0, rows)
-            done = 1
-        except RETRIED:
-            pass
-        except Exception as exc:
-            failure = exc  # raised once what ingest did is stored: a retry starts from there
-    with transaction.atomic():
-        _rows_store(rows, ("files", "data", "detection", "steps_done", "detected"))
-        Submission.objects.filter(pk=submission_id).update(
-            tasks_ingested=len(found), status=S.DETECTING, steps_done=done, facts=facts
-        )
-    if failure is not None:
-        with failing(submission_id, "processing"):
-            raise failure
-    after_commit(lambda: steps_start(submission_id=submission_id, rows=rows))
+    # The first step, the spending plan and linking, run in turn by this task, read the
+    # upload's directory once.
+    with upload_held(submission):
+        done, facts, failure = 0, {}, None
+        first = plugin.steps[0] if plugin.steps else None
+        if first is not None and first.scope == "submission":
+            submission.facts = {}  # what a fresh ingest starts from
+            try:
+                facts = _step_findings(submission, plugin, first, 0, rows)
+                done = 1
+            except RETRIED:
+                pass
+            except Exception as exc:
+                failure = exc  # raised once what ingest did is stored: a retry starts from there
+        with transaction.atomic():
+            _rows_store(rows, ("files", "data", "detection", "steps_done", "detected"))
+            Submission.objects.filter(pk=submission_id).update(
+                tasks_ingested=len(found), status=S.DETECTING, steps_done=done, facts=facts
+            )
+        if failure is not None:
+            with failing(submission_id, "processing"):
+                raise failure
+        after_commit(lambda: steps_start(submission_id=submission_id, rows=rows))
     return True
 
 

@@ -153,6 +153,37 @@ def test_while_linking_calls_take_each_linked_chunk_without_searching_the_submis
     assert len(asked) == len(set(asked)) == used.values("judgment_id").distinct().count()
 
 
+def test_one_task_from_ingest_to_scored_reads_the_upload_directory_once(
+    eager, mpbench, judge_server, examples_bundle, monkeypatch
+):
+    """The first step, the spending plan and linking each open the stored upload as a zip;
+    run in turn by the ingest task, they share one archive. A stage run on its own (a retry
+    of judging) opens it again, and scores the same."""
+    from evaluation.models import Score
+    from evaluation.services import files, pipeline
+
+    opened = []
+    seekable = files.open_stored_seekable
+
+    def counted(name):
+        opened.append(name)
+        return seekable(name)
+
+    monkeypatch.setattr(files, "open_stored_seekable", counted)
+    submission = _submit(mpbench, judge_server, examples_bundle, "Held")
+    submission.refresh_from_db()
+    assert submission.status == "scored", submission.error
+    assert opened == [submission.bundle.name]
+    results = Score.objects.get(submission=submission).results
+
+    opened.clear()
+    pipeline.submission_rescore(submission=submission)
+    submission.refresh_from_db()
+    assert submission.status == "scored", submission.error
+    assert len(opened) >= 2  # the plan and linking, each on its own
+    assert Score.objects.get(submission=submission).results == results
+
+
 def test_the_estimate_read_before_linking_is_what_the_linked_judgments_say(
     eager, mpbench, judge_server, examples_bundle
 ):
