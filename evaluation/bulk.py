@@ -130,11 +130,16 @@ def rows_insert(
     *,
     unique: Sequence[str] = (),
     update: Sequence[str] = (),
-) -> None:
+    returning: Sequence[str] = (),
+) -> list[tuple] | None:
     """Insert ``rows`` (values in the order of ``columns``; a foreign key takes the related
     row's id). Every other column gets its field's default, or now for auto_now(_add) ones.
     With ``unique``: a row whose unique fields match a stored one updates that row's
-    ``update`` fields from the new values, or, with no ``update``, leaves the stored row."""
+    ``update`` fields from the new values, or, with no ``update``, leaves the stored row.
+    With ``returning`` (field names; "id" and foreign keys' ids, text): those columns of
+    every row written, inserted or updated, in no set order, as the database gives them; a
+    row left as stored is not among them. None when not asked, or when the database cannot say
+    (an SQLite before 3.35): then the caller reads them."""
     meta = model._meta
     given = _fields(model, columns)
     named = {field.name for field in given}
@@ -164,21 +169,26 @@ def rows_insert(
             )
         else:
             tail += " DO NOTHING"
+    asked = bool(returning) and connection.features.can_return_rows_from_bulk_insert
+    if asked:
+        tail += " RETURNING " + ", ".join(quote(f.column) for f in _fields(model, returning))
+    written: list[tuple] | None = []
     prepared_defaults = _prepared([_preparer(field) for field in rest], defaults)
     preparers = [_preparer(field) for field in given]
     prepared = (_prepared(preparers, row) + prepared_defaults for row in rows)
     # One transaction: outside one, SQLite would commit (and sync) after every statement.
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            if not unique:
+            if not unique and not asked:
                 _copy(cursor, quote(meta.db_table), [quote(f.column) for f in fields], prepared)
-                return
+                return None
             staged = _staged(cursor, fields, prepared)
             columns = ", ".join(f"v{n}" for n in range(len(fields)))
             # In the order given, as the rows' ids were taken before.
             cursor.execute(f"{head}SELECT {columns} FROM {staged} ORDER BY ctid{tail}")
+            written = cursor.fetchall() if asked else None
             cursor.execute(f"DROP TABLE {staged}")
-            return
+            return written
         # Rows per statement: within the backend's parameter limit (999 on SQLite).
         limit = connection.features.max_query_params or BATCH * len(fields)
         one = "(" + ", ".join(["%s"] * len(fields)) + ")"
@@ -187,6 +197,9 @@ def rows_insert(
                 head + "VALUES " + ", ".join([one] * len(batch)) + tail,
                 [value for row in batch for value in row],
             )
+            if asked:
+                written.extend(cursor.fetchall())
+    return written if asked else None
 
 
 def rows_update(

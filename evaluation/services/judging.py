@@ -393,13 +393,18 @@ def _judgments_store(judge: Judge, plugin, prompts, wanted: dict, ids: dict) -> 
         if key not in found
     }
     if made:
-        rows_insert(
+        written = rows_insert(
             Judgment,
             JUDGMENT_COLUMNS,
             (instance_values(judgment, JUDGMENT_COLUMNS) for judgment in made.values()),
             unique=("judge_identity", "prompt_sha256"),
+            returning=("id", "judge_identity", "prompt_sha256", "status"),
         )
-        found.update(_stored(made))
+        # A new judgment holds no lease. One another worker stored first is not returned:
+        # it is read, as every one is where the database returns none.
+        for pk, identity, sha, status in written or ():
+            found[(identity, sha)] = (pk, status, None)
+        found.update(_stored(key for key in made if key not in found))
     opened = []
     for key, (pk, status, _) in found.items():
         ids[key] = pk

@@ -296,12 +296,15 @@ def steps_start(*, submission_id: int, rows: list[TaskResult] | None = None) -> 
             if rows is None:
                 enqueue_on_commit("judge_submission", submission_id, submission.judge_id)
         if rows is not None:
-            # Judging links the rows by id: ingest wrote them without reading their ids back.
-            ids = dict(
-                TaskResult.objects.filter(submission_id=submission_id).values_list("task_id", "pk")
-            )
-            for row in rows:
-                row.pk = ids[row.task.pk]
+            if any(row.pk is None for row in rows):
+                # Judging links the rows by id: the database did not return them on writing.
+                ids = dict(
+                    TaskResult.objects.filter(submission_id=submission_id).values_list(
+                        "task_id", "pk"
+                    )
+                )
+                for row in rows:
+                    row.pk = ids[row.task.pk]
             try:
                 with failing(submission_id, "judging"):
                     submission_judge(
@@ -384,16 +387,22 @@ def _step_findings(submission: Submission, plugin, step, index: int, rows) -> di
 
 def _rows_store(rows: list[TaskResult], fields: tuple[str, ...]) -> None:
     """Write these fields of task results (loaded, or made in memory): an upsert on the natural
-    key (bulk_update builds a CASE per row and field, slow past a few hundred)."""
+    key (bulk_update builds a CASE per row and field, slow past a few hundred). Rows made in
+    memory get their ids, as the statement returns them."""
     key = ("submission_id", "task_id")
     columns = (*key, *fields)
-    rows_insert(
+    written = rows_insert(
         TaskResult,
         columns,
         (instance_values(row, columns) for row in rows),
         unique=("submission", "task"),
         update=fields,
+        returning=("id", "task"),
     )
+    if written is not None:
+        ids = {task_pk: pk for pk, task_pk in written}
+        for row in rows:
+            row.pk = ids[row.task_id]
 
 
 def _task_step(submission: Submission, plugin, step, index: int) -> bool:

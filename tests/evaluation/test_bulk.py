@@ -214,6 +214,41 @@ def test_rows_take_ids_in_the_order_given(mpbench, unique):
     assert list(Judgment.objects.order_by("pk").values_list("prompt_sha256", flat=True)) == shas
 
 
+def test_rows_written_are_returned_as_stored_and_rows_left_as_stored_are_not(mpbench):
+    """With returning, every row inserted or updated comes back with the columns asked for,
+    as the ORM reads them; a conflict that leaves the stored row returns nothing for it."""
+    version = mpbench.prompts.first()
+    columns = ("judge_identity", "prompt_sha256", "prompt", "prompt_version_id")
+    unique = ("judge_identity", "prompt_sha256")
+    asked = ("id", "judge_identity", "prompt_sha256", "prompt_version", "status")
+    kept = Judgment.objects.create(
+        judge_identity="i", prompt_sha256="b" * 64, prompt="kept", prompt_version=version
+    )
+    rows = [("i", f"{n:064d}", "p", version.pk) for n in range(5)] + [
+        ("i", "b" * 64, "new", version.pk)
+    ]
+
+    written = rows_insert(Judgment, columns, rows, unique=unique, returning=asked)
+    stored = Judgment.objects.exclude(pk=kept.pk).values_list(
+        "pk", "judge_identity", "prompt_sha256", "prompt_version_id", "status"
+    )
+    assert sorted(written) == sorted(stored) and len(written) == 5
+    assert Judgment.objects.get(pk=kept.pk).prompt == "kept"
+
+    # Updated on a conflict: returned too, with the ids they had.
+    again = rows_insert(
+        Judgment, columns, rows, unique=unique, update=("prompt",), returning=("id", "prompt")
+    )
+    assert sorted(again) == sorted(Judgment.objects.values_list("pk", "prompt"))
+    assert {prompt for _, prompt in again} == {"p", "new"} and len(again) == 6
+    # With no conflict to settle, and without asking.
+    charge = ("judge_id", "calls", "charged_at")
+    charges = [(mpbench.judges.get(slug="official").pk, n, timezone.now()) for n in (1, 2)]
+    made = rows_insert(JudgeCharge, charge, charges, returning=("id", "calls"))
+    assert sorted(made) == sorted(JudgeCharge.objects.values_list("pk", "calls"))
+    assert rows_insert(JudgeCharge, charge, charges) is None
+
+
 # Values of every type the pipeline hands the bulk writes, and some it does not.
 SAMPLES = (
     "",
