@@ -172,7 +172,7 @@ def rows_insert(
     asked = bool(returning) and connection.features.can_return_rows_from_bulk_insert
     if asked:
         tail += " RETURNING " + ", ".join(quote(f.column) for f in _fields(model, returning))
-    written: list[tuple] | None = []
+    written: list[tuple] = []
     prepared_defaults = _prepared([_preparer(field) for field in rest], defaults)
     preparers = [_preparer(field) for field in given]
     prepared = (_prepared(preparers, row) + prepared_defaults for row in rows)
@@ -186,19 +186,20 @@ def rows_insert(
             columns = ", ".join(f"v{n}" for n in range(len(fields)))
             # In the order given, as the rows' ids were taken before.
             cursor.execute(f"{head}SELECT {columns} FROM {staged} ORDER BY ctid{tail}")
-            written = cursor.fetchall() if asked else None
-            cursor.execute(f"DROP TABLE {staged}")
-            return written
-        # Rows per statement: within the backend's parameter limit (999 on SQLite).
-        limit = connection.features.max_query_params or BATCH * len(fields)
-        one = "(" + ", ".join(["%s"] * len(fields)) + ")"
-        for batch in batches(prepared, min(BATCH, limit // len(fields))):
-            cursor.execute(
-                head + "VALUES " + ", ".join([one] * len(batch)) + tail,
-                [value for row in batch for value in row],
-            )
             if asked:
-                written.extend(cursor.fetchall())
+                written = cursor.fetchall()
+            cursor.execute(f"DROP TABLE {staged}")
+        else:
+            # Rows per statement: within the backend's parameter limit (999 on SQLite).
+            limit = connection.features.max_query_params or BATCH * len(fields)
+            one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+            for batch in batches(prepared, min(BATCH, limit // len(fields))):
+                cursor.execute(
+                    head + "VALUES " + ", ".join([one] * len(batch)) + tail,
+                    [value for row in batch for value in row],
+                )
+                if asked:
+                    written.extend(cursor.fetchall())
     return written if asked else None
 
 

@@ -85,8 +85,7 @@ def loads_bounded(raw: bytes, *, max_depth: int, max_values: int | None = None):
     holding more than max_values values. Parse errors raise ValueError as json.loads does."""
     if max_values is not None and value_bound(raw) > max_values:
         raise JsonRefused(f"holds more than {max_values:,} JSON values")
-    brackets = _brackets(raw)
-    if not _within(brackets, max_depth) and (depth := _depth(brackets)) > max_depth:
+    if not _within(_brackets(raw), max_depth) and (depth := nesting_depth(raw)) > max_depth:
         raise JsonRefused(f"nests {depth:,} levels deep; at most {max_depth} are allowed")
     return json.loads(raw)
 

@@ -296,15 +296,6 @@ def steps_start(*, submission_id: int, rows: list[TaskResult] | None = None) -> 
             if rows is None:
                 enqueue_on_commit("judge_submission", submission_id, submission.judge_id)
         if rows is not None:
-            if any(row.pk is None for row in rows):
-                # Judging links the rows by id: the database did not return them on writing.
-                ids = dict(
-                    TaskResult.objects.filter(submission_id=submission_id).values_list(
-                        "task_id", "pk"
-                    )
-                )
-                for row in rows:
-                    row.pk = ids[row.task.pk]
             try:
                 with failing(submission_id, "judging"):
                     submission_judge(
@@ -388,7 +379,8 @@ def _step_findings(submission: Submission, plugin, step, index: int, rows) -> di
 def _rows_store(rows: list[TaskResult], fields: tuple[str, ...]) -> None:
     """Write these fields of task results (loaded, or made in memory): an upsert on the natural
     key (bulk_update builds a CASE per row and field, slow past a few hundred). Rows made in
-    memory get their ids, as the statement returns them."""
+    memory get their ids (judging links them by id): as the statement returns them, or read
+    back where the database cannot return them."""
     key = ("submission_id", "task_id")
     columns = (*key, *fields)
     written = rows_insert(
@@ -399,6 +391,11 @@ def _rows_store(rows: list[TaskResult], fields: tuple[str, ...]) -> None:
         update=fields,
         returning=("id", "task"),
     )
+    if written is None and any(row.pk is None for row in rows):
+        submission_ids = {row.submission_id for row in rows}
+        written = TaskResult.objects.filter(submission_id__in=submission_ids).values_list(
+            "pk", "task_id"
+        )
     if written is not None:
         ids = {task_pk: pk for pk, task_pk in written}
         for row in rows:

@@ -157,8 +157,8 @@ def test_one_task_from_ingest_to_scored_reads_the_upload_directory_once(
     eager, mpbench, judge_server, examples_bundle, monkeypatch
 ):
     """The first step, the spending plan and linking each open the stored upload as a zip;
-    run in turn by the ingest task, they share one archive. A stage run on its own (a retry
-    of judging) opens it again, and scores the same."""
+    run in turn by the ingest task, they share one archive. A re-score, whose stages run on
+    their own, opens it for each again, and scores the same."""
     from evaluation.models import Score
     from evaluation.services import files, pipeline
 
@@ -182,6 +182,35 @@ def test_one_task_from_ingest_to_scored_reads_the_upload_directory_once(
     assert submission.status == "scored", submission.error
     assert len(opened) >= 2  # the plan and linking, each on its own
     assert Score.objects.get(submission=submission).results == results
+
+
+def test_where_the_database_returns_no_ids_the_rows_are_read_back_and_linked_alike(
+    eager, mpbench, examples_bundle, monkeypatch
+):
+    """Task results and new judgments take their ids from their inserts; a database that
+    cannot return them (an SQLite before 3.35) has them read back, and the submission is
+    linked and scored as where it can."""
+    from django.db import connection
+
+    from evaluation.bulk import rows_insert
+    from evaluation.models import JudgeCharge, Score, TaskJudgment
+
+    def linked(submission):
+        links = TaskJudgment.objects.filter(task_result__submission=submission)
+        return sorted(links.values_list("task_result__task__task_id", "kind", "slot", "judgment"))
+
+    returned = submit_offline(mpbench, examples_bundle, "Returned")
+    monkeypatch.setattr(type(connection.features), "can_return_rows_from_bulk_insert", False)
+    charge = ("judge_id", "calls", "charged_at")
+    row = (returned.judge_id, 1, returned.created_at)
+    assert rows_insert(JudgeCharge, charge, [row], returning=("id",)) is None
+    read = submit_offline(mpbench, examples_bundle, "Read back")
+    read.refresh_from_db()
+    assert read.status == "scored", read.error
+    assert linked(read) == linked(returned) and len(linked(read)) > 0
+    assert Score.objects.get(submission=read).results == (
+        Score.objects.get(submission=returned).results
+    )
 
 
 def test_the_estimate_read_before_linking_is_what_the_linked_judgments_say(
