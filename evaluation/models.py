@@ -301,6 +301,21 @@ class Submission(models.Model):
         return self.is_reported or (self.is_published and not self.is_hidden)
 
 
+class UploadFindings(models.Model):
+    """What validation found for the first processing step (UploadContents.findings), kept
+    from the upload until the ingest that follows hands it to that step and deletes it. JSON
+    as text, not jsonb: its numbers come back exactly as they were written."""
+
+    submission = models.OneToOneField(
+        Submission, on_delete=models.CASCADE, primary_key=True, related_name="upload_findings"
+    )
+    # {"versions": the plug-in's rules and step versions, "tasks": {task id: findings}}
+    text = models.TextField()
+
+    def __str__(self) -> str:
+        return f"upload findings of submission #{self.submission_id}"
+
+
 class TaskResult(models.Model):
     """One task of one submission: where its files are, its part of the upload, and what the
     processing steps found (the plug-in's JSON)."""

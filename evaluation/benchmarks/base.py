@@ -10,7 +10,9 @@ only what is declared here; it never names a benchmark or knows a metric key.
 How a submission flows through a plug-in:
 
 1. ``validate_upload`` reads the uploaded file once and reports every problem by task/line and
-   file; nothing is stored for a rejected upload.
+   file; nothing is stored for a rejected upload. What it found per task that the first step
+   would otherwise read again (:attr:`UploadContents.findings`) is kept with the submission
+   until ingest hands it to that step (:attr:`TaskInput.validated`).
 2. ``ingest`` walks the stored upload and yields one :class:`IngestedTask` per task: the files
    the engine stores or references and the task's data (a prediction row, say).
 3. The :attr:`steps` run in order, each per task (fanned out in chunks across workers; a chunk
@@ -137,6 +139,12 @@ class UploadContents:
     options: dict = field(default_factory=dict)
     # Private state passed from validation to ingest within one process (never stored).
     extra: Any = None
+    # Per task id, JSON that the first step, when it runs over the whole submission, can take
+    # in place of reading the upload again (MP-Bench: its transcripts' detection evidence).
+    # Stored with the submission under the plug-in's rules and step versions, handed to that
+    # step once, by the ingest that follows, and dropped there. Ints stay ints and floats come
+    # back exactly. A step run again later (a retry, a re-score) reads the upload.
+    findings: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -196,6 +204,9 @@ class TaskInput:
     # Every stored audio file of the task by name (the benchmark's, then the submission's),
     # as a storage key.
     assets: Mapping[str, str] = field(default_factory=dict)
+    # What validation found for this task (UploadContents.findings), for the first step at
+    # ingest only; None everywhere else.
+    validated: Any = None
 
 
 # --- Judging --------------------------------------------------------------------------------

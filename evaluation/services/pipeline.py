@@ -11,6 +11,7 @@ stored answer is asked for again.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import threading
@@ -47,6 +48,7 @@ from evaluation.models import (
     Submission,
     Task,
     TaskResult,
+    UploadFindings,
 )
 from evaluation.scorer import current_scorer, score_scorer, scorer_log
 from evaluation.selectors import prompt_versions_named, submission_links
@@ -201,6 +203,32 @@ def submission_fail(*, submission_id: int, error: str) -> None:
 # --- Ingest ---------------------------------------------------------------------------------
 
 
+def _findings_versions(plugin) -> dict:
+    return {
+        "rules": plugin.rules_version,
+        "steps": [[step.name, step.version] for step in plugin.steps],
+    }
+
+
+def findings_keep(submission: Submission, plugin, findings: dict) -> None:
+    """Keep what validation found for the first step (UploadContents.findings) until ingest."""
+    if findings and plugin.steps and plugin.steps[0].scope == "submission":
+        text = json.dumps({"versions": _findings_versions(plugin), "tasks": findings})
+        UploadFindings.objects.create(submission=submission, text=text)
+
+
+def _findings_take(submission: Submission, plugin) -> dict:
+    """The findings kept for this submission's first step, per task id: none when there are
+    none, or when they were kept under other rules or steps (a deploy between upload and
+    ingest). The caller deletes them once its step's findings are stored."""
+    kept = UploadFindings.objects.filter(submission=submission).values_list("text", flat=True)
+    for text in kept:
+        found = json.loads(text)
+        if found["versions"] == _findings_versions(plugin):
+            return found["tasks"]
+    return {}
+
+
 def _task_file_key(submission: Submission, task_id: str, relative: str) -> str:
     return f"submissions/{submission.pk}/{task_id}/{relative}"
 
@@ -257,7 +285,8 @@ def submission_ingest(*, submission_id: int) -> bool:
         if first is not None and first.scope == "submission":
             submission.facts = {}  # what a fresh ingest starts from
             try:
-                facts = _step_findings(submission, plugin, first, 0, rows)
+                validated = _findings_take(submission, plugin)
+                facts = _step_findings(submission, plugin, first, 0, rows, validated)
                 done = 1
             except RETRIED:
                 pass
@@ -268,6 +297,8 @@ def submission_ingest(*, submission_id: int) -> bool:
             Submission.objects.filter(pk=submission_id).update(
                 tasks_ingested=len(found), status=S.DETECTING, steps_done=done, facts=facts
             )
+            # Handed on once: a step run again reads the upload.
+            UploadFindings.objects.filter(submission_id=submission_id).delete()
         if failure is not None:
             with failing(submission_id, "processing"):
                 raise failure
@@ -360,12 +391,17 @@ def _submission_step(submission: Submission, plugin, step, index: int, rows=None
         Submission.objects.filter(pk=submission.pk).update(facts={**submission.facts, **facts})
 
 
-def _step_findings(submission: Submission, plugin, step, index: int, rows) -> dict:
+def _step_findings(
+    submission: Submission, plugin, step, index: int, rows, validated: dict | None = None
+) -> dict:
     """Run step ``index``, over the whole submission, on ``rows`` in memory: each row gets its
-    findings and marks (only once the plug-in has returned). Returns the facts found; nothing
+    findings and marks (only once the plug-in has returned). ``validated``: what validation
+    found, per task id, handed to the first step at ingest. Returns the facts found; nothing
     is written."""
     with heartbeat(submission.pk), open_upload(submission) as archive:
         inputs = [task_input(row, archive) for row in rows]
+        for task in inputs:
+            task.validated = (validated or {}).get(task.task_id)
         facts, found = plugin.run_submission_step(step, inputs, facts=hook_facts(submission))
     # Every row's findings first: a malformed one leaves every row as it was.
     detections = [{**row.detection, **found.get(row.task.task_id, {})} for row in rows]

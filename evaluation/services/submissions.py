@@ -24,7 +24,7 @@ from evaluation.run_config import (
     run_config_clean,
 )
 from evaluation.services.files import file_sha256
-from evaluation.services.pipeline import enqueue_on_commit
+from evaluation.services.pipeline import enqueue_on_commit, findings_keep
 
 
 class SubmissionInvalid(ValueError):
@@ -263,6 +263,7 @@ def submission_create(
                     )
                 submission.bundle.name = stored_name
             submission.save(update_fields=["bundle"])
+            findings_keep(submission, plugin, contents.findings)
             enqueue_on_commit("ingest_submission", submission.pk)
     except BaseException:
         # Rolled back: the stored file goes too. Committed (a stage run at once, inline, that

@@ -12,7 +12,14 @@ from evaluation.bundles import ZIP_READ_ERRORS, Entry, ValidationReport, iter_ta
 from evaluation.jsonbounds import JsonRefused, loads_bounded, unstorable_text
 
 from . import limits
-from .detection import TRANSCRIPT_NAMES, TRANSCRIPT_PAIRS, choose_pair
+from .detection import (
+    TRANSCRIPT_NAMES,
+    TRANSCRIPT_PAIRS,
+    choose_pair,
+    evidence_json,
+    evidence_of,
+    transcript_of,
+)
 from .limits import (
     MAX_CONVERSATION_SECONDS,
     MAX_JSON_DEPTH,
@@ -41,11 +48,14 @@ def accepts_file(relative: str) -> bool:
 
 @dataclass
 class BundleContents:
-    """The accepted files per task (relative name -> zip entry) and the root manifest."""
+    """The accepted files per task (relative name -> zip entry), the root manifest, and each
+    task's detection evidence (detection.evidence_json) from the transcripts as validation
+    parsed them (complete only for an upload with no problem)."""
 
     tasks: dict[str, dict[str, Entry]] = field(default_factory=dict)
     manifest: dict = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
+    evidence: dict[str, list] = field(default_factory=dict)
 
 
 _NUMBERS = (int, float)
@@ -240,6 +250,7 @@ def validate_contents(
             report.add(f"task folder appears more than once (under {places})", task=task)
             continue
         accepted: dict[str, Entry] = {}
+        parsed: dict[str, object] = {}
         for entry in task_entries:
             if entry.relative in TRANSCRIPT_NAMES:
                 data = _read_json(
@@ -252,6 +263,7 @@ def validate_contents(
                 )
                 if data is not None:
                     check_transcript(data, report, task=task, file=entry.relative)
+                    parsed[entry.relative] = data
                 accepted[entry.relative] = entry
             elif is_audio(entry.relative):
                 _check_audio(archive, entry, report, task)
@@ -264,6 +276,12 @@ def validate_contents(
                 )
         contents.tasks[task] = accepted
         _warn_if_scored_silent(accepted, report, task)
+        if report.ok:  # a refused upload is never detected
+            contents.evidence[task] = evidence_json(
+                evidence_of(
+                    _size_of(accepted), lambda name, parsed=parsed: transcript_of(parsed[name])
+                )
+            )
 
     contents.missing = sorted(task_ids - contents.tasks.keys())
     if not contents.tasks and report.ok:
@@ -283,14 +301,20 @@ def validate_contents(
 OUTPUT_NAMES = tuple(dict.fromkeys(output for _, output in TRANSCRIPT_PAIRS))
 
 
-def _warn_if_scored_silent(accepted: dict[str, Entry], report: ValidationReport, task: str):
-    """The harness scores a task whose response has no input transcript beside it as silent
-    (no pair of files), which is kept; the submitter is told, so a missing file is noticed."""
+def _size_of(accepted: dict[str, Entry]):
+    """A task's file sizes by name, as detection looks them up (None for a file not there)."""
 
     def size(name: str) -> int | None:
         entry = accepted.get(name)
         return entry.info.file_size if entry is not None else None
 
+    return size
+
+
+def _warn_if_scored_silent(accepted: dict[str, Entry], report: ValidationReport, task: str):
+    """The harness scores a task whose response has no input transcript beside it as silent
+    (no pair of files), which is kept; the submitter is told, so a missing file is noticed."""
+    size = _size_of(accepted)
     if choose_pair(size, TRANSCRIPT_PAIRS) is not None:
         return
     answered = [name for name in OUTPUT_NAMES if size(name)]

@@ -76,6 +76,11 @@ def parse_transcript(raw: bytes | str | None) -> Transcript:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         return EMPTY
+    return transcript_of(data)
+
+
+def transcript_of(data) -> Transcript:
+    """A transcript from a file's parsed JSON (anything but an object counts as empty)."""
     if not isinstance(data, dict):
         return EMPTY
     text = data.get("text")
@@ -132,6 +137,12 @@ def _input_end(words: list[Word]) -> float:
 
 
 def collect_evidence(size_of: SizeOf, read: Reader) -> Evidence:
+    return evidence_of(size_of, lambda name: parse_transcript(read(name)))
+
+
+def evidence_of(size_of: SizeOf, transcript: Callable[[str], Transcript]) -> Evidence:
+    """collect_evidence with the files' transcripts already at hand (``transcript`` gives the
+    one of a non-empty file by name), as validation has them."""
     pair = choose_pair(size_of, TRANSCRIPT_PAIRS)
     if pair is None:
         return MISSING
@@ -139,7 +150,7 @@ def collect_evidence(size_of: SizeOf, read: Reader) -> Evidence:
 
     def load(name: str) -> Transcript:
         if name not in cache:
-            cache[name] = parse_transcript(read(name))
+            cache[name] = transcript(name)
         return cache[name]
 
     source, output = load(pair[0]), load(pair[1])
@@ -168,6 +179,33 @@ def collect_evidence(size_of: SizeOf, read: Reader) -> Evidence:
         post_words=post_words,
         first_output_start=output_words[0].start if output_words else None,
         combined_latency=combined_latency,
+    )
+
+
+def evidence_json(evidence: Evidence) -> list:
+    """Evidence as plain JSON values, kept from validation until ingest (evidence_from_json).
+    JSON keeps an int an int and gives a float back exactly."""
+    return [
+        evidence.has_pair,
+        evidence.both_valid,
+        evidence.input_end,
+        evidence.full_text,
+        [[word.text, word.start, word.end] for word in evidence.post_words],
+        evidence.first_output_start,
+        evidence.combined_latency,
+    ]
+
+
+def evidence_from_json(value: list) -> Evidence:
+    has_pair, both_valid, input_end, full_text, post, first_start, combined = value
+    return Evidence(
+        has_pair=has_pair,
+        both_valid=both_valid,
+        input_end=input_end,
+        full_text=full_text,
+        post_words=tuple(Word(text, start, end) for text, start, end in post),
+        first_output_start=first_start,
+        combined_latency=combined,
     )
 
 

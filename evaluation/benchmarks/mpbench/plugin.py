@@ -266,7 +266,10 @@ class MPBench(BenchmarkPlugin):
                 archive, entries, report, task_ids=set(tasks), allow_partial=allow_partial
             )
         return UploadContents(
-            manifest=found.manifest, present=set(found.tasks), missing=found.missing
+            manifest=found.manifest,
+            present=set(found.tasks),
+            missing=found.missing,
+            findings=found.evidence if report.ok else {},
         )
 
     def ingest(self, handle: IO[bytes], *, tasks, limits) -> Iterator[IngestedTask]:
@@ -300,12 +303,7 @@ class MPBench(BenchmarkPlugin):
     # --- processing ---
 
     def run_submission_step(self, step, tasks: Sequence[TaskInput], *, facts):
-        evidence = {
-            task.task_id: detection.collect_evidence(task.files.size, task.files.read)
-            if task.files is not None
-            else detection.MISSING
-            for task in tasks
-        }
+        evidence = {task.task_id: _evidence(task) for task in tasks}
         probe = detection.probe_half_duplex(evidence.values())
         found = {}
         for task in tasks:
@@ -516,6 +514,16 @@ class MPBench(BenchmarkPlugin):
 
 def _opener(archive: zipfile.ZipFile, info: zipfile.ZipInfo):
     return lambda: archive.open(info)
+
+
+def _evidence(task: TaskInput) -> detection.Evidence:
+    """What detection reads of a task's transcripts: as validation found it, when it hands
+    that on, so that ingest does not parse them again; else from the stored files."""
+    if task.validated is not None:
+        return detection.evidence_from_json(task.validated)
+    if task.files is None:
+        return detection.MISSING
+    return detection.collect_evidence(task.files.size, task.files.read)
 
 
 def _spec(task_id: str, spec: Mapping) -> scoring.TaskSpec:
