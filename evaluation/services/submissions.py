@@ -4,6 +4,7 @@ A rejected upload leaves no row and no file behind."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +66,32 @@ def bundle_discard(stored: StoredBundle) -> None:
     default_storage.delete(stored.name)
 
 
+class TaskSpecs(Mapping):
+    """A benchmark's task specs by task id, as validate_upload receives them: the ids are read
+    at once, the specs (megabytes of JSON for some benchmarks) only when one is looked up, so
+    checking an upload against the task ids alone does not read them."""
+
+    def __init__(self, benchmark: Benchmark):
+        self._tasks = benchmark.tasks.all()
+        self._ids = list(self._tasks.values_list("task_id", flat=True))
+        self._known = set(self._ids)
+        self._specs: dict | None = None
+
+    def __getitem__(self, task_id: str) -> dict:
+        if self._specs is None:
+            self._specs = dict(self._tasks.values_list("task_id", "spec"))
+        return self._specs[task_id]
+
+    def __contains__(self, task_id) -> bool:
+        return task_id in self._known
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
 def upload_limits(benchmark: Benchmark) -> UploadLimits:
     """The benchmark's own size limit, or the site-wide one when that is smaller."""
     plugin = get_plugin(benchmark.plugin)
@@ -79,7 +106,7 @@ def bundle_validate(
 ) -> tuple[ValidationReport, UploadContents | None]:
     """(report, contents). Reads the upload once; stores nothing."""
     plugin = get_plugin(benchmark.plugin)
-    tasks = dict(benchmark.tasks.values_list("task_id", "spec"))
+    tasks = TaskSpecs(benchmark)
     # Room for one line per task (an incomplete upload lists every missing task) besides the cap.
     report = ValidationReport(
         max_per_file=settings.REPORT_MAX_PER_FILE,

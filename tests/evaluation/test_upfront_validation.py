@@ -173,3 +173,33 @@ def test_a_deeply_nested_api_body_is_a_400(client, mpbench, tmp_path, django_use
     assert response.json() == {
         "detail": "The JSON body nests 50,000 levels deep; at most 16 are allowed."
     }
+
+
+def test_validation_reads_the_task_specs_only_when_a_plugin_looks_one_up(mpbench, tmp_path):
+    """MP-Bench checks an upload against the task ids alone: the specs (megabytes of JSON) are
+    not read while a request waits. Looked up, they are the tasks' own, in the same order."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from evaluation.models import Task
+    from evaluation.services import bundle_validate
+    from evaluation.services.submissions import TaskSpecs
+
+    with CaptureQueriesContext(connection) as queries:
+        report, _ = bundle_validate(
+            benchmark=mpbench, path=bundle(tmp_path, {}), allow_partial=True
+        )
+    assert report.ok
+    task_reads = [q["sql"] for q in queries if 'FROM "evaluation_task"' in q["sql"]]
+    assert task_reads and not any('"spec"' in sql for sql in task_reads)
+
+    specs = TaskSpecs(mpbench)
+    stored = {task.task_id: task.spec for task in Task.objects.filter(benchmark=mpbench)}
+    assert len(specs) == len(stored) == 927 and TASK in specs and "scenario_x" not in specs
+    assert list(specs) == sorted(stored)
+    with CaptureQueriesContext(connection) as looked:
+        assert specs[TASK] == stored[TASK]
+        assert dict(specs) == stored
+    assert len(looked) == 1  # every spec in one read, on the first look-up
+    with pytest.raises(KeyError):
+        specs["scenario_x"]
