@@ -221,12 +221,13 @@ def _findings_take(submission: Submission, plugin) -> dict:
     """The findings kept for this submission's first step, per task id: none when there are
     none, or when they were kept under other rules or steps (a deploy between upload and
     ingest). The caller deletes them once its step's findings are stored."""
-    kept = UploadFindings.objects.filter(submission=submission).values_list("text", flat=True)
-    for text in kept:
-        found = json.loads(text)
-        if found["versions"] == _findings_versions(plugin):
-            return found["tasks"]
-    return {}
+    text = (
+        UploadFindings.objects.filter(submission=submission).values_list("text", flat=True).first()
+    )
+    if text is None:
+        return {}
+    found = json.loads(text)
+    return found["tasks"] if found["versions"] == _findings_versions(plugin) else {}
 
 
 def _task_file_key(submission: Submission, task_id: str, relative: str) -> str:
@@ -238,7 +239,8 @@ def submission_ingest(*, submission_id: int) -> bool:
     keep the rest as references into the upload, and create one task result per task of the
     benchmark (missing tasks get one with no files). A first step over the whole submission
     runs here on them, before they are written, so that they are written once with its
-    findings. If it fails they are written as ingested: after a database error steps_start
+    findings; it gets what validation found for it (UploadFindings), dropped once the rows are
+    written. If it fails they are written as ingested: after a database error steps_start
     runs the step again; after any other error the submission fails at that step, and a
     retry starts from there."""
     if not _claim_stage(submission_id, from_statuses=[S.QUEUED], to_status=S.INGESTING):
