@@ -83,7 +83,33 @@ JUDGMENT_COLUMNS = (
     "model",
     "prompt_version_id",
     *OFFLINE_FIELDS,
+    "lease_owner",
+    "lease_until",
 )
+
+
+@dataclass
+class Lease:
+    """Judgments that linking creates already leased to the worker that will call them, so
+    that it calls them without claiming them first (see judgments_work): at most ``room`` per
+    linked chunk, which that worker sets before each chunk so that it holds no more judgments
+    in memory than a claim would give it."""
+
+    owner: str
+    room: int = 0
+
+
+@dataclass
+class LinkedChunk:
+    """What linking one chunk of tasks left to call: the ids of judgments still open, to
+    claim, and the judgments it created leased (Lease), with their prompt versions, ready to
+    call."""
+
+    open_ids: list[int]
+    leased: list[Judgment] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.open_ids) + len(self.leased)
 
 
 def request_sha256(request: JudgmentRequest) -> str:
@@ -247,13 +273,16 @@ def judgments_plan(*, submission: Submission, judge: Judge, rows=None) -> Judgin
     return JudgingPlan(call_groups(groups), open_count)
 
 
-def judgments_link(*, submission: Submission, judge: Judge, rows=None) -> Iterator[list[int]]:
+def judgments_link(
+    *, submission: Submission, judge: Judge, rows=None, lease: Lease | None = None
+) -> Iterator[LinkedChunk]:
     """Link every judged slot of every task to its judgment, creating the missing ones (the
     offline judge answers at once). Byte-identical requests under the same judge share one
     judgment. Tasks are taken a chunk at a time, each chunk's judgments and links committed
-    before the next is built: yields, after each, the ids of its judgments that still need a
-    call, so that calls can start while the rest is linked. Slots a changed rule no longer asks
-    for are dropped once every chunk is linked. ``rows``: see _chunks."""
+    before the next is built: yields, after each, what of it still needs a call, so that calls
+    can start while the rest is linked. Slots a changed rule no longer asks for are dropped
+    once every chunk is linked. ``rows``: see _chunks. ``lease``: new judgments are created
+    leased to the worker whose judgments_work takes the chunks (it alone may consume them)."""
     from evaluation.services.pipeline import hook_facts  # the pipeline imports this module
 
     plugin = get_plugin(submission.benchmark.plugin)
@@ -278,7 +307,7 @@ def judgments_link(*, submission: Submission, judge: Judge, rows=None) -> Iterat
                 links.append((row_pk, _slot(request), key))
                 wanted_slots.add((row_pk, request.kind, request.slot))
         with transaction.atomic():
-            opened = _judgments_store(judge, plugin, prompts, wanted, ids)
+            opened = _judgments_store(judge, plugin, prompts, wanted, ids, lease)
             _links_store(judge, links, ids)
         yield opened
     # A slot is one link (its unique key): only more links than slots asked for leaves stale
@@ -382,16 +411,29 @@ def _stored(keys) -> dict[tuple[str, str], tuple[int, str, object]]:
     return found
 
 
-def _judgments_store(judge: Judge, plugin, prompts, wanted: dict, ids: dict) -> list[int]:
+def _judgments_store(
+    judge: Judge, plugin, prompts, wanted: dict, ids: dict, lease: Lease | None = None
+) -> LinkedChunk:
     """Create the wanted judgments that are not stored yet (another submission may have asked
     the same; only new ones are answered by the offline judge) and add every wanted key's id
-    to ``ids``. Returns the ids of those that still need a call."""
+    to ``ids``. Returns what still needs a call: up to ``lease.room`` of the new ones created
+    leased to ``lease.owner`` (where the database returns the rows it writes, so that their
+    ids are known), the ids of the rest."""
     found = _stored(wanted)
     made = {
         key: _new_judgment(judge, plugin, prompts, key, *wanted[key])
         for key in wanted
         if key not in found
     }
+    leasing: dict[tuple[str, str], Judgment] = {}
+    returns_rows = connection.features.can_return_rows_from_bulk_insert
+    if lease is not None and not judge.is_offline and returns_rows:
+        until = timezone.now() + timedelta(seconds=settings.JUDGE_LEASE_SECONDS)
+        for key in list(made)[: max(0, lease.room)]:
+            judgment = leasing[key] = made[key]
+            judgment.status = Judgment.Status.RUNNING
+            judgment.lease_owner, judgment.lease_until = lease.owner, until
+    leased = []
     if made:
         written = rows_insert(
             Judgment,
@@ -400,11 +442,21 @@ def _judgments_store(judge: Judge, plugin, prompts, wanted: dict, ids: dict) -> 
             unique=("judge_identity", "prompt_sha256"),
             returning=("id", "judge_identity", "prompt_sha256", "status"),
         )
-        # A new judgment holds no lease. One another worker stored first is not returned:
-        # it is read, as every one is where the database returns none.
+        # One another worker stored first is not returned: it is read, as every one is where
+        # the database returns none.
         for pk, identity, sha, status in written or ():
-            found[(identity, sha)] = (pk, status, None)
-        found.update(_stored(key for key in made if key not in found))
+            judgment = leasing.get((identity, sha))
+            if judgment is not None:
+                judgment.pk = pk
+                judgment.prompt_version = prompts[judgment.kind]
+                # As a claim reads it back: JSON, not the request's own objects.
+                judgment.context = json.loads(json.dumps(judgment.context))
+                leased.append(judgment)
+                ids[(identity, sha)] = pk
+            else:
+                found[(identity, sha)] = (pk, status, None)
+        # (Those leased are in ids already.)
+        found.update(_stored(key for key in made if key not in found and key not in ids))
     opened = []
     for key, (pk, status, _) in found.items():
         ids[key] = pk
@@ -421,7 +473,7 @@ def _judgments_store(judge: Judge, plugin, prompts, wanted: dict, ids: dict) -> 
             continue
         if unsettled:
             opened.append(pk)
-    return opened
+    return LinkedChunk(opened, leased)
 
 
 def _answer_offline(judgment: Judgment, plugin: BenchmarkPlugin, request, task) -> None:
@@ -728,7 +780,8 @@ def judgments_work(
     submission_id: int,
     judge_id: int,
     deadline: float,
-    link: Iterator[int] | None = None,
+    link: Iterator[LinkedChunk] | None = None,
+    lease: Lease | None = None,
     on_linked: Callable[[], None] | None = None,
 ) -> bool:
     """Call the judge for this submission's open judgments, at most the judge's concurrency at
@@ -737,14 +790,15 @@ def judgments_work(
 
     With ``link`` (judgments_link, not started), the slots are linked here a chunk at a time
     while the calls of the chunks before run; linking always finishes, past the deadline too,
-    and ``on_linked`` runs once it has."""
+    and ``on_linked`` runs once it has. ``lease``: the one ``link`` was made with; the
+    judgments it creates leased to this worker are called without a claim."""
     judge = Judge.objects.select_related("benchmark").get(pk=judge_id)
     if judge.is_offline:
         return not judgments_open(submission_id=submission_id, judge_id=judge_id)
     plugin = get_plugin(judge.benchmark.plugin)
     params = judge.sampling_params()
     limit = judge.concurrency or settings.JUDGE_CONCURRENCY
-    owner = uuid.uuid4().hex
+    owner = lease.owner if lease is not None else uuid.uuid4().hex
     client = judge_client(judge)
     slots = judge_slots(judge, client, limit)
     from evaluation.services.pipeline import heartbeat  # the pipeline imports this module
@@ -836,6 +890,9 @@ def judgments_work(
                         exhausted = not claimed
                         start_calls()
                     if linking:
+                        if lease is not None:
+                            # Held ready to call: no more than a claim would take.
+                            lease.room = 4 * limit - len(ready)
                         # The next chunk's judgments, linked while the calls claimed run.
                         opened = next(link, None)
                         if opened is None:
@@ -843,7 +900,9 @@ def judgments_work(
                             if on_linked is not None:
                                 on_linked()
                         else:
-                            todo.extend(sorted(opened))
+                            todo.extend(sorted(opened.open_ids))
+                            ready.extend(opened.leased)
+                            claimed_count += len(opened.leased)
                         exhausted = False
                     if exhausted and not ready:
                         slots.release_kept()  # no call left to start: other workers may use them

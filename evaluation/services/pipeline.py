@@ -515,7 +515,12 @@ def submission_judge(*, submission_id: int, judge_id: int, rows=None) -> None:
 
 def _judging_run(submission: Submission, judge: Judge, rows) -> None:
     """submission_judge's work once it holds the stage."""
-    from evaluation.services.judging import judgments_link, judgments_plan, judgments_work
+    from evaluation.services.judging import (
+        Lease,
+        judgments_link,
+        judgments_plan,
+        judgments_work,
+    )
 
     submission_id, judge_id = submission.pk, judge.pk
     plan = None
@@ -528,9 +533,9 @@ def _judging_run(submission: Submission, judge: Judge, rows) -> None:
     if plan and plan.open_count and estimate.state == SpendEstimate.State.HELD:
         _judging_hold(submission, judge)
         return
-    link = judgments_link(submission=submission, judge=judge, rows=rows)
     if plan is None or not plan.open_count:
         with heartbeat(submission_id):
+            link = judgments_link(submission=submission, judge=judge, rows=rows)
             open_count = sum(len(opened) for opened in link)
         if open_count:
             # Put back to pending since the plan was read (a retry): called as usual.
@@ -539,12 +544,15 @@ def _judging_run(submission: Submission, judge: Judge, rows) -> None:
             judging_finish(submission_id=submission_id, judge_id=judge_id)
         return
     # This task calls too; more workers join once every slot is linked (before that, one
-    # could find nothing open and aggregate too early).
+    # could find nothing open and aggregate too early). The judgments linking creates are
+    # leased to this task's calls as they are created.
+    lease = Lease(owner=uuid.uuid4().hex)
     settled = judgments_work(
         submission_id=submission_id,
         judge_id=judge_id,
         deadline=time.monotonic() + settings.PIPELINE_WORK_SECONDS,
-        link=link,
+        link=judgments_link(submission=submission, judge=judge, rows=rows, lease=lease),
+        lease=lease,
         on_linked=lambda: _judge_work_queue(submission_id, judge, plan.open_count, extra=True),
     )
     if settled:

@@ -291,3 +291,98 @@ def test_relinking_drops_the_slots_no_rule_asks_for_any_more(
     assert judging.judgments_prepare(submission=submission, judge=submission.judge) == 0
     after = sorted(links.values_list("pk", "task_result_id", "kind", "slot", "judgment_id"))
     assert after == [link for link in before if link[2] != dropped]
+
+
+def test_the_judgments_linking_creates_leased_are_called_without_a_claim(
+    eager, mpbench, judge_server, examples_bundle, monkeypatch
+):
+    """Judgments created leased to the worker that links them are called without a claim;
+    claims take the rest (past the room a claim would give). Each is asked once, and each is
+    stored answered, its lease let go."""
+    from evaluation.models import Judgment, TaskJudgment
+    from evaluation.services import judging
+
+    claim, store = judging._claim, judging._judgments_store
+    claimed, leased = [], []
+
+    def counted(candidates, owner, versions):
+        got = claim(candidates, owner, versions)
+        claimed.extend(judgment.pk for judgment in got)
+        return got
+
+    def stored(*args):
+        chunk = store(*args)
+        leased.extend(judgment.pk for judgment in chunk.leased)
+        return chunk
+
+    monkeypatch.setattr(judging, "_claim", counted)
+    monkeypatch.setattr(judging, "_judgments_store", stored)
+    submission = _submit(mpbench, judge_server, examples_bundle, "Leased")
+    submission.refresh_from_db()
+    assert submission.status == "scored", submission.error
+    used = Judgment.objects.filter(
+        pk__in=TaskJudgment.objects.filter(task_result__submission=submission).values("judgment_id")
+    )
+    assert leased and not set(leased) & set(claimed)
+    assert sorted(leased + claimed) == sorted(used.values_list("pk", flat=True))
+    asked = judge_server.prompts()
+    assert len(asked) == len(set(asked)) == used.count()
+    assert sorted(asked) == sorted(used.values_list("prompt", flat=True))
+    assert set(used.values_list("status", "lease_owner", "lease_until")) == {("done", "", None)}
+
+
+def test_new_judgments_are_stored_leased_up_to_the_room_given(mpbench, monkeypatch):
+    """Up to the room, new judgments are stored running under the worker's lease, each as a
+    claim would read it back (its context as JSON); the rest are left pending for a claim, and
+    judgments stored before are never leased here. Where the database cannot return the rows
+    it writes, none is leased."""
+    from django.db import connection
+    from django.utils import timezone
+
+    from evaluation.benchmarks import get_plugin
+    from evaluation.benchmarks.base import JudgmentRequest
+    from evaluation.models import Judgment
+    from evaluation.selectors import current_prompts
+    from evaluation.services import judging
+
+    judge = mpbench.judges.get(is_official=True)
+    plugin = get_plugin(mpbench.plugin)
+    prompts = current_prompts(benchmark=mpbench)
+    kind = sorted(prompts)[0]
+    identities: dict = {}
+
+    def wanted(*names):
+        found = {}
+        for name in names:
+            request = JudgmentRequest(kind, prompt=name, context={"pair": (1, 2)})
+            found[judging._key(judge, prompts, request, identities)] = (request, None)
+        return found
+
+    lease = judging.Lease(owner="worker-a", room=2)
+    ids: dict = {}
+    chunk = judging._judgments_store(judge, plugin, prompts, wanted("a", "b", "c"), ids, lease)
+    assert len(chunk) == 3 and len(chunk.leased) == 2 and len(chunk.open_ids) == 1
+    for judgment in chunk.leased:
+        stored = Judgment.objects.get(pk=judgment.pk)
+        assert (stored.status, stored.lease_owner) == ("running", "worker-a")
+        assert stored.lease_until > timezone.now()
+        assert judgment.context == stored.context == {"pair": [1, 2]}
+        assert judgment.prompt_version == prompts[kind] and judgment.prompt == stored.prompt
+    (pending,) = chunk.open_ids
+    assert Judgment.objects.get(pk=pending).status == "pending"
+    assert set(ids.values()) == {pending, *(j.pk for j in chunk.leased)}
+
+    # Stored before: open, to claim, never leased here.
+    again = judging._judgments_store(
+        judge, plugin, prompts, wanted("a", "b", "c"), {}, judging.Lease("worker-b", room=10)
+    )
+    assert again.leased == [] and sorted(again.open_ids) == sorted(ids.values())
+
+    monkeypatch.setattr(type(connection.features), "can_return_rows_from_bulk_insert", False)
+    unreturned = judging._judgments_store(
+        judge, plugin, prompts, wanted("d", "e"), {}, judging.Lease("worker-c", room=10)
+    )
+    assert unreturned.leased == [] and len(unreturned.open_ids) == 2
+    assert set(
+        Judgment.objects.filter(pk__in=unreturned.open_ids).values_list("status", "lease_owner")
+    ) == {("pending", "")}
