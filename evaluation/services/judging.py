@@ -70,6 +70,9 @@ OFFLINE_FIELDS = (
     "completed_at",
 )
 SQL_IN_BATCH = 500
+# Judgments a worker may hold leased from their creation, waiting for a call (see Lease): their
+# prompts are in its memory meanwhile.
+LEASE_AHEAD = 256
 OPEN = (Judgment.Status.PENDING, Judgment.Status.RUNNING)  # not settled yet
 # What a new judgment is created with (the rest takes the fields' defaults).
 JUDGMENT_COLUMNS = (
@@ -92,8 +95,9 @@ JUDGMENT_COLUMNS = (
 class Lease:
     """Judgments that linking creates already leased to the worker that will call them, so
     that it calls them without claiming them first (see judgments_work): at most ``room`` per
-    linked chunk, which that worker sets before each chunk so that it holds no more judgments
-    in memory than a claim would give it."""
+    linked chunk, which that worker sets before each chunk so that it holds at most
+    LEASE_AHEAD judgments (or four rounds of its judge's concurrency, when more) waiting for
+    a call. The rest are left to claims, by it or by the workers that join it."""
 
     owner: str
     room: int = 0
@@ -891,8 +895,7 @@ def judgments_work(
                         start_calls()
                     if linking:
                         if lease is not None:
-                            # Held ready to call: no more than a claim would take.
-                            lease.room = 4 * limit - len(ready)
+                            lease.room = max(LEASE_AHEAD, 4 * limit) - len(ready)
                         # The next chunk's judgments, linked while the calls claimed run.
                         opened = next(link, None)
                         if opened is None:
