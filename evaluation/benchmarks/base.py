@@ -140,7 +140,7 @@ class UploadContents:
     # Private state passed from validation to ingest within one process (never stored).
     extra: Any = None
     # Per task id, JSON that the first step, when it runs over the whole submission, can take
-    # in place of reading the upload again (MP-Bench: its transcripts' detection evidence).
+    # in place of reading the upload again (for example, evidence parsed from transcripts).
     # Stored with the submission under the plug-in's rules and step versions, handed to that
     # step once, by the ingest that follows, and dropped there. Ints stay ints and floats come
     # back exactly. A step run again later (a retry, a re-score) reads the upload.
