@@ -386,3 +386,55 @@ def test_new_judgments_are_stored_leased_up_to_the_room_given(mpbench, monkeypat
     assert set(
         Judgment.objects.filter(pk__in=unreturned.open_ids).values_list("status", "lease_owner")
     ) == {("pending", "")}
+
+
+def test_a_worker_waiting_on_another_looks_again_soon_then_less_often(
+    eager, mpbench, judge_server, examples_bundle, monkeypatch
+):
+    """A worker with nothing left to call while another worker holds some of the submission's
+    judgments looks again after 50 ms, then twice as long each time up to a second (not a
+    second from the start), and returns settled as soon as it finds them answered."""
+    import threading
+    import time
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from evaluation.models import Judgment, TaskJudgment
+    from evaluation.services import judging
+
+    submission = _submit(mpbench, judge_server, examples_bundle, "Waiting")
+    used = Judgment.objects.filter(
+        pk__in=TaskJudgment.objects.filter(task_result__submission=submission).values("judgment_id")
+    )
+    held = list(used.values_list("pk", flat=True))
+    assert held
+    # Another worker, alive (its lease runs for minutes), is calling them all.
+    used.update(
+        status=Judgment.Status.RUNNING,
+        lease_owner="other-worker",
+        lease_until=timezone.now() + timedelta(minutes=5),
+    )
+    asked = len(judge_server.prompts())
+    waits, sleep = [], time.sleep
+    caller = threading.get_ident()
+
+    def watched(seconds):
+        if threading.get_ident() != caller:
+            return sleep(seconds)  # a lease renewer or the heartbeat: not the wait looked at
+        waits.append(seconds)
+        if len(waits) == 7:
+            # The other worker answers them all.
+            Judgment.objects.filter(pk__in=held).update(
+                status=Judgment.Status.DONE, lease_owner="", lease_until=None
+            )
+
+    monkeypatch.setattr(time, "sleep", watched)
+    settled = judging.judgments_work(
+        submission_id=submission.pk,
+        judge_id=submission.judge_id,
+        deadline=time.monotonic() + 60,
+    )
+    assert settled is True
+    assert waits == [0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    assert len(judge_server.prompts()) == asked  # the held ones were not called here
