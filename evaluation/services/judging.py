@@ -74,10 +74,10 @@ SQL_IN_BATCH = 500
 # prompts are in its memory meanwhile.
 LEASE_AHEAD = 256
 # A worker with nothing left to call while another worker holds some of its judgments looks
-# again after the first wait, then after twice as long each time, up to the last: the other
-# worker's last answers are seen within a fraction of a second when the judge is fast, and
-# a slow judge is not asked about every 50 ms.
-HELD_WAITS = (0.05, 1.0)
+# again after HELD_WAIT_FIRST, then after twice as long each time, up to HELD_WAIT_MAX: the
+# other worker's last answers are seen within a fraction of a second when the judge is fast,
+# and a slow judge is not asked about every 50 ms.
+HELD_WAIT_FIRST, HELD_WAIT_MAX = 0.05, 1.0
 OPEN = (Judgment.Status.PENDING, Judgment.Status.RUNNING)  # not settled yet
 # What a new judgment is created with (the rest takes the fields' defaults).
 JUDGMENT_COLUMNS = (
@@ -852,7 +852,7 @@ def judgments_work(
             # Judgments claimed, and answers received: those claimed, not in `ready` and not
             # received are being called.
             claimed_count = received = 0
-            held_wait = HELD_WAITS[0]
+            held_wait = HELD_WAIT_FIRST
 
             def caller():
                 while not stopping.is_set():
@@ -899,7 +899,7 @@ def judgments_work(
                         claimed_count += len(claimed)
                         exhausted = not claimed
                         if claimed:
-                            held_wait = HELD_WAITS[0]
+                            held_wait = HELD_WAIT_FIRST
                         start_calls()
                     if linking:
                         if lease is not None:
@@ -937,7 +937,7 @@ def judgments_work(
                     # Held by another worker (this submission's, or one sharing the request):
                     # wait for it to answer or for its lease to lapse.
                     time.sleep(held_wait)
-                    held_wait = min(2 * held_wait, HELD_WAITS[1])
+                    held_wait = min(2 * held_wait, HELD_WAIT_MAX)
                     exhausted = False
             finally:
                 # Calls under way end; none starts after them.
