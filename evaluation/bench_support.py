@@ -216,3 +216,32 @@ def staged_run(
         raise CommandError(f"{name}: {submission.status} {submission.error}")
     run.submission = submission
     return run
+
+
+def differences(expected, found) -> list[str]:
+    """Where two JSON values differ, as "path: expected != found", one line per leaf that does
+    (a key only one of them has is one leaf). Compared as stored: a tuple is a list."""
+    return _differences(json.loads(json.dumps(expected)), json.loads(json.dumps(found)), "")
+
+
+def _differences(expected, found, path: str) -> list[str]:
+    if isinstance(expected, dict) and isinstance(found, dict):
+        named = []
+        for key in sorted(expected.keys() | found.keys()):
+            where = f"{path}.{key}" if path else key
+            if key not in found:
+                named.append(f"{where}: {expected[key]!r} != (missing)")
+            elif key not in expected:
+                named.append(f"{where}: (missing) != {found[key]!r}")
+            else:
+                named.extend(_differences(expected[key], found[key], where))
+        return named
+    if isinstance(expected, list) and isinstance(found, list) and len(expected) == len(found):
+        return [
+            named
+            for index, pair in enumerate(zip(expected, found, strict=True))
+            for named in _differences(*pair, f"{path}[{index}]")
+        ]
+    # True == 1 in Python; not in a table of results.
+    same = expected == found and (type(expected) is bool) == (type(found) is bool)
+    return [] if same else [f"{path or '(the whole value)'}: {expected!r} != {found!r}"]

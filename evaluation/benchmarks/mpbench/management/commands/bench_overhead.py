@@ -13,6 +13,12 @@ OpenAI-compatible judge that answers after --latency seconds:
 
 With --submissions N, N uploads (each with responses of its own, so no judgment is shared) are
 queued at once and timed until the last is scored, against the ideal: calls x latency / bound.
+
+Each pass is checked, or the command fails: the site's results equal the plain pass's, leaf for
+leaf, and the judge was asked exactly the plain pass's calls for each upload (none twice, none
+left out). With --repeat N the pair of passes runs N times, in turn, each on responses of its
+own (a pass finds nothing in the judgment cache), and the median ratio is printed too: on a
+shared machine one pair can be off by a third.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,7 +41,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from evaluation import services
-from evaluation.bench_support import JudgeServer
+from evaluation.bench_support import JudgeServer, differences
 from evaluation.benchmarks.mpbench import detection, scoring, synthetic
 from evaluation.benchmarks.mpbench.plugin import _spec
 from evaluation.bundles import zip_directory
@@ -42,6 +49,7 @@ from evaluation.models import (
     Benchmark,
     JudgeCharge,
     Judgment,
+    Score,
     Submission,
     Task,
     TaskJudgment,
@@ -77,60 +85,114 @@ class Command(BaseCommand):
         parser.add_argument("--concurrency", type=int, default=16)
         parser.add_argument("--workers", type=int, default=1, help="worker processes")
         parser.add_argument("--submissions", type=int, default=1)
+        parser.add_argument("--repeat", type=int, default=1, help="pairs of passes, in turn")
 
-    def handle(self, *args, benchmark_dir, latency, concurrency, workers, submissions, **options):
+    def handle(
+        self, *args, benchmark_dir, latency, concurrency, workers, submissions, repeat, **options
+    ):
         if not (benchmark_dir / "tasks.jsonl").is_file():
             raise CommandError(f"{benchmark_dir}: no MP-Bench checkout; pass --benchmark-dir")
+        if min(concurrency, workers, submissions, repeat) < 1:
+            raise CommandError("--concurrency, --workers, --submissions and --repeat must be >= 1")
         # In a process of its own, as a remote judge would be: its work takes nothing from
         # either pass.
         server = JudgeServer(latency, lambda content: ANSWER)
-        url = server.url
         work = Path(tempfile.mkdtemp(prefix="floorboard-overhead-"))
         benchmark = services.benchmark_import(
             slug="bench-overhead", directory=benchmark_dir, plugin="mp-bench", name="Overhead"
         ).benchmark
         judge = benchmark.judges.get(slug="official")
-        judge.base_url, judge.concurrency = url, concurrency
+        judge.base_url, judge.concurrency = server.url, concurrency
         judge.save()
         try:
             tasks = {t.task_id: t.spec for t in benchmark.tasks.all()}
-            trees = []
-            for n in range(submissions):
-                tree = work / f"run-{n}"
-                _write_run(tree, list(tasks), f"run-{uuid.uuid4().hex[:8]}")
-                trees.append(tree)
-            plain, calls = self._plain(trees[0], tasks, benchmark, url, concurrency)
-            ours = self._site(benchmark, judge, trees, workers)
             database = connection.vendor
             broker = settings.CELERY_BROKER_URL.split(":", 1)[0]
             self.stdout.write(
                 f"{database} + {broker} broker, judge {latency * 1000:.0f} ms, "
                 f"{workers} worker(s), bound {concurrency}"
             )
-            if submissions == 1:
-                self.stdout.write(f"plain Python: {plain:.2f} s for {calls} calls")
-                self.stdout.write(f"the site:     {ours:.2f} s   ratio {ours / plain:.2f}")
-            else:
-                ideal = submissions * calls * latency / concurrency
-                self.stdout.write(
-                    f"{submissions} submissions at once: {ours:.2f} s for {submissions * calls} "
-                    f"calls; ideal {ideal:.2f} s   ratio {ours / ideal:.2f}"
+            ratios = []
+            for run in range(1, repeat + 1):
+                trees = []
+                for n in range(submissions):
+                    tree = work / f"pass-{run}" / f"run-{n}"
+                    _write_run(tree, list(tasks), f"run-{uuid.uuid4().hex[:8]}")
+                    trees.append(tree)
+                plain, calls, distinct, expected = self._plain(
+                    trees[0], tasks, benchmark, server.url, concurrency
                 )
-                if workers > 1 and not broker.startswith("redis"):
-                    # evaluation/throttle.py: without Redis the bound is a semaphore per process.
+                asked = server.calls
+                ours, found = self._site(benchmark, judge, trees, workers)
+                self._check(expected, found, submissions, distinct, server.calls - asked)
+                label = f"pass {run}: " if repeat > 1 else ""
+                if submissions == 1:
+                    ratios.append(ours / plain)
+                    self.stdout.write(f"{label}plain Python: {plain:.2f} s for {calls} calls")
                     self.stdout.write(
-                        f"  (no Redis: each of the {workers} workers allows {concurrency} calls "
-                        "at once, so the ideal above is not their bound)"
+                        f"{label}the site:     {ours:.2f} s   ratio {ours / plain:.2f}"
                     )
+                else:
+                    ideal = submissions * calls * latency / concurrency
+                    ratios.append(ours / ideal if ideal else float("nan"))
+                    self.stdout.write(
+                        f"{label}{submissions} submissions at once: {ours:.2f} s for "
+                        f"{submissions * calls} calls; ideal {ideal:.2f} s   "
+                        f"ratio {ratios[-1]:.2f}"
+                    )
+                self._clear(benchmark)
+                shutil.rmtree(work / f"pass-{run}", ignore_errors=True)
+            self.stdout.write(
+                f"results identical to the plain pass's; {distinct} judge calls per upload, one "
+                f"per distinct request of the plain pass's {calls}"
+                + (f", in each of {repeat} passes" if repeat > 1 else "")
+            )
+            if repeat > 1:
+                self.stdout.write(
+                    f"median ratio {statistics.median(ratios):.2f} of {repeat} "
+                    f"({', '.join(f'{ratio:.2f}' for ratio in ratios)})"
+                )
+            if submissions > 1 and workers > 1 and not broker.startswith("redis"):
+                # evaluation/throttle.py: without Redis the bound is a semaphore per process.
+                self.stdout.write(
+                    f"  (no Redis: each of the {workers} workers allows {concurrency} calls "
+                    "at once, so the ideal above is not their bound)"
+                )
         finally:
             server.stop()
-            Submission.objects.filter(benchmark=benchmark).delete()
-            Judgment.objects.filter(prompt_version__benchmark=benchmark).delete()
+            self._clear(benchmark)
             Benchmark.objects.filter(pk=benchmark.pk).delete()
             shutil.rmtree(work, ignore_errors=True)
 
+    def _clear(self, benchmark) -> None:
+        """What the passes stored: their submissions (with their stored files), judgments."""
+        for submission in Submission.objects.filter(benchmark=benchmark):
+            submission.bundle.delete(save=False)
+        Submission.objects.filter(benchmark=benchmark).delete()
+        Judgment.objects.filter(prompt_version__benchmark=benchmark).delete()
+
+    def _check(self, expected: dict, found: list, uploads: int, calls: int, asked: int) -> None:
+        """The site did what the plain pass did: a score for every upload, each with the plain
+        pass's results, from one judge call per distinct request (``calls``; byte-identical
+        requests share one judgment) for each upload."""
+        if len(found) != uploads:
+            raise CommandError(f"{uploads} upload(s) scored, but {len(found)} score(s) stored")
+        for results in found:
+            named = differences(expected, results)
+            if named:
+                raise CommandError(
+                    f"the site's results differ from the plain pass's in {len(named)} "
+                    f"place(s): {'; '.join(named[:5])}"
+                )
+        if asked != uploads * calls:
+            raise CommandError(
+                f"the site asked the judge {asked} times for {uploads} upload(s), where each "
+                f"has {calls} distinct requests"
+            )
+
     def _plain(self, tree: Path, tasks: dict, benchmark, url: str, concurrency: int):
-        """Detection, the judge calls from a thread pool, aggregation: no database, no queue."""
+        """Detection, the judge calls from a thread pool, aggregation: no database, no queue.
+        Returns the seconds, the calls, how many of them are distinct requests, the results."""
         prompts = {p.kind: p for p in benchmark.prompts.all()}
         started = time.perf_counter()
         evidence = {
@@ -174,14 +236,17 @@ class Command(BaseCommand):
             for task_id, kind, verdict in pool.map(call, requests):
                 verdicts[task_id][kind] = verdict
         client.close()
-        scoring.aggregate(
+        results = scoring.aggregate(
             scoring.TaskOutcome(_spec(t, s), found[t].spoke, found[t].latency, verdicts[t])
             for t, s in tasks.items()
         )
-        return time.perf_counter() - started, len(requests)
+        seconds = time.perf_counter() - started
+        distinct = len({(kind, prompt) for _, kind, prompt, _ in requests})
+        return seconds, len(requests), distinct, results
 
-    def _site(self, benchmark, judge, trees: list[Path], workers: int) -> float:
-        """Upload to scored, through real worker processes on this database and broker."""
+    def _site(self, benchmark, judge, trees: list[Path], workers: int):
+        """Upload to scored, through real worker processes on this database and broker: the
+        seconds, and each upload's results as stored."""
         zips = [zip_directory(tree) for tree in trees]
         env = {**os.environ, "FLOORBOARD_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE}
         log = open(Path(tempfile.gettempdir()) / "floorboard-overhead-worker.log", "ab")  # noqa: SIM115
@@ -234,7 +299,11 @@ class Command(BaseCommand):
                     if status == "failed":
                         raise CommandError(f"a run failed: {error}")
                 if all(status == "scored" for status, _, _ in states):
-                    return max(finished.timestamp() for _, finished, _ in states) - started
+                    seconds = max(finished.timestamp() for _, finished, _ in states) - started
+                    return seconds, [
+                        score.results
+                        for score in Score.objects.filter(submission__in=runs, judge=judge)
+                    ]
                 time.sleep(0.1)
         finally:
             for process in processes:

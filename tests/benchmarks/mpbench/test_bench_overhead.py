@@ -1,0 +1,179 @@
+"""`manage.py bench_overhead`, the hosting-overhead figure `make bench` prints: run as a user runs
+it, on the embedded default (SQLite, the filesystem broker) and on PostgreSQL + Redis, with real
+worker processes. Each pass must give the plain pass's results from one judge call per distinct
+request, or the command fails; what the passes stored is gone afterwards."""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from django.core.management.base import CommandError
+from django.db import connection
+
+from evaluation.bench_support import differences
+from evaluation.benchmarks.mpbench.management.commands.bench_overhead import Command
+from evaluation.models import Benchmark, Judgment, Submission
+from tests.conftest import REPO, SHARED_MPBENCH, require_service
+
+BROKER = os.environ.get("FLOORBOARD_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
+# The synthetic run over the 927 real tasks: 1,078 judged slots, four of them byte-identical to
+# another's request (the worker end-to-end tests store 1,074 judgments for the same run).
+CALLS, DISTINCT = 1078, 1074
+
+TABLE = {
+    "understanding": {
+        "n": 10,
+        "overall_acc": {"count": 9, "total": 10, "pct": 90.0},
+        "latency_s": 1.2,
+    },
+    "turnbased": {"n": 4, "tt_acc": {"count": 4, "total": 4, "pct": 100.0}, "latency_s": None},
+}
+
+
+def test_differences_name_every_leaf_that_differs():
+    changed = {
+        "understanding": {
+            "n": 10,
+            "overall_acc": {"count": 8, "total": 10, "pct": 80.0},
+            "spk_name_acc": {"count": 1, "total": 1, "pct": 100.0},
+        },
+        "turnbased": {"n": 4, "tt_acc": {"count": 4, "total": 4, "pct": 100.0}, "latency_s": 0},
+    }
+    assert differences(TABLE, changed) == [
+        "turnbased.latency_s: None != 0",
+        "understanding.latency_s: 1.2 != (missing)",
+        "understanding.overall_acc.count: 9 != 8",
+        "understanding.overall_acc.pct: 90.0 != 80.0",
+        "understanding.spk_name_acc: (missing) != {'count': 1, 'total': 1, 'pct': 100.0}",
+    ]
+
+
+def test_differences_compare_values_as_stored():
+    assert differences(TABLE, TABLE) == []
+    assert differences({"ranks": (1, 2)}, {"ranks": [1, 2]}) == []  # JSON has no tuple
+    assert differences({"pct": 90}, {"pct": 90.0}) == []  # one number, as JSON reads it
+    assert differences({"spoke": True}, {"spoke": 1}) == ["spoke: True != 1"]
+    assert differences([1, 2], [1, 2, 3]) == ["(the whole value): [1, 2] != [1, 2, 3]"]
+
+
+def test_a_pass_whose_results_or_calls_differ_fails():
+    check = Command()._check
+    check(TABLE, [TABLE, TABLE], 2, DISTINCT, 2 * DISTINCT)  # what a good pass gives
+    off = {**TABLE, "turnbased": {**TABLE["turnbased"], "n": 5}}
+    with pytest.raises(CommandError, match=r"differ .* in 1 place\(s\): turnbased.n: 4 != 5"):
+        check(TABLE, [TABLE, off], 2, DISTINCT, 2 * DISTINCT)
+    with pytest.raises(CommandError, match="2 upload.s. scored, but 1 score.s. stored"):
+        check(TABLE, [TABLE], 2, DISTINCT, 2 * DISTINCT)
+    with pytest.raises(CommandError, match="asked the judge 2149 times for 2 upload"):
+        check(TABLE, [TABLE, TABLE], 2, DISTINCT, 2 * DISTINCT + 1)
+
+
+# --- The command, as `make bench` runs it -------------------------------------------------------
+
+
+def run_bench(env: dict, tmp_path: Path) -> str:
+    """bench_overhead with an instant judge, two pairs of passes; its output. Temporary files go
+    under tmp_path/tmp, which is checked empty of them afterwards."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    result = subprocess.run(
+        [
+            *(sys.executable, "manage.py", "bench_overhead", "--latency", "0", "--repeat", "2"),
+            *("--benchmark-dir", str(SHARED_MPBENCH)),
+        ],
+        cwd=REPO,
+        env={**env, "TMPDIR": str(temporary)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    # Only the workers' log is left (appended to by every run, as /tmp keeps it).
+    assert [path.name for path in temporary.iterdir()] == ["floorboard-overhead-worker.log"]
+    return result.stdout
+
+
+def assert_figures(output: str, database: str, broker: str) -> None:
+    lines = output.strip().splitlines()
+    assert lines[0] == f"{database} + {broker} broker, judge 0 ms, 1 worker(s), bound 16"
+    ratios = []
+    for run in (1, 2):
+        plain = re.fullmatch(rf"pass {run}: plain Python: (\d+\.\d\d) s for (\d+) calls", lines[1])
+        site = re.fullmatch(rf"pass {run}: the site: +(\d+\.\d\d) s   ratio (\d+\.\d\d)", lines[2])
+        assert plain and site, lines[1:3]
+        assert int(plain[2]) == CALLS
+        assert float(site[2]) == pytest.approx(float(site[1]) / float(plain[1]), abs=0.011)
+        ratios.append(float(site[2]))
+        lines = lines[2:]
+    assert lines[1] == (
+        f"results identical to the plain pass's; {DISTINCT} judge calls per upload, one per "
+        f"distinct request of the plain pass's {CALLS}, in each of 2 passes"
+    )
+    median = re.fullmatch(r"median ratio (\d+\.\d\d) of 2 \((\d+\.\d\d), (\d+\.\d\d)\)", lines[2])
+    assert median, lines[2]
+    assert [float(median[2]), float(median[3])] == ratios
+    assert float(median[1]) == pytest.approx(sum(ratios) / 2, abs=0.006)
+
+
+def assert_media_empty(media: Path) -> None:
+    left = [path for path in media.rglob("*") if path.is_file()] if media.exists() else []
+    assert left == []
+
+
+@pytest.mark.services
+def test_bench_overhead_on_the_embedded_default(tmp_path):
+    if not (SHARED_MPBENCH / "tasks.jsonl").is_file():
+        pytest.skip("the MP-Bench data is not beside this checkout")
+    var = tmp_path / "var"
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "FLOORBOARD_TEST_BROKER_URL")
+    }
+    # The shipped settings (not the tests'), as `make bench` runs them.
+    env |= {"FLOORBOARD_VAR_DIR": str(var), "DJANGO_SETTINGS_MODULE": "config.settings"}
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v0"],
+        cwd=REPO,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    output = run_bench(env, tmp_path)
+    assert_figures(output, "sqlite", "filesystem")
+    with sqlite3.connect(var / "floorboard.sqlite3") as db:
+        for table in ("evaluation_benchmark", "evaluation_submission", "evaluation_judgment"):
+            assert db.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,), table
+    assert_media_empty(var / "media")
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_bench_overhead_on_postgresql_and_redis(postgres, tmp_path):
+    if not (SHARED_MPBENCH / "tasks.jsonl").is_file():
+        pytest.skip("the MP-Bench data is not beside this checkout")
+    require_service("Redis", "127.0.0.1", 6379)
+    db = connection.settings_dict
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:"
+        f"{db['PORT'] or 5432}/{db['NAME']}",
+        "CELERY_BROKER_URL": BROKER,
+        "FLOORBOARD_QUEUE": f"floorboard-test-{uuid.uuid4().hex[:8]}",
+        "FLOORBOARD_MEDIA_ROOT": str(tmp_path / "media"),
+        "FLOORBOARD_VAR_DIR": str(tmp_path / "var"),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
+    output = run_bench(env, tmp_path)
+    assert_figures(output, "postgresql", "redis")
+    assert not Benchmark.objects.exists()
+    assert not Submission.objects.exists()
+    assert not Judgment.objects.exists()
+    assert_media_empty(tmp_path / "media")
