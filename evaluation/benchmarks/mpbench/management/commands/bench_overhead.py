@@ -75,6 +75,30 @@ def _write_run(tree: Path, task_ids: list[str], marker: str) -> None:
             response.write_text(json.dumps(data))
 
 
+def _requests(tree: Path, tasks: dict, prompts: dict) -> tuple[dict, list]:
+    """Detection over a run's task folders and the judge requests it leads to: what was found
+    for each task, and [(task id, kind, prompt, schema)]."""
+    evidence = {t: detection.collect_evidence(*detection.directory_reader(tree / t)) for t in tasks}
+    half = detection.probe_half_duplex(evidence.values()).is_half_duplex
+    requests, found = [], {}
+    for task_id, spec in tasks.items():
+        found[task_id] = detection.detect(evidence[task_id], half_duplex=half)
+        task = _spec(task_id, spec)
+        for kind in scoring.kinds_for(task):
+            response = scoring.response_for(
+                kind, full_text=found[task_id].full_text, post_text=found[task_id].post_text
+            )
+            if not scoring.skips_judge(kind, response):
+                prompt = scoring.build_prompt(prompts[kind].template, kind, task, response)
+                requests.append((task_id, kind, prompt, prompts[kind].schema))
+    return found, requests
+
+
+def _distinct(requests: list) -> set[tuple[str, str]]:
+    """The requests that are not byte-identical to another (those share one judgment)."""
+    return {(kind, prompt) for _, kind, prompt, _ in requests}
+
+
 class Command(BaseCommand):
     help = __doc__.splitlines()[0]
 
@@ -106,6 +130,7 @@ class Command(BaseCommand):
         judge.save()
         try:
             tasks = {t.task_id: t.spec for t in benchmark.tasks.all()}
+            prompts = {p.kind: p for p in benchmark.prompts.all()}
             database = connection.vendor
             broker = settings.CELERY_BROKER_URL.split(":", 1)[0]
             self.stdout.write(
@@ -119,12 +144,17 @@ class Command(BaseCommand):
                     tree = work / f"pass-{run}" / f"run-{n}"
                     _write_run(tree, list(tasks), f"run-{uuid.uuid4().hex[:8]}")
                     trees.append(tree)
-                plain, calls, distinct, expected = self._plain(
-                    trees[0], tasks, benchmark, server.url, concurrency
+                plain, requests, expected = self._plain(
+                    trees[0], tasks, prompts, server.url, concurrency
                 )
+                calls, distinct = len(requests), _distinct(requests)
+                for tree in trees[1:]:
+                    # Uploads share a request where no response tells them apart (an agent
+                    # that did not speak): one call between them.
+                    distinct |= _distinct(_requests(tree, tasks, prompts)[1])
                 asked = server.calls
                 ours, found = self._site(benchmark, judge, trees, workers)
-                self._check(expected, found, submissions, distinct, server.calls - asked)
+                self._check(expected, found, len(distinct), server.calls - asked)
                 label = f"pass {run}: " if repeat > 1 else ""
                 if submissions == 1:
                     ratios.append(ours / plain)
@@ -133,18 +163,22 @@ class Command(BaseCommand):
                         f"{label}the site:     {ours:.2f} s   ratio {ours / plain:.2f}"
                     )
                 else:
-                    ideal = submissions * calls * latency / concurrency
+                    ideal = len(distinct) * latency / concurrency
                     ratios.append(ours / ideal if ideal else float("nan"))
                     self.stdout.write(
                         f"{label}{submissions} submissions at once: {ours:.2f} s for "
-                        f"{submissions * calls} calls; ideal {ideal:.2f} s   "
-                        f"ratio {ratios[-1]:.2f}"
+                        f"{len(distinct)} calls; ideal {ideal:.2f} s   ratio {ratios[-1]:.2f}"
                     )
                 self._clear(benchmark)
                 shutil.rmtree(work / f"pass-{run}", ignore_errors=True)
+            asked_for = (
+                f"the plain pass's {calls}"
+                if submissions == 1
+                else f"the {submissions} uploads' {submissions * calls}"
+            )
             self.stdout.write(
-                f"results identical to the plain pass's; {distinct} judge calls per upload, one "
-                f"per distinct request of the plain pass's {calls}"
+                f"results identical to the plain pass's; {len(distinct)} judge calls, one per "
+                f"distinct request of {asked_for}"
                 + (f", in each of {repeat} passes" if repeat > 1 else "")
             )
             if repeat > 1:
@@ -171,12 +205,13 @@ class Command(BaseCommand):
         Submission.objects.filter(benchmark=benchmark).delete()
         Judgment.objects.filter(prompt_version__benchmark=benchmark).delete()
 
-    def _check(self, expected: dict, found: list, uploads: int, calls: int, asked: int) -> None:
+    def _check(self, expected: dict, found: list, calls: int, asked: int) -> None:
         """The site did what the plain pass did: a score for every upload, each with the plain
-        pass's results, from one judge call per distinct request (``calls``; byte-identical
-        requests share one judgment) for each upload."""
-        if len(found) != uploads:
-            raise CommandError(f"{uploads} upload(s) scored, but {len(found)} score(s) stored")
+        pass's results, from one judge call per distinct request of the uploads (``calls``;
+        byte-identical requests share one judgment)."""
+        missing = found.count(None)
+        if missing:
+            raise CommandError(f"{missing} of {len(found)} scored upload(s) have no score stored")
         for results in found:
             named = differences(expected, results)
             if named:
@@ -184,32 +219,17 @@ class Command(BaseCommand):
                     f"the site's results differ from the plain pass's in {len(named)} "
                     f"place(s): {'; '.join(named[:5])}"
                 )
-        if asked != uploads * calls:
+        if asked != calls:
             raise CommandError(
-                f"the site asked the judge {asked} times for {uploads} upload(s), where each "
-                f"has {calls} distinct requests"
+                f"the site asked the judge {asked} times, where the uploads have {calls} "
+                "distinct requests"
             )
 
-    def _plain(self, tree: Path, tasks: dict, benchmark, url: str, concurrency: int):
+    def _plain(self, tree: Path, tasks: dict, prompts: dict, url: str, concurrency: int):
         """Detection, the judge calls from a thread pool, aggregation: no database, no queue.
-        Returns the seconds, the calls, how many of them are distinct requests, the results."""
-        prompts = {p.kind: p for p in benchmark.prompts.all()}
+        Returns the seconds, the requests called, the results."""
         started = time.perf_counter()
-        evidence = {
-            t: detection.collect_evidence(*detection.directory_reader(tree / t)) for t in tasks
-        }
-        half = detection.probe_half_duplex(evidence.values()).is_half_duplex
-        requests, found = [], {}
-        for task_id, spec in tasks.items():
-            found[task_id] = detection.detect(evidence[task_id], half_duplex=half)
-            task = _spec(task_id, spec)
-            for kind in scoring.kinds_for(task):
-                response = scoring.response_for(
-                    kind, full_text=found[task_id].full_text, post_text=found[task_id].post_text
-                )
-                if not scoring.skips_judge(kind, response):
-                    prompt = scoring.build_prompt(prompts[kind].template, kind, task, response)
-                    requests.append((task_id, kind, prompt, prompts[kind].schema))
+        found, requests = _requests(tree, tasks, prompts)
         client = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=concurrency))
 
         def call(item):
@@ -240,13 +260,11 @@ class Command(BaseCommand):
             scoring.TaskOutcome(_spec(t, s), found[t].spoke, found[t].latency, verdicts[t])
             for t, s in tasks.items()
         )
-        seconds = time.perf_counter() - started
-        distinct = len({(kind, prompt) for _, kind, prompt, _ in requests})
-        return seconds, len(requests), distinct, results
+        return time.perf_counter() - started, requests, results
 
     def _site(self, benchmark, judge, trees: list[Path], workers: int):
         """Upload to scored, through real worker processes on this database and broker: the
-        seconds, and each upload's results as stored."""
+        seconds, and each upload's results as stored (None for one with no score)."""
         zips = [zip_directory(tree) for tree in trees]
         env = {**os.environ, "FLOORBOARD_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE}
         log = open(Path(tempfile.gettempdir()) / "floorboard-overhead-worker.log", "ab")  # noqa: SIM115
@@ -300,10 +318,12 @@ class Command(BaseCommand):
                         raise CommandError(f"a run failed: {error}")
                 if all(status == "scored" for status, _, _ in states):
                     seconds = max(finished.timestamp() for _, finished, _ in states) - started
-                    return seconds, [
-                        score.results
-                        for score in Score.objects.filter(submission__in=runs, judge=judge)
-                    ]
+                    stored = dict(
+                        Score.objects.filter(submission__in=runs, judge=judge).values_list(
+                            "submission_id", "results"
+                        )
+                    )
+                    return seconds, [stored.get(submission.pk) for submission in made]
                 time.sleep(0.1)
         finally:
             for process in processes:
