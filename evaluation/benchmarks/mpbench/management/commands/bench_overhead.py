@@ -11,14 +11,16 @@ OpenAI-compatible judge that answers after --latency seconds:
   (finished_at), so that watching for it, a read every 0.1 s, takes next to nothing from the
   workers on the same machine.
 
-With --submissions N, N uploads (each with responses of its own, so no judgment is shared) are
-queued at once and timed until the last is scored, against the ideal: calls x latency / bound.
+With --submissions N, N uploads (each with responses of its own where the agent spoke; where
+it did not, uploads share a request, called once) are queued at once and timed until the last is
+scored, against the ideal: calls x latency / bound, the calls being the distinct requests of all
+the uploads.
 
-Each pass is checked, or the command fails: the site's results equal the plain pass's, leaf for
-leaf, and the judge was asked exactly the plain pass's calls for each upload (none twice, none
-left out). With --repeat N the pair of passes runs N times, in turn, each on responses of its
-own (a pass finds nothing in the judgment cache), and the median ratio is printed too: on a
-shared machine one pair can be off by a third.
+Each pass is checked, or the command fails: every upload's stored results equal the plain
+pass's, leaf for leaf, and the judge was asked once per distinct request (byte-identical
+requests share one judgment: none asked twice, none left out). With --repeat N the passes run N
+times, in turn, each on responses of its own (a pass finds nothing in the judgment cache), and
+the median ratio is printed too: on a shared machine one pair can be off by a third.
 """
 
 from __future__ import annotations
