@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
@@ -75,6 +76,20 @@ def test_a_pass_whose_results_or_calls_differ_fails():
         CommandError, match="asked the judge 1075 times, where the uploads have 1074"
     ):
         check(TABLE, [TABLE], DISTINCT, DISTINCT + 1)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--repeat", "0"], "must be >= 1"),
+        (["--workers", "0"], "must be >= 1"),
+        (["--submissions", "2", "--latency", "0"], "give a --latency above 0"),
+    ],
+)
+def test_options_that_cannot_measure_anything_are_refused(tmp_path, options, message):
+    (tmp_path / "tasks.jsonl").write_text("")
+    with pytest.raises(CommandError, match=message):
+        call_command("bench_overhead", "--benchmark-dir", str(tmp_path), *options)
 
 
 # --- The command, as `make bench` runs it -------------------------------------------------------

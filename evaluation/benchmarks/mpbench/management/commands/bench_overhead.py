@@ -120,6 +120,11 @@ class Command(BaseCommand):
             raise CommandError(f"{benchmark_dir}: no MP-Bench checkout; pass --benchmark-dir")
         if min(concurrency, workers, submissions, repeat) < 1:
             raise CommandError("--concurrency, --workers, --submissions and --repeat must be >= 1")
+        if submissions > 1 and latency <= 0:
+            raise CommandError(
+                "several submissions are measured against calls x latency / bound: "
+                "give a --latency above 0"
+            )
         # In a process of its own, as a remote judge would be: its work takes nothing from
         # either pass.
         server = JudgeServer(latency, lambda content: ANSWER)
@@ -166,7 +171,7 @@ class Command(BaseCommand):
                     )
                 else:
                     ideal = len(distinct) * latency / concurrency
-                    ratios.append(ours / ideal if ideal else float("nan"))
+                    ratios.append(ours / ideal)
                     self.stdout.write(
                         f"{label}{submissions} submissions at once: {ours:.2f} s for "
                         f"{len(distinct)} calls; ideal {ideal:.2f} s   ratio {ratios[-1]:.2f}"
