@@ -20,13 +20,14 @@ from django.db import connection
 
 from evaluation.bench_support import differences
 from evaluation.benchmarks.mpbench.management.commands.bench_overhead import Command
-from evaluation.models import Benchmark, Judgment, Submission
+from evaluation.models import Benchmark, JudgeCharge, Judgment, Submission, System
 from tests.conftest import REPO, SHARED_MPBENCH, require_service
 
 BROKER = os.environ.get("FLOORBOARD_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
 # The synthetic run over the 927 real tasks: 1,078 judged slots, four of them byte-identical to
-# another's request (the worker end-to-end tests store 1,074 judgments for the same run).
-CALLS, DISTINCT = 1078, 1074
+# another's request (speaker-name tasks with the same question, name and response). Two uploads
+# share 51 more: turn-taking tasks where the agent was silent ask the same in both.
+CALLS, DISTINCT, TWO_UPLOADS = 1078, 1074, 2 * 1074 - 51
 
 TABLE = {
     "understanding": {
@@ -66,16 +67,18 @@ def test_differences_compare_values_as_stored():
 
 def test_a_pass_whose_results_or_calls_differ_fails():
     check = Command()._check
-    check(TABLE, [TABLE, TABLE], DISTINCT, DISTINCT)  # what a good pass gives
-    off = {**TABLE, "turnbased": {**TABLE["turnbased"], "n": 5}}
-    with pytest.raises(CommandError, match=r"differ .* in 1 place\(s\): turnbased.n: 4 != 5"):
-        check(TABLE, [TABLE, off], DISTINCT, DISTINCT)
+    other = {**TABLE, "turnbased": {**TABLE["turnbased"], "n": 5}}
+    check([TABLE, other], [TABLE, other], DISTINCT, DISTINCT)  # what a good pass gives
+    with pytest.raises(
+        CommandError, match=r"upload 2: .* differ .* in 1 place\(s\): turnbased.n: 5 != 4"
+    ):
+        check([TABLE, other], [TABLE, TABLE], DISTINCT, DISTINCT)
     with pytest.raises(CommandError, match=r"1 of 2 scored upload\(s\) have no score stored"):
-        check(TABLE, [TABLE, None], DISTINCT, DISTINCT)
+        check([TABLE, TABLE], [TABLE, None], DISTINCT, DISTINCT)
     with pytest.raises(
         CommandError, match="asked the judge 1075 times, where the uploads have 1074"
     ):
-        check(TABLE, [TABLE], DISTINCT, DISTINCT + 1)
+        check([TABLE], [TABLE], DISTINCT, DISTINCT + 1)
 
 
 @pytest.mark.parametrize(
@@ -152,8 +155,9 @@ def assert_figures(output: str, database: str, broker: str) -> None:
 
 
 def assert_media_empty(media: Path) -> None:
-    left = [path for path in media.rglob("*") if path.is_file()] if media.exists() else []
-    assert left == []
+    """The bundles were stored there, and are gone."""
+    assert (media / "bundles").is_dir()
+    assert [path for path in media.rglob("*") if path.is_file()] == []
 
 
 @pytest.mark.services
@@ -167,7 +171,11 @@ def test_bench_overhead_on_the_embedded_default(tmp_path):
         if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "FLOORBOARD_TEST_BROKER_URL")
     }
     # The shipped settings (not the tests'), as `make bench` runs them.
-    env |= {"FLOORBOARD_VAR_DIR": str(var), "DJANGO_SETTINGS_MODULE": "config.settings"}
+    env |= {
+        "FLOORBOARD_VAR_DIR": str(var),
+        "FLOORBOARD_MEDIA_ROOT": str(var / "media"),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput", "-v0"],
         cwd=REPO,
@@ -178,7 +186,8 @@ def test_bench_overhead_on_the_embedded_default(tmp_path):
     output = run_bench(env, tmp_path, *INSTANT_TWICE)
     assert_figures(output, "sqlite", "filesystem")
     with sqlite3.connect(var / "floorboard.sqlite3") as db:
-        for table in ("evaluation_benchmark", "evaluation_submission", "evaluation_judgment"):
+        tables = ("benchmark", "submission", "judgment", "judgecharge", "system")
+        for table in (f"evaluation_{name}" for name in tables):
             assert db.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,), table
     assert_media_empty(var / "media")
 
@@ -205,6 +214,8 @@ def assert_nothing_left(tmp_path: Path) -> None:
     assert not Benchmark.objects.exists()
     assert not Submission.objects.exists()
     assert not Judgment.objects.exists()
+    assert not JudgeCharge.objects.exists()
+    assert not System.objects.exists()
     assert_media_empty(tmp_path / "media")
 
 
@@ -235,7 +246,7 @@ def test_bench_overhead_with_two_uploads_at_once(postgres, tmp_path):
     )
     assert figures, lines[1]
     seconds, calls, ideal, ratio = (float(figures[n]) for n in (1, 2, 3, 4))
-    assert DISTINCT < calls < 2 * DISTINCT and calls.is_integer()
+    assert calls == TWO_UPLOADS
     assert ideal == pytest.approx(calls * 0.01 / 16, abs=0.006)
     assert_quotient(ratio, seconds, ideal)
     assert lines[2] == (

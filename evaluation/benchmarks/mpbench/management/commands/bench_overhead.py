@@ -3,28 +3,31 @@
 A synthetic 927-task run (every task of the real benchmark) is scored twice against a local
 OpenAI-compatible judge that answers after --latency seconds:
 
-- plain: detection over the folders, the same judge calls from a pool of --concurrency threads,
-  aggregation; no database, no queue, no storage;
+- plain: detection over the folders, a judge call for every request (from a pool of
+  --concurrency threads; the site calls byte-identical requests once), aggregation; no
+  database, no queue, no storage;
 - the site: the upload validated and stored, then real Celery worker processes (--workers) on the
   configured database and broker do ingest, detection, judging and aggregation; timed from the
   upload until the submission is scored, by the time the worker records as it scores it
   (finished_at), so that watching for it, a read every 0.1 s, takes next to nothing from the
   workers on the same machine.
 
-With --submissions N, N uploads (each with responses of its own where the agent spoke; where
-it did not, uploads share a request, called once) are queued at once and timed until the last is
-scored, against the ideal: calls x latency / bound, the calls being the distinct requests of all
-the uploads.
+With --submissions N, N uploads are queued at once and timed until the last is scored, against
+the ideal: calls x latency / bound, the calls being the distinct requests of all the uploads.
+Each upload has responses of its own where the agent spoke; a turn-taking task where it did not
+asks the judge the same in every upload, and is called once.
 
 Each pass is checked, or the command fails: every upload's stored results equal the plain
-pass's, leaf for leaf, and the judge was asked once per distinct request (byte-identical
-requests share one judgment: none asked twice, none left out). With --repeat N the passes run N
+pass's, leaf for leaf, and the site asked the judge as many times as there are distinct
+requests (byte-identical requests share one judgment). The judge's verdict is read from the
+request's bytes, so a verdict stored on the wrong task or kind changes the results. With --repeat N the passes run N
 times, in turn, each on responses of its own (a pass finds nothing in the judgment cache), and
-the median ratio is printed too: on a shared machine one pair can be off by a third.
+the median ratio is printed too: on a shared machine single pairs vary widely.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -41,6 +44,7 @@ import httpx
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
+from django.db.models import Q
 
 from evaluation import services
 from evaluation.bench_support import JudgeServer, differences
@@ -53,6 +57,7 @@ from evaluation.models import (
     Judgment,
     Score,
     Submission,
+    System,
     Task,
     TaskJudgment,
     TaskResult,
@@ -60,7 +65,15 @@ from evaluation.models import (
 
 # The tables a submission's scoring reads and writes.
 PIPELINE_MODELS = (Task, Submission, TaskResult, TaskJudgment, Judgment, JudgeCharge)
-ANSWER = json.dumps({"correct": True, "consistent": True, "reasoning": "", "extracted_name": None})
+
+
+def _answer(content: str) -> str:
+    """The judge's answer, read from the request itself: the same for the same bytes, true for
+    about half of them, so that a verdict put on the wrong task or kind changes the results."""
+    verdict = hashlib.sha256(content.encode()).digest()[0] < 128
+    return json.dumps(
+        {"correct": verdict, "consistent": verdict, "reasoning": "", "extracted_name": None}
+    )
 
 
 def _write_run(tree: Path, task_ids: list[str], marker: str) -> None:
@@ -71,7 +84,8 @@ def _write_run(tree: Path, task_ids: list[str], marker: str) -> None:
         response = tree / task_id / "response.json"
         data = json.loads(response.read_text())
         if data["chunks"]:
-            # Responses of this run's own: no judgment is shared with another run.
+            # Responses of this run's own: where the agent spoke, no judgment is shared with
+            # another run.
             data["chunks"][-1]["text"] += f" {marker}"
             data["text"] += f" {marker}"
             response.write_text(json.dumps(data))
@@ -94,6 +108,14 @@ def _requests(tree: Path, tasks: dict, prompts: dict) -> tuple[dict, list]:
                 prompt = scoring.build_prompt(prompts[kind].template, kind, task, response)
                 requests.append((task_id, kind, prompt, prompts[kind].schema))
     return found, requests
+
+
+def _results(tasks: dict, found: dict, verdicts: dict) -> dict:
+    """The benchmark's table from what detection found and the verdicts, task by task."""
+    return scoring.aggregate(
+        scoring.TaskOutcome(_spec(t, s), found[t].spoke, found[t].latency, verdicts[t])
+        for t, s in tasks.items()
+    )
 
 
 def _distinct(requests: list) -> set[tuple[str, str]]:
@@ -127,7 +149,7 @@ class Command(BaseCommand):
             )
         # In a process of its own, as a remote judge would be: its work takes nothing from
         # either pass.
-        server = JudgeServer(latency, lambda content: ANSWER)
+        server = JudgeServer(latency, _answer)
         work = Path(tempfile.mkdtemp(prefix="floorboard-overhead-"))
         benchmark = services.benchmark_import(
             slug="bench-overhead", directory=benchmark_dir, plugin="mp-bench", name="Overhead"
@@ -151,14 +173,21 @@ class Command(BaseCommand):
                     tree = work / f"pass-{run}" / f"run-{n}"
                     _write_run(tree, list(tasks), f"run-{uuid.uuid4().hex[:8]}")
                     trees.append(tree)
-                plain, requests, expected = self._plain(
+                plain, requests, results = self._plain(
                     trees[0], tasks, prompts, server.url, concurrency
                 )
-                calls, distinct = len(requests), _distinct(requests)
+                calls, distinct, expected = len(requests), _distinct(requests), [results]
                 for tree in trees[1:]:
+                    # The other uploads' results, with the verdicts the judge gives (it is not
+                    # asked: this is not timed).
+                    found_here, asked_here = _requests(tree, tasks, prompts)
+                    verdicts = {task_id: {} for task_id in tasks}
+                    for task_id, kind, prompt, _ in asked_here:
+                        verdicts[task_id][kind] = scoring.parse_verdict(kind, _answer(prompt))[0]
+                    expected.append(_results(tasks, found_here, verdicts))
                     # Uploads share a request where no response tells them apart (an agent
                     # that did not speak): one call between them.
-                    distinct |= _distinct(_requests(tree, tasks, prompts)[1])
+                    distinct |= _distinct(asked_here)
                 asked = server.calls
                 ours, found = self._site(benchmark, judge, trees, workers)
                 self._check(expected, found, len(distinct), server.calls - asked)
@@ -206,24 +235,33 @@ class Command(BaseCommand):
             shutil.rmtree(work, ignore_errors=True)
 
     def _clear(self, benchmark) -> None:
-        """What the passes stored: their submissions (with their stored files), judgments."""
-        for submission in Submission.objects.filter(benchmark=benchmark):
+        """What the passes stored: their submissions with their stored files, charges and
+        systems, and the judgments."""
+        submissions = Submission.objects.filter(benchmark=benchmark)
+        systems = set(submissions.values_list("system_id", flat=True))
+        for submission in submissions:
             submission.bundle.delete(save=False)
-        Submission.objects.filter(benchmark=benchmark).delete()
+        JudgeCharge.objects.filter(
+            Q(submission__benchmark=benchmark) | Q(judge__benchmark=benchmark)
+        ).delete()
+        submissions.delete()
+        System.objects.filter(pk__in=systems, submissions__isnull=True).delete()
         Judgment.objects.filter(prompt_version__benchmark=benchmark).delete()
 
-    def _check(self, expected: dict, found: list, calls: int, asked: int) -> None:
-        """The site did what the plain pass did: a score for every upload, each with the plain
-        pass's results, from one judge call per distinct request of the uploads (``calls``;
-        byte-identical requests share one judgment)."""
+    def _check(self, expected: list, found: list, calls: int, asked: int) -> None:
+        """The site did what the plain pass did: a score for every upload, each with the results
+        the plain pass gives for it (``expected``, in the same order), from one judge call per
+        distinct request of the uploads (``calls``; byte-identical requests share one
+        judgment)."""
         missing = found.count(None)
         if missing:
             raise CommandError(f"{missing} of {len(found)} scored upload(s) have no score stored")
-        for results in found:
-            named = differences(expected, results)
+        for n, (wanted, results) in enumerate(zip(expected, found, strict=True)):
+            named = differences(wanted, results)
             if named:
+                upload = f"upload {n + 1}: " if len(found) > 1 else ""
                 raise CommandError(
-                    f"the site's results differ from the plain pass's in {len(named)} "
+                    f"{upload}the site's results differ from the plain pass's in {len(named)} "
                     f"place(s): {'; '.join(named[:5])}"
                 )
         if asked != calls:
@@ -263,10 +301,7 @@ class Command(BaseCommand):
             for task_id, kind, verdict in pool.map(call, requests):
                 verdicts[task_id][kind] = verdict
         client.close()
-        results = scoring.aggregate(
-            scoring.TaskOutcome(_spec(t, s), found[t].spoke, found[t].latency, verdicts[t])
-            for t, s in tasks.items()
-        )
+        results = _results(tasks, found, verdicts)
         return time.perf_counter() - started, requests, results
 
     def _site(self, benchmark, judge, trees: list[Path], workers: int):
