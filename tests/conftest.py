@@ -369,6 +369,15 @@ def peak_rss_growth():
     measured["mib"] = _status_mib("VmHWM") - before
 
 
+def embedded_env(var: Path, **settings: str) -> dict:
+    """The environment of a process on the embedded default: this one's, without the database
+    and broker the test run may point at (a SQLite file and the filesystem broker under
+    ``var`` instead), plus ``settings``."""
+    skipped = ("DATABASE_URL", "CELERY_BROKER_URL", "FLOORBOARD_TEST_BROKER_URL")
+    env = {key: value for key, value in os.environ.items() if key not in skipped}
+    return env | {"FLOORBOARD_VAR_DIR": str(var), **settings}
+
+
 def port_open(host: str, port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.5)

@@ -27,7 +27,7 @@ from django.db import connection
 from config.celery import app as celery_app
 from evaluation.benchmarks.mpbench.synthetic import GOOD, write_bundle_tree
 from evaluation.models import Judgment
-from tests.conftest import REPO, SHARED_MPBENCH, completion, require_service
+from tests.conftest import REPO, SHARED_MPBENCH, completion, embedded_env, require_service
 
 BROKER = os.environ.get("FLOORBOARD_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
 JUDGE_DELAY = 0.2
@@ -275,17 +275,9 @@ def test_killed_worker_on_the_embedded_default(tmp_path, judge_server, mpbench_t
     judge_server.responder = arrivals
     var = tmp_path / "var"
     database = var / "floorboard.sqlite3"
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "FLOORBOARD_TEST_BROKER_URL")
-    }
-    env |= {
-        "FLOORBOARD_VAR_DIR": str(var),
-        "FLOORBOARD_QUEUE": "floorboard",
-        "OPENAI_BASE_URL": judge_server.url,
-        "DJANGO_DEBUG": "1",
-    }
+    env = embedded_env(
+        var, FLOORBOARD_QUEUE="floorboard", OPENAI_BASE_URL=judge_server.url, DJANGO_DEBUG="1"
+    )
 
     def manage(*args):
         return subprocess.run(

@@ -21,7 +21,7 @@ from django.db import connection
 from evaluation.bench_support import differences
 from evaluation.benchmarks.mpbench.management.commands.bench_overhead import Command
 from evaluation.models import Benchmark, JudgeCharge, Judgment, Submission, System
-from tests.conftest import REPO, SHARED_MPBENCH, require_service
+from tests.conftest import REPO, SHARED_MPBENCH, embedded_env, require_service
 
 BROKER = os.environ.get("FLOORBOARD_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
 # The synthetic run over the 927 real tasks: 1,078 judged slots, four of them byte-identical to
@@ -161,21 +161,12 @@ def assert_media_empty(media: Path) -> None:
 
 
 @pytest.mark.services
-def test_bench_overhead_on_the_embedded_default(tmp_path):
-    if not (SHARED_MPBENCH / "tasks.jsonl").is_file():
-        pytest.skip("the MP-Bench data is not beside this checkout")
+def test_bench_overhead_on_the_embedded_default(tmp_path, mpbench_dir):
     var = tmp_path / "var"
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "FLOORBOARD_TEST_BROKER_URL")
-    }
     # The shipped settings (not the tests'), as `make bench` runs them.
-    env |= {
-        "FLOORBOARD_VAR_DIR": str(var),
-        "FLOORBOARD_MEDIA_ROOT": str(var / "media"),
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-    }
+    env = embedded_env(
+        var, FLOORBOARD_MEDIA_ROOT=str(var / "media"), DJANGO_SETTINGS_MODULE="config.settings"
+    )
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput", "-v0"],
         cwd=REPO,
@@ -194,8 +185,6 @@ def test_bench_overhead_on_the_embedded_default(tmp_path):
 
 def postgresql_env(tmp_path: Path) -> dict:
     """The shipped settings on this test's database, Redis and a queue of the test's own."""
-    if not (SHARED_MPBENCH / "tasks.jsonl").is_file():
-        pytest.skip("the MP-Bench data is not beside this checkout")
     require_service("Redis", "127.0.0.1", 6379)
     db = connection.settings_dict
     return {
@@ -221,7 +210,7 @@ def assert_nothing_left(tmp_path: Path) -> None:
 
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
-def test_bench_overhead_on_postgresql_and_redis(postgres, tmp_path):
+def test_bench_overhead_on_postgresql_and_redis(postgres, mpbench_dir, tmp_path):
     output = run_bench(postgresql_env(tmp_path), tmp_path, *INSTANT_TWICE)
     assert_figures(output, "postgresql", "redis")
     assert_nothing_left(tmp_path)
@@ -229,7 +218,7 @@ def test_bench_overhead_on_postgresql_and_redis(postgres, tmp_path):
 
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
-def test_bench_overhead_with_two_uploads_at_once(postgres, tmp_path):
+def test_bench_overhead_with_two_uploads_at_once(postgres, mpbench_dir, tmp_path):
     """Two uploads, two workers: timed against the ideal, calls x latency / bound, where the
     calls are the distinct requests of both (they share those no response tells apart)."""
     output = run_bench(

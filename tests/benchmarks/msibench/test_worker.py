@@ -7,7 +7,6 @@ plain pass over the same files and the judge's final answers; a re-score makes n
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import pytest
 
 from evaluation.benchmarks.msibench.release import read_release
 from evaluation.benchmarks.msibench.synthetic import synthetic_predictions, write_predictions
-from tests.conftest import REPO
+from tests.conftest import REPO, embedded_env
 from tests.evaluation.test_worker_end_to_end import worker
 
 from .conftest import (
@@ -39,18 +38,13 @@ def test_a_worker_scores_through_429_500_and_malformed_answers(
     judge_server.responder = script
     var = tmp_path / "var"
     database = var / "floorboard.sqlite3"
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "FLOORBOARD_TEST_BROKER_URL")
-    }
-    env |= {
-        "FLOORBOARD_VAR_DIR": str(var),
-        "FLOORBOARD_QUEUE": "floorboard",
-        "FLOORBOARD_JUDGE_BACKOFF_BASE_SECONDS": "0.05",
-        "FLOORBOARD_JUDGE_BACKOFF_MAX_SECONDS": "0.1",
-        "DJANGO_DEBUG": "1",
-    }
+    env = embedded_env(
+        var,
+        FLOORBOARD_QUEUE="floorboard",
+        FLOORBOARD_JUDGE_BACKOFF_BASE_SECONDS="0.05",
+        FLOORBOARD_JUDGE_BACKOFF_MAX_SECONDS="0.1",
+        DJANGO_DEBUG="1",
+    )
 
     def manage(*args):
         return subprocess.run(

@@ -4,7 +4,6 @@ same services the views call. Nothing here runs the finish in the test's own pro
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED_MPBENCH
+from tests.conftest import SHARED_MPBENCH, embedded_env
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -50,16 +49,11 @@ def test_a_worker_process_finishes_a_browser_upload(tmp_path, make_bundle):
     if not (SHARED_MPBENCH / "tasks.jsonl").is_file():
         pytest.skip("the MP-Bench data is not beside this checkout")
     var = tmp_path / "var"
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "FLOORBOARD_TEST_BROKER_URL")
-    }
-    env |= {
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "FLOORBOARD_VAR_DIR": str(var),
-        "FLOORBOARD_QUEUE": f"uploads-{uuid.uuid4().hex[:8]}",
-    }
+    env = embedded_env(
+        var,
+        DJANGO_SETTINGS_MODULE="config.settings",
+        FLOORBOARD_QUEUE=f"uploads-{uuid.uuid4().hex[:8]}",
+    )
 
     def run(*args):
         return subprocess.run(
