@@ -1,17 +1,19 @@
 """Helpers the benchmark figure commands share: a local judge in a process of its own, timing a
 function at its fastest with its peak memory, timing the judge work, and running the
-pipeline's stages by hand (no queue), each timed."""
+pipeline's stages by hand (no queue), each timed, and another process's processor time."""
 
 from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import time
 import tracemalloc
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 from django.core.management.base import CommandError
 
@@ -245,3 +247,16 @@ def _differences(expected, found, path: str) -> list[str]:
     # True == 1 in Python; not in a table of results.
     same = expected == found and (type(expected) is bool) == (type(found) is bool)
     return [] if same else [f"{path or '(the whole value)'}: {expected!r} != {found!r}"]
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """The processor seconds (user and system) another process has spent so far, all its threads
+    together, as Linux's /proc tells; None where there is no /proc to read."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # After the command name, in parentheses (which may hold spaces): utime and stime are the
+    # 12th and 13th fields.
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

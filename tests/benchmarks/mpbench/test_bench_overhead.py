@@ -18,7 +18,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from evaluation.bench_support import differences
+from evaluation.bench_support import differences, process_cpu_seconds
 from evaluation.benchmarks.mpbench.management.commands.bench_overhead import Command
 from evaluation.models import Benchmark, JudgeCharge, Judgment, Submission, System
 from tests.conftest import REPO, SHARED_MPBENCH, embedded_env, require_service
@@ -81,6 +81,29 @@ def test_a_pass_whose_results_or_calls_differ_fails():
         check([TABLE], [TABLE], DISTINCT, DISTINCT + 1)
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="no /proc on this system")
+def test_process_cpu_seconds_reads_another_processs_time():
+    """What the process itself counts (time.process_time, user and system time of all its
+    threads), read from outside while it waits; None once it is gone."""
+    busy = (
+        "import sys, time\n"
+        "end = time.process_time() + 0.3\n"
+        "while time.process_time() < end: pass\n"
+        "print(time.process_time(), flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", busy], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    own = float(child.stdout.readline())
+    read = process_cpu_seconds(child.pid)
+    child.communicate("")
+    assert own >= 0.3
+    # /proc counts in clock ticks (1/100 s here); the print itself costs next to nothing.
+    assert read == pytest.approx(own, abs=0.03)
+    assert process_cpu_seconds(child.pid) is None
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -134,15 +157,36 @@ def assert_quotient(printed: float, numerator: float, denominator: float) -> Non
 def assert_figures(output: str, database: str, broker: str) -> None:
     lines = output.strip().splitlines()
     assert lines[0] == f"{database} + {broker} broker, judge 0 ms, 1 worker(s), bound 16"
-    ratios = []
+    ratios, cpu_ratios = [], []
     for run in (1, 2):
         plain = re.fullmatch(rf"pass {run}: plain Python: (\d+\.\d\d) s for (\d+) calls", lines[1])
         site = re.fullmatch(rf"pass {run}: the site: +(\d+\.\d\d) s   ratio (\d+\.\d\d)", lines[2])
-        assert plain and site, lines[1:3]
+        cpu = re.fullmatch(
+            rf"pass {run}: processor: plain (\d+\.\d\d) s, the site (\d+\.\d\d) s "
+            r"\(upload (\d+\.\d\d), workers (\d+\.\d\d)\)   ratio (\d+\.\d\d)",
+            lines[3],
+        )
+        stages = re.fullmatch(
+            rf"pass {run}: the site's stages: accepted (\d+\.\d\d) s, first judgment "
+            r"(\d+\.\d\d) s, last answer (\d+\.\d\d) s, scored (\d+\.\d\d) s",
+            lines[4],
+        )
+        assert plain and site and cpu and stages, lines[1:5]
         assert int(plain[2]) == CALLS
         assert_quotient(float(site[2]), float(site[1]), float(plain[1]))
         ratios.append(float(site[2]))
-        lines = lines[2:]
+        plain_cpu, site_cpu, upload_cpu, worker_cpu, cpu_ratio = map(float, cpu.groups())
+        # The processes did the work: the plain pass's calls, the upload's validation and the
+        # worker's scoring each take a measurable share of a second.
+        assert min(plain_cpu, upload_cpu, worker_cpu) > 0.05, lines[3]
+        assert site_cpu == pytest.approx(upload_cpu + worker_cpu, abs=0.0101)
+        assert_quotient(cpu_ratio, site_cpu, plain_cpu)
+        cpu_ratios.append(cpu_ratio)
+        # In the order the pipeline runs them, the last when the site's clock stopped.
+        ends = [float(end) for end in stages.groups()]
+        assert 0 < ends[0] <= ends[1] <= ends[2] <= ends[3], lines[4]
+        assert ends[3] == float(site[1])
+        lines = lines[4:]
     assert lines[1] == (
         f"results identical to the plain pass's; {DISTINCT} judge calls, one per distinct "
         f"request of the plain pass's {CALLS}, in each of 2 passes"
@@ -152,6 +196,12 @@ def assert_figures(output: str, database: str, broker: str) -> None:
     assert [float(median[2]), float(median[3])] == ratios
     # Each printed ratio, and the median, is within 0.005 of its value.
     assert float(median[1]) == pytest.approx(sum(ratios) / 2, abs=0.0101)
+    median = re.fullmatch(
+        r"median processor ratio (\d+\.\d\d) of 2 \((\d+\.\d\d), (\d+\.\d\d)\)", lines[3]
+    )
+    assert median, lines[3]
+    assert [float(median[2]), float(median[3])] == cpu_ratios
+    assert float(median[1]) == pytest.approx(sum(cpu_ratios) / 2, abs=0.0101)
 
 
 def assert_media_empty(media: Path) -> None:

@@ -17,6 +17,13 @@ the ideal: calls x latency / bound, the calls being the distinct requests of all
 Each upload has responses of its own where the agent spoke; a turn-taking task where it did not
 asks the judge the same in every upload, and is called once.
 
+With one upload, each pair of passes also prints the processor time the two spent, where
+the machine's load moves it less than the seconds: the plain pass's process against the site's
+Python processes (the uploading one while it validates and stores the upload, and the workers
+from the upload until scored; the database and the broker are not counted). Then when the
+site's stages ended, in seconds from the upload: the upload validated and accepted, the first
+judgment made, the last answer stored, the submission scored.
+
 Each pass is checked, or the command fails: every upload's stored results equal the plain
 pass's, leaf for leaf, and the site asked the judge as many times as there are distinct
 requests (byte-identical requests share one judgment). The judge's verdict is read from the
@@ -38,16 +45,17 @@ import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
-from django.db.models import Q
+from django.db.models import Max, Min, Q
 
 from evaluation import services
-from evaluation.bench_support import JudgeServer, differences
+from evaluation.bench_support import JudgeServer, differences, process_cpu_seconds
 from evaluation.benchmarks.mpbench import detection, scoring, synthetic
 from evaluation.benchmarks.mpbench.plugin import _spec
 from evaluation.bundles import zip_directory
@@ -123,6 +131,28 @@ def _distinct(requests: list) -> set[tuple[str, str]]:
     return {(kind, prompt) for _, kind, prompt, _ in requests}
 
 
+@dataclass
+class _SiteUsage:
+    upload_cpu: float  # processor seconds of the uploading process while it uploads
+    worker_cpu: float | None  # of the workers from the upload until scored; None: not known
+    stages: list[tuple[str, float]]  # (stage, when it ended in seconds from the upload)
+
+
+def _stages(submission_id: int, started: float) -> list[tuple[str, float]]:
+    """When a scored upload's stages ended, in seconds from ``started`` (a time.time())."""
+    submission = Submission.objects.get(pk=submission_id)
+    judgments = Judgment.objects.filter(uses__task_result__submission=submission).aggregate(
+        first=Min("created_at"), last=Max("completed_at")
+    )
+    ends = [
+        ("accepted", submission.created_at),
+        ("first judgment", judgments["first"]),
+        ("last answer", judgments["last"]),
+        ("scored", submission.finished_at),
+    ]
+    return [(stage, at.timestamp() - started) for stage, at in ends if at is not None]
+
+
 class Command(BaseCommand):
     help = __doc__.splitlines()[0]
 
@@ -166,14 +196,14 @@ class Command(BaseCommand):
                 f"{database} + {broker} broker, judge {latency * 1000:.0f} ms, "
                 f"{workers} worker(s), bound {concurrency}"
             )
-            ratios = []
+            ratios, cpu_ratios = [], []
             for run in range(1, repeat + 1):
                 trees = []
                 for n in range(submissions):
                     tree = work / f"pass-{run}" / f"run-{n}"
                     _write_run(tree, list(tasks), f"run-{uuid.uuid4().hex[:8]}")
                     trees.append(tree)
-                plain, requests, results = self._plain(
+                plain, plain_cpu, requests, results = self._plain(
                     trees[0], tasks, prompts, server.url, concurrency
                 )
                 calls, distinct, expected = len(requests), _distinct(requests), [results]
@@ -189,7 +219,7 @@ class Command(BaseCommand):
                     # that did not speak): one call between them.
                     distinct |= _distinct(asked_here)
                 asked = server.calls
-                ours, found = self._site(benchmark, judge, trees, workers)
+                ours, found, usage = self._site(benchmark, judge, trees, workers)
                 self._check(expected, found, len(distinct), server.calls - asked)
                 label = f"pass {run}: " if repeat > 1 else ""
                 if submissions == 1:
@@ -197,6 +227,18 @@ class Command(BaseCommand):
                     self.stdout.write(f"{label}plain Python: {plain:.2f} s for {calls} calls")
                     self.stdout.write(
                         f"{label}the site:     {ours:.2f} s   ratio {ours / plain:.2f}"
+                    )
+                    if usage.worker_cpu is not None:
+                        site_cpu = usage.upload_cpu + usage.worker_cpu
+                        cpu_ratios.append(site_cpu / plain_cpu)
+                        self.stdout.write(
+                            f"{label}processor: plain {plain_cpu:.2f} s, the site "
+                            f"{site_cpu:.2f} s (upload {usage.upload_cpu:.2f}, workers "
+                            f"{usage.worker_cpu:.2f})   ratio {cpu_ratios[-1]:.2f}"
+                        )
+                    self.stdout.write(
+                        f"{label}the site's stages: "
+                        + ", ".join(f"{stage} {at:.2f} s" for stage, at in usage.stages)
                     )
                 else:
                     ideal = len(distinct) * latency / concurrency
@@ -222,6 +264,11 @@ class Command(BaseCommand):
                     f"median ratio {statistics.median(ratios):.2f} of {repeat} "
                     f"({', '.join(f'{ratio:.2f}' for ratio in ratios)})"
                 )
+                if cpu_ratios:
+                    self.stdout.write(
+                        f"median processor ratio {statistics.median(cpu_ratios):.2f} of "
+                        f"{len(cpu_ratios)} ({', '.join(f'{ratio:.2f}' for ratio in cpu_ratios)})"
+                    )
             if submissions > 1 and workers > 1 and not broker.startswith("redis"):
                 # evaluation/throttle.py: without Redis the bound is a semaphore per process.
                 self.stdout.write(
@@ -272,8 +319,8 @@ class Command(BaseCommand):
 
     def _plain(self, tree: Path, tasks: dict, prompts: dict, url: str, concurrency: int):
         """Detection, the judge calls from a thread pool, aggregation: no database, no queue.
-        Returns the seconds, the requests called, the results."""
-        started = time.perf_counter()
+        Returns the seconds, the processor seconds, the requests called, the results."""
+        started, cpu = time.perf_counter(), time.process_time()
         found, requests = _requests(tree, tasks, prompts)
         client = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=concurrency))
 
@@ -302,11 +349,12 @@ class Command(BaseCommand):
                 verdicts[task_id][kind] = verdict
         client.close()
         results = _results(tasks, found, verdicts)
-        return time.perf_counter() - started, requests, results
+        return time.perf_counter() - started, time.process_time() - cpu, requests, results
 
     def _site(self, benchmark, judge, trees: list[Path], workers: int):
         """Upload to scored, through real worker processes on this database and broker: the
-        seconds, and each upload's results as stored (None for one with no score)."""
+        seconds, each upload's results as stored (None for one with no score), and the
+        processor time and stages (_SiteUsage)."""
         zips = [zip_directory(tree) for tree in trees]
         env = {**os.environ, "FLOORBOARD_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE}
         log = open(Path(tempfile.gettempdir()) / "floorboard-overhead-worker.log", "ab")  # noqa: SIM115
@@ -343,6 +391,8 @@ class Command(BaseCommand):
                     cursor.execute(f"VACUUM ANALYZE {tables}")
             time.sleep(3.0)  # let the workers connect before the clock starts
             started = time.time()  # the clock timezone.now() reads, which finished_at keeps
+            workers_cpu = [process_cpu_seconds(process.pid) for process in processes]
+            upload_cpu = time.process_time()
             made = [
                 services.submission_create(
                     benchmark=benchmark,
@@ -352,6 +402,7 @@ class Command(BaseCommand):
                 )
                 for n, path in enumerate(zips)
             ]
+            upload_cpu = time.process_time() - upload_cpu
             runs = Submission.objects.filter(pk__in=[s.pk for s in made])
             while True:
                 states = list(runs.values_list("status", "finished_at", "error"))
@@ -359,13 +410,19 @@ class Command(BaseCommand):
                     if status == "failed":
                         raise CommandError(f"a run failed: {error}")
                 if all(status == "scored" for status, _, _ in states):
+                    spent = [process_cpu_seconds(process.pid) for process in processes]
                     seconds = max(finished.timestamp() for _, finished, _ in states) - started
                     stored = dict(
                         Score.objects.filter(submission__in=runs, judge=judge).values_list(
                             "submission_id", "results"
                         )
                     )
-                    return seconds, [stored.get(submission.pk) for submission in made]
+                    usage = _SiteUsage(
+                        upload_cpu,
+                        None if None in workers_cpu + spent else sum(spent) - sum(workers_cpu),
+                        _stages(made[0].pk, started) if len(made) == 1 else [],
+                    )
+                    return seconds, [stored.get(submission.pk) for submission in made], usage
                 time.sleep(0.1)
         finally:
             for process in processes:
