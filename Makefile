@@ -9,6 +9,7 @@ PORT ?= 8000
 # A DEBUG-off process needs its own DJANGO_SECRET_KEY; local commands that run without DEBUG
 # (benchmarks, the migrations check) get a throwaway one unless the environment has one.
 LOCAL_KEY := DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-floorboard-local-only-not-a-secret}"
+MANAGE := $(LOCAL_KEY) $(BIN)/python manage.py
 
 .PHONY: install demo test lint check-migrations bench clean lock
 
@@ -58,23 +59,25 @@ lint: install
 	$(BIN)/ruff format --check .
 
 check-migrations: install
-	$(LOCAL_KEY) $(BIN)/python manage.py makemigrations --check --dry-run
+	$(MANAGE) makemigrations --check --dry-run
 
 # bench_overhead on both databases: with DATABASE_URL set for PostgreSQL, the embedded default's
 # figures follow.
+EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL $(MANAGE)
+OVERHEAD_INSTANT := bench_overhead --latency 0 --repeat 3
+OVERHEAD_200MS := bench_overhead --latency 0.2
 bench: install
-	$(LOCAL_KEY) $(BIN)/python manage.py migrate --noinput -v0
-	$(LOCAL_KEY) $(BIN)/python manage.py bench_scoring
-	$(LOCAL_KEY) $(BIN)/python manage.py bench_overhead --latency 0 --repeat 3
-	$(LOCAL_KEY) $(BIN)/python manage.py bench_overhead --latency 0.2
+	$(MANAGE) migrate --noinput -v0
+	$(MANAGE) bench_scoring
+	$(MANAGE) $(OVERHEAD_INSTANT)
+	$(MANAGE) $(OVERHEAD_200MS)
 	@case "$$DATABASE_URL" in postgres*) \
-	  env -u DATABASE_URL -u CELERY_BROKER_URL $(LOCAL_KEY) $(BIN)/python manage.py migrate --noinput -v0 && \
-	  env -u DATABASE_URL -u CELERY_BROKER_URL $(LOCAL_KEY) $(BIN)/python manage.py bench_overhead --latency 0 --repeat 3 && \
-	  env -u DATABASE_URL -u CELERY_BROKER_URL $(LOCAL_KEY) $(BIN)/python manage.py bench_overhead --latency 0.2 ;; \
+	  $(EMBEDDED) migrate --noinput -v0 && $(EMBEDDED) $(OVERHEAD_INSTANT) && \
+	  $(EMBEDDED) $(OVERHEAD_200MS) ;; \
 	  *) echo "bench_overhead on PostgreSQL + Redis too: set DATABASE_URL=postgres://... CELERY_BROKER_URL=redis://..." ;; esac
-	$(LOCAL_KEY) $(BIN)/python manage.py bench_agreement
-	$(LOCAL_KEY) $(BIN)/python manage.py bench_leaderboard
-	@case "$$DATABASE_URL" in postgres*) $(LOCAL_KEY) $(BIN)/python manage.py bench_assignment ;; \
+	$(MANAGE) bench_agreement
+	$(MANAGE) bench_leaderboard
+	@case "$$DATABASE_URL" in postgres*) $(MANAGE) bench_assignment ;; \
 	  *) echo "bench_assignment needs PostgreSQL: set DATABASE_URL=postgres://..." ;; esac
 
 clean:

@@ -9,13 +9,10 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED_MPBENCH, embedded_env
-
-REPO = Path(__file__).resolve().parents[3]
+from tests.conftest import REPO, embedded_env
 
 # The web side: start the upload, send its bytes, ask for the finish (which only queues it).
 WEB = """
@@ -45,9 +42,7 @@ print(upload.pk, upload.status)
 
 
 @pytest.mark.services
-def test_a_worker_process_finishes_a_browser_upload(tmp_path, make_bundle):
-    if not (SHARED_MPBENCH / "tasks.jsonl").is_file():
-        pytest.skip("the MP-Bench data is not beside this checkout")
+def test_a_worker_process_finishes_a_browser_upload(tmp_path, make_bundle, mpbench_dir):
     var = tmp_path / "var"
     env = embedded_env(
         var,
@@ -61,7 +56,7 @@ def test_a_worker_process_finishes_a_browser_upload(tmp_path, make_bundle):
         )
 
     run("manage.py", "migrate", "--noinput")
-    run("manage.py", "import_benchmark", "mp-bench", str(SHARED_MPBENCH))
+    run("manage.py", "import_benchmark", "mp-bench", str(mpbench_dir))
     bundle = make_bundle()
     web = run("manage.py", "shell", "-c", WEB.replace("sys.argv[1]", repr(str(bundle))))
     upload_id, status = web.stdout.strip().splitlines()[-1].split()

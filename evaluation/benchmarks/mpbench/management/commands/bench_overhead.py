@@ -27,9 +27,11 @@ judgment made, the last answer stored, the submission scored.
 Each pass is checked, or the command fails: every upload's stored results equal the plain
 pass's, leaf for leaf, and the site asked the judge as many times as there are distinct
 requests (byte-identical requests share one judgment). The judge's verdict is read from the
-request's bytes, so a verdict stored on the wrong task or kind changes the results. With --repeat N the passes run N
-times, in turn, each on responses of its own (a pass finds nothing in the judgment cache), and
-the median ratio is printed too: on a shared machine single pairs vary widely.
+request's bytes, so a verdict stored on the wrong task or kind changes the results.
+
+With --repeat N the passes run N times, in turn, each on responses of its own (a pass finds
+nothing in the judgment cache), and the median ratios are printed too: on a shared machine
+single pairs vary widely.
 """
 
 from __future__ import annotations
@@ -129,6 +131,11 @@ def _results(tasks: dict, found: dict, verdicts: dict) -> dict:
 def _distinct(requests: list) -> set[tuple[str, str]]:
     """The requests that are not byte-identical to another (those share one judgment)."""
     return {(kind, prompt) for _, kind, prompt, _ in requests}
+
+
+def _median(label: str, ratios: list[float]) -> str:
+    listed = ", ".join(f"{ratio:.2f}" for ratio in ratios)
+    return f"{label} {statistics.median(ratios):.2f} of {len(ratios)} ({listed})"
 
 
 @dataclass
@@ -260,15 +267,9 @@ class Command(BaseCommand):
                 + (f", in each of {repeat} passes" if repeat > 1 else "")
             )
             if repeat > 1:
-                self.stdout.write(
-                    f"median ratio {statistics.median(ratios):.2f} of {repeat} "
-                    f"({', '.join(f'{ratio:.2f}' for ratio in ratios)})"
-                )
+                self.stdout.write(_median("median ratio", ratios))
                 if cpu_ratios:
-                    self.stdout.write(
-                        f"median processor ratio {statistics.median(cpu_ratios):.2f} of "
-                        f"{len(cpu_ratios)} ({', '.join(f'{ratio:.2f}' for ratio in cpu_ratios)})"
-                    )
+                    self.stdout.write(_median("median processor ratio", cpu_ratios))
             if submissions > 1 and workers > 1 and not broker.startswith("redis"):
                 # evaluation/throttle.py: without Redis the bound is a semaphore per process.
                 self.stdout.write(
