@@ -249,11 +249,14 @@ def _differences(expected, found, path: str) -> list[str]:
     return [] if same else [f"{path or '(the whole value)'}: {expected!r} != {found!r}"]
 
 
-def process_cpu_seconds(pid: int) -> float | None:
+def process_cpu_seconds(pid: int, *, main_thread: bool = False) -> float | None:
     """The processor seconds (user and system) another process has spent so far, all its threads
-    together, as Linux's /proc tells; None where there is no /proc to read."""
+    together, or with ``main_thread`` its main thread's alone, as Linux's /proc tells; None
+    where there is no /proc to read."""
+    # The main thread's id is the process's.
+    where = f"/proc/{pid}/task/{pid}/stat" if main_thread else f"/proc/{pid}/stat"
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = Path(where).read_text()
     except OSError:
         return None
     # After the command name, in parentheses (which may hold spaces): utime and stime are the

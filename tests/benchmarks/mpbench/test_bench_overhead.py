@@ -84,24 +84,33 @@ def test_a_pass_whose_results_or_calls_differ_fails():
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="no /proc on this system")
 def test_process_cpu_seconds_reads_another_processs_time():
     """What the process itself counts (time.process_time, user and system time of all its
-    threads), read from outside while it waits; None once it is gone."""
+    threads; time.thread_time, its main thread's), read from outside while it waits; None once
+    it is gone."""
     busy = (
-        "import sys, time\n"
-        "end = time.process_time() + 0.3\n"
-        "while time.process_time() < end: pass\n"
-        "print(time.process_time(), flush=True)\n"
+        "import sys, threading, time\n"
+        "def burn(seconds):\n"
+        "    end = time.thread_time() + seconds\n"
+        "    while time.thread_time() < end: pass\n"
+        "other = threading.Thread(target=burn, args=(0.2,))\n"
+        "other.start(); other.join()\n"
+        "burn(0.3)\n"
+        "print(time.process_time(), time.thread_time(), flush=True)\n"
         "sys.stdin.read()\n"
     )
     child = subprocess.Popen(
         [sys.executable, "-c", busy], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
-    own = float(child.stdout.readline())
+    own, main = map(float, child.stdout.readline().split())
     read = process_cpu_seconds(child.pid)
+    read_main = process_cpu_seconds(child.pid, main_thread=True)
     child.communicate("")
-    assert own >= 0.3
+    assert main >= 0.3
+    assert own >= main + 0.2
     # /proc counts in clock ticks (1/100 s here); the print itself costs next to nothing.
     assert read == pytest.approx(own, abs=0.03)
+    assert read_main == pytest.approx(main, abs=0.03)
     assert process_cpu_seconds(child.pid) is None
+    assert process_cpu_seconds(child.pid, main_thread=True) is None
 
 
 @pytest.mark.parametrize(
@@ -163,7 +172,8 @@ def assert_figures(output: str, database: str, broker: str) -> None:
         site = re.fullmatch(rf"pass {run}: the site: +(\d+\.\d\d) s   ratio (\d+\.\d\d)", lines[2])
         cpu = re.fullmatch(
             rf"pass {run}: processor: plain (\d+\.\d\d) s, the site (\d+\.\d\d) s "
-            r"\(upload (\d+\.\d\d), workers (\d+\.\d\d)\)   ratio (\d+\.\d\d)",
+            r"\(upload (\d+\.\d\d), workers (\d+\.\d\d): main thread (\d+\.\d\d), "
+            r"other threads (\d+\.\d\d)\)   ratio (\d+\.\d\d)",
             lines[3],
         )
         stages = re.fullmatch(
@@ -175,11 +185,15 @@ def assert_figures(output: str, database: str, broker: str) -> None:
         assert int(plain[2]) == CALLS
         assert_quotient(float(site[2]), float(site[1]), float(plain[1]))
         ratios.append(float(site[2]))
-        plain_cpu, site_cpu, upload_cpu, worker_cpu, cpu_ratio = map(float, cpu.groups())
-        # The processes did the work: the plain pass's calls, the upload's validation and the
-        # worker's scoring each take a measurable share of a second.
-        assert min(plain_cpu, upload_cpu, worker_cpu) > 0.05, lines[3]
+        plain_cpu, site_cpu, upload_cpu, worker_cpu, main_cpu, other_cpu, cpu_ratio = map(
+            float, cpu.groups()
+        )
+        # The processes did the work: the plain pass's calls, the upload's validation, the
+        # worker's stages (its main thread) and its judge calls (its other threads) each take
+        # a measurable share of a second.
+        assert min(plain_cpu, upload_cpu, main_cpu, other_cpu) > 0.05, lines[3]
         assert site_cpu == pytest.approx(upload_cpu + worker_cpu, abs=0.0101)
+        assert worker_cpu == pytest.approx(main_cpu + other_cpu, abs=0.0101)
         assert_quotient(cpu_ratio, site_cpu, plain_cpu)
         cpu_ratios.append(cpu_ratio)
         # In the order the pipeline runs them, the last when the site's clock stopped.

@@ -20,9 +20,11 @@ asks the judge the same in every upload, and is called once.
 With one upload, each pair of passes also prints the processor time the two spent, where
 the machine's load moves it less than the seconds: the plain pass's process against the site's
 Python processes (the uploading one while it validates and stores the upload, and the workers
-from the upload until scored; the database and the broker are not counted). Then when the
-site's stages ended, in seconds from the upload: the upload validated and accepted, the first
-judgment made, the last answer stored, the submission scored.
+from the upload until scored; the database and the broker are not counted). The workers' time
+is split between their main thread, which runs the stages (ingest, linking, claiming and storing
+judgments, aggregation), and their other threads, mostly the judge calls. Then when the site's
+stages ended, in seconds from the upload: the upload validated and accepted, the first judgment
+made, the last answer stored, the submission scored.
 
 Each pass is checked, or the command fails: every upload's stored results equal the plain
 pass's, leaf for leaf, and the site asked the judge as many times as there are distinct
@@ -142,7 +144,14 @@ def _median(label: str, ratios: list[float]) -> str:
 class _SiteUsage:
     upload_cpu: float  # processor seconds of the uploading process while it uploads
     worker_cpu: float | None  # of the workers from the upload until scored; None: not known
+    main_cpu: float | None  # of those, their main threads' (the rest: mostly the calls')
     stages: list[tuple[str, float]]  # (stage, when it ended in seconds from the upload)
+
+
+def _spent(before: list, after: list) -> float | None:
+    """Processor seconds spent between two readings of the same processes; None when a
+    reading is missing."""
+    return None if None in before + after else sum(after) - sum(before)
 
 
 def _stages(submission_id: int, started: float) -> list[tuple[str, float]]:
@@ -235,13 +244,15 @@ class Command(BaseCommand):
                     self.stdout.write(
                         f"{label}the site:     {ours:.2f} s   ratio {ours / plain:.2f}"
                     )
-                    if usage.worker_cpu is not None:
+                    if usage.worker_cpu is not None and usage.main_cpu is not None:
                         site_cpu = usage.upload_cpu + usage.worker_cpu
                         cpu_ratios.append(site_cpu / plain_cpu)
                         self.stdout.write(
                             f"{label}processor: plain {plain_cpu:.2f} s, the site "
                             f"{site_cpu:.2f} s (upload {usage.upload_cpu:.2f}, workers "
-                            f"{usage.worker_cpu:.2f})   ratio {cpu_ratios[-1]:.2f}"
+                            f"{usage.worker_cpu:.2f}: main thread {usage.main_cpu:.2f}, "
+                            f"other threads {usage.worker_cpu - usage.main_cpu:.2f})   "
+                            f"ratio {cpu_ratios[-1]:.2f}"
                         )
                     self.stdout.write(
                         f"{label}the site's stages: "
@@ -393,6 +404,7 @@ class Command(BaseCommand):
             time.sleep(3.0)  # let the workers connect before the clock starts
             started = time.time()  # the clock timezone.now() reads, which finished_at keeps
             workers_cpu = [process_cpu_seconds(process.pid) for process in processes]
+            mains_cpu = [process_cpu_seconds(p.pid, main_thread=True) for p in processes]
             upload_cpu = time.process_time()
             made = [
                 services.submission_create(
@@ -412,6 +424,7 @@ class Command(BaseCommand):
                         raise CommandError(f"a run failed: {error}")
                 if all(status == "scored" for status, _, _ in states):
                     spent = [process_cpu_seconds(process.pid) for process in processes]
+                    mains = [process_cpu_seconds(p.pid, main_thread=True) for p in processes]
                     seconds = max(finished.timestamp() for _, finished, _ in states) - started
                     stored = dict(
                         Score.objects.filter(submission__in=runs, judge=judge).values_list(
@@ -420,7 +433,8 @@ class Command(BaseCommand):
                     )
                     usage = _SiteUsage(
                         upload_cpu,
-                        None if None in workers_cpu + spent else sum(spent) - sum(workers_cpu),
+                        _spent(workers_cpu, spent),
+                        _spent(mains_cpu, mains),
                         _stages(made[0].pk, started) if len(made) == 1 else [],
                     )
                     return seconds, [stored.get(submission.pk) for submission in made], usage
