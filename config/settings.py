@@ -161,8 +161,10 @@ STORAGES = {
 
 # --- Celery ---------------------------------------------------------------------------------
 # Loaded by config/celery.py with namespace="CELERY"; tests/config/test_celery.py checks them.
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
-if CELERY_BROKER_URL == "filesystem://":
+# The filesystem broker has no host; "localhost" is what kombu puts in when none is given, named
+# here so that it does not warn about it on every connection ("No hostname was supplied").
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://localhost/")
+if CELERY_BROKER_URL.startswith("filesystem://"):
     _broker_dir = VAR_DIR / "broker"
     for _folder in ("queue", "processed", "control"):
         (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)

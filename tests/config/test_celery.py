@@ -17,8 +17,8 @@ def test_loaded_celery_configuration():
     assert conf.task_time_limit > conf.task_soft_time_limit
 
 
-def _printed_by_fresh_process(code: str) -> str:
-    """What ``code`` prints in a new Python process on the shipped settings."""
+def _run_fresh_process(code: str):
+    """``code`` run in a new Python process on the shipped settings (the finished process)."""
     import subprocess
     import sys
 
@@ -32,7 +32,12 @@ def _printed_by_fresh_process(code: str) -> str:
             "DJANGO_SECRET_KEY": "test-only-secret-key",
             "PATH": "",
         },
-    ).stdout.strip()
+    )
+
+
+def _printed_by_fresh_process(code: str) -> str:
+    """What ``code`` prints in a new Python process on the shipped settings."""
+    return _run_fresh_process(code).stdout.strip()
 
 
 def test_redis_visibility_timeout_outlasts_the_time_limit(monkeypatch):
@@ -42,6 +47,26 @@ def test_redis_visibility_timeout_outlasts_the_time_limit(monkeypatch):
     )
     visibility, limit = map(int, _printed_by_fresh_process(code).split())
     assert visibility > limit
+
+
+def test_the_embedded_broker_connects_without_a_warning():
+    """The shipped default (no CELERY_BROKER_URL) is the filesystem broker under var/broker, and
+    kombu has nothing to warn about when the site or a worker connects to it: `make demo` and
+    the worker's log start clean."""
+    code = (
+        "import django, logging, os; os.environ.pop('CELERY_BROKER_URL', None); django.setup();"
+        "logging.basicConfig(level=logging.WARNING, format='%(name)s: %(message)s');"
+        "from config.celery import app;"
+        "print(app.conf.broker_url, app.conf.broker_transport_options['data_folder_in']);"
+        "connection = app.connection_for_write(); connection.clone().info();"
+        "connection.default_channel.queue_declare(queue=app.conf.task_default_queue);"
+        "connection.release()"
+    )
+    result = _run_fresh_process(code)
+    url, folder = result.stdout.split()
+    assert url.startswith("filesystem://")
+    assert folder.endswith("/var/broker/queue")
+    assert result.stderr == ""
 
 
 def test_pipeline_tasks_are_registered_with_late_acks():
