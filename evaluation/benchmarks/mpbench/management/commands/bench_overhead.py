@@ -250,7 +250,8 @@ class Command(BaseCommand):
                         self.stdout.write(
                             f"{label}processor: plain {plain_cpu:.2f} s, the site "
                             f"{site_cpu:.2f} s (upload {usage.upload_cpu:.2f}, workers "
-                            f"{usage.worker_cpu:.2f}: main thread {usage.main_cpu:.2f}, "
+                            f"{usage.worker_cpu:.2f}: main thread{'s' if workers > 1 else ''} "
+                            f"{usage.main_cpu:.2f}, "
                             f"other threads {usage.worker_cpu - usage.main_cpu:.2f})   "
                             f"ratio {cpu_ratios[-1]:.2f}"
                         )
