@@ -143,15 +143,18 @@ def _median(label: str, ratios: list[float]) -> str:
 @dataclass
 class _SiteUsage:
     upload_cpu: float  # processor seconds of the uploading process while it uploads
-    worker_cpu: float | None  # of the workers from the upload until scored; None: not known
-    main_cpu: float | None  # of those, their main threads' (the rest: mostly the calls')
+    # Of the workers from the upload until scored: all their threads, and their main threads
+    # (the rest: mostly the calls); None where not known.
+    worker_cpu: tuple[float, float] | None
     stages: list[tuple[str, float]]  # (stage, when it ended in seconds from the upload)
 
 
-def _spent(before: list, after: list) -> float | None:
-    """Processor seconds spent between two readings of the same processes; None when a
-    reading is missing."""
-    return None if None in before + after else sum(after) - sum(before)
+def _workers_cpu(processes) -> tuple[float, float] | None:
+    """The processor seconds these processes have spent so far, all their threads and their
+    main threads alone; None where /proc cannot tell."""
+    whole = [process_cpu_seconds(process.pid) for process in processes]
+    main = [process_cpu_seconds(process.pid, main_thread=True) for process in processes]
+    return None if None in whole + main else (sum(whole), sum(main))
 
 
 def _stages(submission_id: int, started: float) -> list[tuple[str, float]]:
@@ -244,15 +247,15 @@ class Command(BaseCommand):
                     self.stdout.write(
                         f"{label}the site:     {ours:.2f} s   ratio {ours / plain:.2f}"
                     )
-                    if usage.worker_cpu is not None and usage.main_cpu is not None:
-                        site_cpu = usage.upload_cpu + usage.worker_cpu
+                    if usage.worker_cpu is not None:
+                        worker_cpu, main_cpu = usage.worker_cpu
+                        site_cpu = usage.upload_cpu + worker_cpu
                         cpu_ratios.append(site_cpu / plain_cpu)
                         self.stdout.write(
                             f"{label}processor: plain {plain_cpu:.2f} s, the site "
                             f"{site_cpu:.2f} s (upload {usage.upload_cpu:.2f}, workers "
-                            f"{usage.worker_cpu:.2f}: main thread{'s' if workers > 1 else ''} "
-                            f"{usage.main_cpu:.2f}, "
-                            f"other threads {usage.worker_cpu - usage.main_cpu:.2f})   "
+                            f"{worker_cpu:.2f}: main thread{'s' if workers > 1 else ''} "
+                            f"{main_cpu:.2f}, other threads {worker_cpu - main_cpu:.2f})   "
                             f"ratio {cpu_ratios[-1]:.2f}"
                         )
                     self.stdout.write(
@@ -404,8 +407,7 @@ class Command(BaseCommand):
                     cursor.execute(f"VACUUM ANALYZE {tables}")
             time.sleep(3.0)  # let the workers connect before the clock starts
             started = time.time()  # the clock timezone.now() reads, which finished_at keeps
-            workers_cpu = [process_cpu_seconds(process.pid) for process in processes]
-            mains_cpu = [process_cpu_seconds(p.pid, main_thread=True) for p in processes]
+            before = _workers_cpu(processes)
             upload_cpu = time.process_time()
             made = [
                 services.submission_create(
@@ -424,8 +426,7 @@ class Command(BaseCommand):
                     if status == "failed":
                         raise CommandError(f"a run failed: {error}")
                 if all(status == "scored" for status, _, _ in states):
-                    spent = [process_cpu_seconds(process.pid) for process in processes]
-                    mains = [process_cpu_seconds(p.pid, main_thread=True) for p in processes]
+                    after = _workers_cpu(processes)
                     seconds = max(finished.timestamp() for _, finished, _ in states) - started
                     stored = dict(
                         Score.objects.filter(submission__in=runs, judge=judge).values_list(
@@ -434,8 +435,9 @@ class Command(BaseCommand):
                     )
                     usage = _SiteUsage(
                         upload_cpu,
-                        _spent(workers_cpu, spent),
-                        _spent(mains_cpu, mains),
+                        None
+                        if before is None or after is None
+                        else (after[0] - before[0], after[1] - before[1]),
                         _stages(made[0].pk, started) if len(made) == 1 else [],
                     )
                     return seconds, [stored.get(submission.pk) for submission in made], usage
