@@ -34,17 +34,15 @@ lock: install
 	  --extra dev -o requirements-dev.lock pyproject.toml
 
 # The embedded default: SQLite and files under var/, a filesystem Celery broker, the offline judge.
-# A worker scores the demo submissions in the background while the site is served; it runs beat
-# too (-B), whose sweeper re-queues whatever a stopped worker left.
+# run_demo serves the site and runs a worker scoring the demo submissions in the background, with
+# beat inside (its sweeper re-queues whatever a stopped worker left); a worker that exits is
+# reported and started again.
 demo: install
 	DJANGO_DEBUG=1 $(BIN)/python manage.py migrate --noinput
 	DJANGO_DEBUG=1 $(BIN)/python manage.py seed_demo
 	DJANGO_DEBUG=1 $(BIN)/python manage.py seed_demo_study --base-url http://$(HOST):$(PORT)
 	@echo "Floorboard demo on http://$(HOST):$(PORT)/ (Ctrl-C stops the site and the worker)"
-	@DJANGO_DEBUG=1 $(BIN)/celery -A config worker --pool=solo -B -s var/celerybeat-schedule \
-	  --loglevel=WARNING & worker=$$!; \
-	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
-	DJANGO_DEBUG=1 $(BIN)/python manage.py runserver $(HOST):$(PORT)
+	@DJANGO_DEBUG=1 $(BIN)/python manage.py run_demo $(HOST):$(PORT)
 
 # The quick tier runs on every core, an idle core taking tests queued for a busy one; the
 # services tier (real workers sharing one broker database, SIGKILL runs, a browser) in one

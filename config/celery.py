@@ -1,6 +1,11 @@
 import os
 
 from celery import Celery
+from kombu.transport import TRANSPORT_ALIASES
+
+# filesystem:// URLs, wherever they come from, get the project's safe filesystem transport
+# (config/broker.py says why).
+TRANSPORT_ALIASES["filesystem"] = "config.broker:Transport"
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 

@@ -3,6 +3,10 @@ default storage, each tried for real (a query, a broker connection, a small file
 back and deleted). 200 when all answer, 503 naming the ones that did not. The answer names
 checks only: an error's text (which may hold a host or a key) goes to the log, not the client.
 
+Beside the checks, ``workers`` says whether a Celery worker has been seen on the task queue
+within WORKER_SILENT_SECONDS. It never makes the answer 503: this is the web container's own
+health check, and a missing worker must not take the web tier down with it.
+
 Answered by HealthCheckMiddleware before host validation and the HTTPS redirect, so the
 container's own healthcheck (plain HTTP to 127.0.0.1) reaches it whatever DJANGO_ALLOWED_HOSTS
 and FLOORBOARD_SSL_REDIRECT say.
@@ -19,6 +23,8 @@ from django.core.files.storage import storages
 from django.db import connection
 from django.http import HttpResponseNotAllowed, JsonResponse
 from django.utils.cache import add_never_cache_headers
+
+from evaluation.selectors import workers_silent
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +61,15 @@ def storage_check() -> None:
         storage.delete(name)
 
 
+def workers_state() -> str:
+    """ "running", "silent" (seen, but not within WORKER_SILENT_SECONDS) or "none" (never seen,
+    or not for a day)."""
+    silent = workers_silent()
+    if silent is None:
+        return "running"
+    return "none" if silent["seen_at"] is None else "silent"
+
+
 CHECKS: dict[str, Callable[[], None]] = {
     "database": database_check,
     "broker": broker_check,
@@ -75,7 +90,12 @@ def health(request) -> JsonResponse:
             checks[name] = "failing"
     failing = [name for name, state in checks.items() if state != "ok"]
     response = JsonResponse(
-        {"status": "failing" if failing else "ok", "checks": checks, "failing": failing},
+        {
+            "status": "failing" if failing else "ok",
+            "checks": checks,
+            "failing": failing,
+            "workers": workers_state() if checks["database"] == "ok" else "unknown",
+        },
         status=503 if failing else 200,
     )
     add_never_cache_headers(response)

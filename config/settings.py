@@ -166,13 +166,16 @@ STORAGES = {
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://localhost/")
 if CELERY_BROKER_URL.startswith("filesystem://"):
     _broker_dir = VAR_DIR / "broker"
-    for _folder in ("queue", "processed", "control"):
+    for _folder in ("queue", "processed", "control", "quarantine"):
         (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
+    # filesystem:// is served by config/broker.py (whole-message writes, a quarantine for files
+    # that do not decode): kombu's own lets a consumer read a half-written message and stop.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
         "control_folder": str(_broker_dir / "control"),
+        "quarantine_folder": str(_broker_dir / "quarantine"),
         "store_processed": False,
         # An idle worker looks for new messages this often (seconds): every stage of a
         # submission queues the next, so the default second would be paid at each step. At
@@ -271,6 +274,10 @@ PIPELINE_WORK_SECONDS = env_float("FLOORBOARD_WORK_SECONDS", 240.0)
 PIPELINE_PARALLEL_TASKS = env_int("FLOORBOARD_PARALLEL_TASKS", 4)
 PIPELINE_STALL_SECONDS = env_float("FLOORBOARD_STALL_SECONDS", 45.0)
 PIPELINE_QUEUED_STALL_SECONDS = env_float("FLOORBOARD_QUEUED_STALL_SECONDS", 300.0)
+# Workers write that they are alive this often (per queue they consume); one not seen for
+# WORKER_SILENT_SECONDS counts as gone: pages, /healthz and `submit --wait` say so.
+WORKER_BEAT_SECONDS = env_float("FLOORBOARD_WORKER_BEAT_SECONDS", 5.0)
+WORKER_SILENT_SECONDS = env_float("FLOORBOARD_WORKER_SILENT_SECONDS", 60.0)
 # A score with failed judgments (a judge outage that outlasted the call's own retries) is
 # re-judged after this pause, up to this many times, before its numbers count as final.
 FAILED_RETRY_PAUSE_SECONDS = env_float("FLOORBOARD_FAILED_RETRY_PAUSE_SECONDS", 300.0)

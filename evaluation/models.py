@@ -580,3 +580,23 @@ class JudgeCharge(models.Model):
 
     def __str__(self) -> str:
         return f"{self.submission_id}: {self.input_tokens}+{self.output_tokens} tokens"
+
+
+class WorkerBeat(models.Model):
+    """A Celery worker's last sign of life, per queue it consumes: written every few seconds by
+    the worker itself (evaluation/services/workers.py), read by pages, /healthz and `submit
+    --wait` to say when no worker is running."""
+
+    worker = models.CharField(max_length=200, help_text="Celery's name for it, and its pid")
+    queue = models.CharField(max_length=200)
+    started_at = models.DateTimeField()
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["worker", "queue"], name="worker_beat_unique")
+        ]
+        indexes = [models.Index(fields=["queue", "seen_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.worker} on {self.queue}"

@@ -7,10 +7,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from django.conf import settings
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
+from django.utils import timezone
 
 from evaluation.bulk import batches
-from evaluation.models import Benchmark, PromptVersion
+from evaluation.models import Benchmark, PromptVersion, WorkerBeat
 
 
 def current_prompts(*, benchmark: Benchmark) -> dict[str, PromptVersion]:
@@ -444,3 +446,29 @@ def results_table(*, benchmark, results: dict | None) -> list[dict]:
                 }
             )
     return table
+
+
+# --- Workers ---------------------------------------------------------------------------------
+
+
+def worker_last_seen(*, queue: str | None = None):
+    """When a worker consuming ``queue`` (the default task queue) last said it was alive; None
+    when none ever did (or none has for a day)."""
+    return (
+        WorkerBeat.objects.filter(queue=queue or settings.CELERY_TASK_DEFAULT_QUEUE)
+        .order_by("-seen_at")
+        .values_list("seen_at", flat=True)
+        .first()
+    )
+
+
+def workers_silent(*, queue: str | None = None) -> dict | None:
+    """None while a worker on ``queue`` has been seen within WORKER_SILENT_SECONDS; else what
+    a page or a command says: {"seen_at": when last seen or None, "seconds": how long ago}."""
+    seen = worker_last_seen(queue=queue)
+    if seen is None:
+        return {"seen_at": None, "seconds": None}
+    quiet = (timezone.now() - seen).total_seconds()
+    if quiet < settings.WORKER_SILENT_SECONDS:
+        return None
+    return {"seen_at": seen, "seconds": int(quiet)}

@@ -10,11 +10,14 @@ dead worker left (evaluation.services.pipeline).
 import gc
 
 from celery import Task, shared_task
-from celery.signals import worker_process_init
+from celery.signals import worker_process_init, worker_ready, worker_shutdown
 
 from evaluation import services
 from evaluation.judges import warm
 from evaluation.services.pipeline import RETRIED, failing, failure_message
+from evaluation.services.workers import WorkerBeating, worker_name
+
+_beating: WorkerBeating | None = None
 
 
 @worker_process_init.connect
@@ -25,6 +28,20 @@ def _worker_ready(**kwargs) -> None:
     # garbage collection: each full collection scanned it again while a stage held thousands of
     # parsed documents (58 ms of detection's 320 ms on one 927-task submission, 7 ms after).
     gc.freeze()
+
+
+@worker_ready.connect
+def _worker_alive(sender, **kwargs) -> None:
+    # In the worker's main process, once it consumes: its beats say so until it stops.
+    global _beating
+    queues = [queue.name for queue in sender.task_consumer.queues]
+    _beating = WorkerBeating(worker=worker_name(sender.hostname), queues=queues).start()
+
+
+@worker_shutdown.connect
+def _worker_gone(**kwargs) -> None:
+    if _beating is not None:
+        _beating.stop()
 
 
 class RetriedTask(Task):

@@ -2,7 +2,10 @@
 
 With a Redis broker the slots live in Redis: a sorted set of leases, renewed every quarter lease
 while their call lasts, so a slot held by a worker that died frees itself one lease later (not
-after the longest a call may take). On the embedded default they are a semaphore in this process.
+after the longest a call may take). On the embedded default they are lock files under
+``var/judge-slots/``, one per slot, held with flock: every worker process on the machine shares
+them (a prefork worker's children, several workers), and the kernel frees a dead process's
+locks at once.
 
 A holder made with ``keep=True`` keeps a thread's slot after a call that succeeded, for that
 thread's next call: a worker answering a stream of calls pays Redis once per thread, not twice
@@ -13,12 +16,17 @@ that failed gives its slot back at once, so a retry's backoff holds none).
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import os
 import threading
 import time
 import uuid
 from contextlib import contextmanager, suppress
+from pathlib import Path
 
 import redis
+from django.conf import settings
 
 _ACQUIRE = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
@@ -30,8 +38,40 @@ return 0
 """
 POLL_SECONDS = 0.02
 
-_local_lock = threading.Lock()
-_local: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+
+class FileSlots:
+    """``limit`` slots of one endpoint shared by the processes of one machine: slot i is an
+    exclusive flock on the file ``<folder>/<endpoint hash>.<i>``. Locks on separate opens of a
+    file exclude each other within a process too, so each acquisition opens the file anew."""
+
+    def __init__(self, *, folder: Path, endpoint: str, limit: int):
+        folder.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256(endpoint.encode()).hexdigest()[:32]
+        self.paths = [folder / f"{digest}.{index}" for index in range(limit)]
+        # Where this process looks first: threads spread over the slots instead of all trying
+        # slot 0 first.
+        self._next = 0
+        self._next_lock = threading.Lock()
+
+    def acquire(self) -> int:
+        while True:
+            with self._next_lock:
+                start = self._next
+                self._next = (self._next + 1) % len(self.paths)
+            for step in range(len(self.paths)):
+                path = self.paths[(start + step) % len(self.paths)]
+                handle = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(handle)
+                    continue
+                return handle
+            time.sleep(POLL_SECONDS)
+
+    @staticmethod
+    def release(handle: int) -> None:
+        os.close(handle)  # closing the only descriptor of this open releases its lock
 
 
 class EndpointSlots:
@@ -43,6 +83,7 @@ class EndpointSlots:
         redis_url: str | None,
         lease_seconds: float,
         keep: bool = False,
+        folder: Path | None = None,
     ):
         self.key = f"floorboard:judge-slots:{endpoint}"
         self.limit = limit
@@ -57,16 +98,20 @@ class EndpointSlots:
         if self.redis is not None:
             self._acquire_script = self.redis.register_script(_ACQUIRE)
         else:
-            with _local_lock:
-                self.semaphore = _local.setdefault(
-                    (endpoint, limit), threading.BoundedSemaphore(limit)
-                )
+            self.files = FileSlots(
+                folder=folder or Path(settings.VAR_DIR) / "judge-slots",
+                endpoint=endpoint,
+                limit=limit,
+            )
 
     @contextmanager
     def slot(self):
         if self.redis is None:
-            with self.semaphore:
+            handle = self.files.acquire()
+            try:
                 yield
+            finally:
+                self.files.release(handle)
             return
         thread = threading.get_ident()
         with self._held_lock:

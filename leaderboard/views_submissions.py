@@ -28,6 +28,7 @@ from evaluation.selectors import (
     submissions_visible_to,
     task_results_filtered,
     task_verdicts,
+    workers_silent,
 )
 from evaluation.services import judgments_retry, submission_resume
 from evaluation.services.spending import spend_release
@@ -122,13 +123,15 @@ class TaskFilterForm(forms.Form):
 
 def _progress_context(request, submission: Submission) -> dict:
     progress = submission_progress(submission=submission)
+    final = submission.status in FINAL_STATUSES
     return {
         "submission": submission,
         "progress": progress,
         "steps": submission_steps(submission=submission, progress=progress),
         "queue_ahead": submission_queue_ahead(submission=submission),
-        "final": submission.status in FINAL_STATUSES,
+        "final": final,
         "stall": submission_stall(submission=submission),
+        "no_worker": None if final else workers_silent(),
         "may_manage": user_may_manage(user=request.user, submission=submission),
     }
 

@@ -55,8 +55,11 @@ from evaluation.throttle import EndpointSlots
 logger = logging.getLogger(__name__)
 
 OFFLINE_MODEL = "offline-heuristic-v1"
-# Answers wait at most this long before they are stored.
-FLUSH_SECONDS = 0.25
+# The longest the judging loop waits for an answer before it looks at its other work (it
+# wakes at once when one comes, and stores it then).
+ANSWER_WAIT_SECONDS = 0.25
+# A calling thread waiting for room (see judgments_work) looks this often whether it should stop.
+ROOM_WAIT_SECONDS = 0.1
 # What the offline judge writes on a judgment.
 OFFLINE_FIELDS = (
     "raw_output",
@@ -760,10 +763,11 @@ CHARGE_COLUMNS = (
 )
 
 
-def _record_all(answered: list, plugin, charge=None) -> float:
+def _record_all(answered: list, plugin, charge=None) -> int:
     """Store the answers gathered so far, and what their calls cost, in one transaction of two
-    statements; returns when. ``charge(judgment, outcome)``: the JudgeCharge of one answer, or
-    None."""
+    statements; returns how many. ``charge(judgment, outcome)``: the JudgeCharge of one answer,
+    or None."""
+    stored = len(answered)
     if answered:
         settled, charges = [], []
         for judgment, outcome in answered:
@@ -781,7 +785,7 @@ def _record_all(answered: list, plugin, charge=None) -> float:
                 (instance_values(c, CHARGE_COLUMNS) for c in charges if c is not None),
             )
         answered.clear()
-    return time.monotonic()
+    return stored
 
 
 def judgments_work(
@@ -794,8 +798,12 @@ def judgments_work(
     on_linked: Callable[[], None] | None = None,
 ) -> bool:
     """Call the judge for this submission's open judgments, at most the judge's concurrency at
-    a time, until none is left to take or the deadline passes. Answers are committed within a
-    quarter of a second. Returns True when every judgment of the submission is settled.
+    a time, until none is left to take or the deadline passes. Returns True when every judgment
+    of the submission is settled.
+
+    Answers are stored as they come, and a calling thread starts a call only while fewer than
+    the concurrency are asked and not yet stored (``room``): a worker killed at any moment
+    leaves at most that many calls to be asked again.
 
     With ``link`` (judgments_link, not started), the slots are linked here a chunk at a time
     while the calls of the chunks before run; linking always finishes, past the deadline too,
@@ -825,8 +833,7 @@ def judgments_work(
             sent_chars=len(judgment.prompt) + len(judgment.system_prompt),
         )
 
-    # Answers are stored a few at a time, each batch in one transaction: at most a fraction of
-    # a second of answers is asked again if this worker dies.
+    # Answers received and not yet stored (each batch in one transaction).
     answered: list = []
     try:
         with (
@@ -842,9 +849,9 @@ def judgments_work(
             stopping = threading.Event()
             versions: dict[int, PromptVersion] = {}
             todo: deque[int] = deque()  # ids to try, read once rather than once per claim
-            # Stored once a claim's worth is answered, or a quarter of a second after the last
-            # store, whichever comes first.
-            flush_at, flushed = 4 * limit, time.monotonic()
+            # Calls asked and not yet stored: a caller takes one before it starts a call, and
+            # each is given back once that call's answer is stored.
+            room = threading.Semaphore(limit)
             linking = link is not None
             # Nothing to claim before the first chunk is linked.
             exhausted = linking
@@ -856,9 +863,12 @@ def judgments_work(
 
             def caller():
                 while not stopping.is_set():
+                    if not room.acquire(timeout=ROOM_WAIT_SECONDS):
+                        continue
                     try:
                         judgment = ready.popleft()
                     except IndexError:
+                        room.release()
                         return
                     results.put((judgment, _call(client, slots, judgment, params, plugin)))
 
@@ -866,8 +876,14 @@ def judgments_work(
                 for ended in [f for f in callers if f.done()]:
                     callers.discard(ended)
                     ended.result()  # a calling thread that failed fails the work here
-                while len(callers) < min(limit, len(ready)):
+                # Counted before any starts: a new thread takes its first judgment at once.
+                for _ in range(min(limit - len(callers), len(ready))):
                     callers.add(pool.submit(caller))
+
+            def store() -> None:
+                stored = _record_all(answered, plugin, charge)
+                if stored:
+                    room.release(stored)
 
             def collect(timeout: float) -> None:
                 nonlocal received
@@ -919,17 +935,16 @@ def judgments_work(
                         slots.release_kept()  # no call left to start: other workers may use them
                     if claimed_count - received - len(ready) > 0:
                         # Calls under way: wait for an answer (not while chunks are left to
-                        # link).
-                        collect(0 if linking else FLUSH_SECONDS)
-                        if len(answered) >= flush_at or time.monotonic() - flushed >= FLUSH_SECONDS:
-                            flushed = _record_all(answered, plugin, charge)
+                        # link), and store what came.
+                        collect(0 if linking else ANSWER_WAIT_SECONDS)
+                        store()
                         continue
                     if linking or ready:
                         # The next chunk may bring calls; claimed ones wait for a calling
                         # thread (one that was ending as they came).
                         continue
                     collect(0)
-                    flushed = _record_all(answered, plugin, charge)
+                    store()
                     if not judgments_open(submission_id=submission_id, judge_id=judge_id):
                         return True
                     if time.monotonic() >= deadline:

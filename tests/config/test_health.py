@@ -3,9 +3,13 @@ host name or a credential; never cached."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from config.celery import app
+from evaluation.models import WorkerBeat
 
 pytestmark = pytest.mark.django_db
 
@@ -23,6 +27,7 @@ def test_everything_reachable_answers_200(client, settings):
         "status": "ok",
         "checks": {"database": "ok", "broker": "ok", "storage": "ok"},
         "failing": [],
+        "workers": "none",
     }
     assert "no-cache" in response["Cache-Control"] and "no-store" in response["Cache-Control"]
     # The storage probe is written, read back and deleted.
@@ -84,3 +89,24 @@ def test_broken_storage_answers_503_naming_storage(client, settings, tmp_path):
 
 def test_only_reads(client):
     assert client.post("/healthz").status_code == 405
+
+
+def test_the_worker_state_is_a_field_that_never_fails_the_check(client):
+    """No worker, a silent one, a live one: the state is reported and the answer stays 200 (the
+    web container's health check must not fail for want of a worker)."""
+    assert get(client).status_code == 200 and get(client).json()["workers"] == "none"
+    now = timezone.now()
+    beat = WorkerBeat.objects.create(
+        worker="celery@elsewhere:1",
+        queue=app.conf.task_default_queue,
+        started_at=now - timedelta(minutes=5),
+        seen_at=now - timedelta(seconds=61),
+    )
+    response = get(client)
+    assert response.status_code == 200 and response.json()["workers"] == "silent"
+    WorkerBeat.objects.filter(pk=beat.pk).update(seen_at=now - timedelta(seconds=5))
+    response = get(client)
+    assert response.status_code == 200 and response.json()["workers"] == "running"
+    # A worker on another queue is not this queue's worker.
+    WorkerBeat.objects.filter(pk=beat.pk).update(queue="some-other-queue")
+    assert get(client).json()["workers"] == "none"

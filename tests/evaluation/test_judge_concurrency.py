@@ -1,4 +1,6 @@
-"""Calls in flight to one judge endpoint stay within the configured bound."""
+"""Calls in flight to one judge endpoint stay within the configured bound: across the
+threads of one process, the processes of the embedded default (file locks) and the workers
+sharing Redis."""
 
 import subprocess
 import sys
@@ -40,10 +42,12 @@ def hammer(slot_holders, calls_each: int, counter: InFlight):
         thread.join()
 
 
-def test_local_slots_bound_threads():
+def test_local_slots_bound_threads(tmp_path):
     counter = InFlight()
     holders = [
-        EndpointSlots(endpoint="local-test", limit=3, redis_url=None, lease_seconds=5)
+        EndpointSlots(
+            endpoint="local-test", limit=3, redis_url=None, lease_seconds=5, folder=tmp_path
+        )
         for _ in range(10)
     ]
     hammer(holders, 5, counter)
@@ -169,3 +173,87 @@ def test_a_kept_slot_serves_the_threads_next_call_and_is_given_back():
     with pytest.raises(RuntimeError), keeper.slot():
         raise RuntimeError("the call failed")
     assert leases() == []  # a failed call keeps nothing
+
+
+# --- The embedded default: several worker processes on one machine ---------------------------
+
+SLOT_CALLER = """
+import sys, threading
+from pathlib import Path
+import httpx
+from evaluation.throttle import EndpointSlots
+folder, url, threads, calls = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+slots = EndpointSlots(endpoint=url, limit=4, redis_url=None, lease_seconds=20, folder=folder)
+def work():
+    with httpx.Client() as client:
+        for _ in range(calls):
+            with slots.slot():
+                client.post(url, json={"messages": [{"content": "x"}]}).raise_for_status()
+workers = [threading.Thread(target=work) for _ in range(threads)]
+for worker in workers: worker.start()
+for worker in workers: worker.join()
+"""
+
+
+def counting_responder(counter: InFlight, seconds: float):
+    def respond(body, call):
+        with counter:
+            time.sleep(seconds)
+        return 200, {}, {"ok": True}
+
+    return respond
+
+
+def test_embedded_slots_bound_two_processes_together(tmp_path, judge_server):
+    """Two processes of eight calling threads each against a bound of 4: the judge never sees
+    more than 4 calls at once, and sees 4 (each process alone would allow 4)."""
+    counter = InFlight()
+    judge_server.responder = counting_responder(counter, 0.05)
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", SLOT_CALLER, str(tmp_path), judge_server.url, "8", "6"],
+            cwd=REPO,
+        )
+        for _ in range(2)
+    ]
+    for process in processes:
+        assert process.wait(120) == 0
+    assert len(judge_server.requests) == 2 * 8 * 6
+    assert counter.peak == 4
+
+
+def test_a_killed_processs_file_slot_is_free_at_once(tmp_path):
+    """The kernel drops a dead process's locks: its slot is free as soon as it is gone."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from pathlib import Path\n"
+            "from evaluation.throttle import EndpointSlots\n"
+            "slots = EndpointSlots(endpoint='killed', limit=1, redis_url=None, "
+            f"lease_seconds=20, folder=Path({str(tmp_path)!r}))\n"
+            "with slots.slot():\n"
+            "    print('held', flush=True)\n"
+            "    time.sleep(60)\n",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        slots = EndpointSlots(
+            endpoint="killed", limit=1, redis_url=None, lease_seconds=20, folder=tmp_path
+        )
+        got = []
+        waiter = threading.Thread(target=lambda: got.append(slots.slot().__enter__()))
+        waiter.start()
+        waiter.join(0.5)
+        assert not got  # held by the live process
+        holder.kill()
+        holder.wait()
+        waiter.join(2)
+        assert got
+    finally:
+        holder.kill()

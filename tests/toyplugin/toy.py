@@ -239,33 +239,41 @@ def mean_node(scores: np.ndarray) -> dict:
     }
 
 
-TASKS = [
-    {
-        "id": f"q{i}",
-        "language": "en" if i < 4 else "de",
-        "topic": "math" if i % 2 else "fact",
-        "question": f"What is {i} plus {i}?",
-        "answer": str(2 * i),
-    }
-    for i in range(1, 7)
-]
+def toy_tasks(count: int) -> list[dict]:
+    return [
+        {
+            "id": f"q{i}",
+            "language": "en" if i < 4 else "de",
+            "topic": "math" if i % 2 else "fact",
+            "question": f"What is {i} plus {i}?",
+            "answer": str(2 * i),
+        }
+        for i in range(1, count + 1)
+    ]
+
+
+TASKS = toy_tasks(6)
 TEMPLATE = "Grade the {aspect} of this answer.\nQuestion: {question}\nAnswer: {answer}\n"
 
 
-def write_release(directory: Path) -> None:
+def write_release(directory: Path, *, count: int = len(TASKS)) -> None:
     directory = Path(directory)
     if directory.exists():
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
-    (directory / "tasks.jsonl").write_text("\n".join(json.dumps(t) for t in TASKS) + "\n")
+    tasks = toy_tasks(count)
+    (directory / "tasks.jsonl").write_text("\n".join(json.dumps(t) for t in tasks) + "\n")
     (directory / "grade.txt").write_text(TEMPLATE)
 
 
-def write_answers(path: Path, *, correct: int, seed: int = 0, skip: int = 0) -> None:
-    """Answers for every task but the last ``skip``: the first ``correct`` right."""
+def write_answers(
+    path: Path, *, correct: int, seed: int = 0, skip: int = 0, count: int = len(TASKS)
+) -> None:
+    """Answers for every task of a release of ``count`` but the last ``skip``: the first
+    ``correct`` right."""
     rng = random.Random(seed)
     lines = []
-    for index, task in enumerate(TASKS[: len(TASKS) - skip]):
+    for index, task in enumerate(toy_tasks(count)[: count - skip]):
         answer = f"It is {task['answer']}" if index < correct else f"Maybe {rng.randint(50, 99)}"
         lines.append(json.dumps({"id": task["id"], "answer": answer}))
     Path(path).write_text("\n".join(lines) + "\n")

@@ -3,12 +3,13 @@ import logging
 import time
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.benchmarks import get_plugin
 from evaluation.bundles import BundleRejected, zip_directory
 from evaluation.models import Benchmark, Submission, Team
-from evaluation.selectors import submission_summary
+from evaluation.selectors import submission_summary, workers_silent
 from evaluation.services import SubmissionInvalid, submission_create
 
 logger = logging.getLogger(__name__)
@@ -146,10 +147,7 @@ class Command(BaseCommand):
                 temporary.unlink(missing_ok=True)
 
         if wait:
-            deadline = time.monotonic() + timeout
-            while submission.status not in FINAL and time.monotonic() < deadline:
-                time.sleep(0.5)
-                submission.refresh_from_db()
+            _wait_for(submission, timeout)
         summary = submission_summary(submission=submission)
         if as_json:
             self.stdout.write(json.dumps(summary))
@@ -163,6 +161,32 @@ class Command(BaseCommand):
             raise CommandError(
                 f"submission {submission.pk} still {submission.status} after {timeout:.0f} s"
             )
+
+
+def _wait_for(submission: Submission, timeout: float) -> None:
+    """Until the submission is final or ``timeout`` passes; fails at once when no worker has
+    been seen for WORKER_SILENT_SECONDS (one that was never seen gets that long from now to
+    start). A long queue with live workers is waited for."""
+    started = time.monotonic()
+    deadline = started + timeout
+    while submission.status not in FINAL and time.monotonic() < deadline:
+        silent = workers_silent()
+        if silent is not None and (
+            silent["seen_at"] is not None
+            or time.monotonic() - started >= settings.WORKER_SILENT_SECONDS
+        ):
+            since = (
+                f"none has been seen for {silent['seconds']} s"
+                if silent["seen_at"] is not None
+                else f"none has been seen in {time.monotonic() - started:.0f} s of waiting"
+            )
+            raise CommandError(
+                f"submission {submission.pk} is {submission.status}: no worker is running "
+                f"({since}): start one with `celery -A config worker` (`make demo` starts "
+                "its own); the submission stays queued and is scored once one runs"
+            )
+        time.sleep(0.5)
+        submission.refresh_from_db()
 
 
 def _metric_line(row: dict) -> str:
