@@ -11,7 +11,7 @@ PORT ?= 8000
 LOCAL_KEY := DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-floorboard-local-only-not-a-secret}"
 MANAGE := $(LOCAL_KEY) $(BIN)/python manage.py
 
-.PHONY: install demo test lint check-migrations bench clean lock
+.PHONY: install demo test lint check-migrations bench soak clean lock
 
 # Exact versions from the lock file (every dependency, direct or not), then the project itself.
 $(STAMP): pyproject.toml requirements-dev.lock
@@ -43,6 +43,12 @@ demo: install
 	DJANGO_DEBUG=1 $(BIN)/python manage.py seed_demo_study --base-url http://$(HOST):$(PORT)
 	@echo "Floorboard demo on http://$(HOST):$(PORT)/ (Ctrl-C stops the site and the worker)"
 	@DJANGO_DEBUG=1 $(BIN)/python manage.py run_demo $(HOST):$(PORT)
+
+# The demo's supervised worker under a submission every 2 minutes for MINUTES, on a site of its
+# own under var/soak: worker deaths, quarantined messages, submissions scored. Not part of test.
+MINUTES ?= 60
+soak: install
+	DJANGO_DEBUG=1 FLOORBOARD_VAR_DIR=$(CURDIR)/var/soak $(BIN)/python manage.py soak --minutes $(MINUTES)
 
 # The quick tier runs on every core, an idle core taking tests queued for a busy one; the
 # services tier (real workers sharing one broker database, SIGKILL runs, a browser) in one
