@@ -20,6 +20,7 @@ PostgreSQL and SQLite both speak.
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
@@ -29,6 +30,11 @@ from django.db.models import Field, Model
 from django.utils import timezone
 
 BATCH = 500
+# Up to this many rows, PostgreSQL gets plain statements: planning an unnest of one array per
+# column, or a COPY's extra round trips, cost more than the rows. The judging loop stores each
+# answer as it comes, mostly one or two at a time: one answer and its charge took 1.7 ms by
+# unnest and COPY, 0.97 ms by plain statements (manage.py shell, 300 stores, median).
+FEW_ROWS = 4
 
 # Fields whose get_db_prep_save gives a value of one exact type back as it is (an integer key
 # among them, checked by validate_autopk_value, which changes nothing on PostgreSQL or SQLite).
@@ -176,9 +182,11 @@ def rows_insert(
     prepared_defaults = _prepared([_preparer(field) for field in rest], defaults)
     preparers = [_preparer(field) for field in given]
     prepared = (_prepared(preparers, row) + prepared_defaults for row in rows)
+    postgresql = connection.vendor == "postgresql"
+    few, prepared = _few(prepared) if postgresql else (False, prepared)
     # One transaction: outside one, SQLite would commit (and sync) after every statement.
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
+        if postgresql and not few:
             if not unique and not asked:
                 _copy(cursor, quote(meta.db_table), [quote(f.column) for f in fields], prepared)
                 return None
@@ -218,8 +226,11 @@ def rows_update(
     table = quote(meta.db_table)
     preparers = [_preparer(field) for field in given + keys]
     prepared = (_prepared(preparers, row) for row in rows)
+    few = False
+    if connection.vendor == "postgresql":
+        few, prepared = _few(prepared)
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
+        if connection.vendor == "postgresql" and not few:
             names = [f"v{n}" for n in range(len(given) + len(keys))]
             sql = (
                 f"UPDATE {table} SET "
@@ -242,8 +253,19 @@ def rows_update(
             + " WHERE "
             + " AND ".join(f"{quote(field.column)} = %s" for field in keys)
         )
+        if few:
+            for row in prepared:
+                cursor.execute(sql, row)
+            return
         for batch in batches(prepared, BATCH):
             cursor.executemany(sql, batch)
+
+
+def _few(rows: Iterator) -> tuple[bool, Iterator]:
+    """Whether ``rows`` are at most FEW_ROWS, and the same rows to iterate (only the first
+    FEW_ROWS + 1 are read to tell)."""
+    head = list(itertools.islice(rows, FEW_ROWS + 1))
+    return len(head) <= FEW_ROWS, itertools.chain(head, rows)
 
 
 def instance_values(obj: Model, columns: Sequence[str]) -> list:

@@ -298,6 +298,12 @@ def completion(content: str, prompt_tokens: int = 100, completion_tokens: int = 
     }
 
 
+class JudgeHTTPServer(ThreadingHTTPServer):
+    # socketserver's default backlog is 5: more calls than that opening connections at once
+    # would wait for the kernel's SYN retry (a second), not for the judge.
+    request_queue_size = 128
+
+
 @pytest.fixture
 def judge_server():
     state = JudgeServer(url="")
@@ -333,7 +339,7 @@ def judge_server():
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 self.wfile.write(raw.encode())
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = JudgeHTTPServer(("127.0.0.1", 0), Handler)
     state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     thread = threading.Thread(target=server.serve_forever, args=(SERVE_POLL,), daemon=True)
     thread.start()
