@@ -2,6 +2,8 @@
 threads of one process, the processes of the embedded default (file locks) and the workers
 sharing Redis."""
 
+import json
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -10,7 +12,8 @@ import time
 import pytest
 
 from evaluation.throttle import EndpointSlots
-from tests.conftest import REPO, require_service
+from tests.conftest import REPO, completion, embedded_env, require_service
+from tests.toyplugin import toy
 
 
 class InFlight:
@@ -257,3 +260,71 @@ def test_a_killed_processs_file_slot_is_free_at_once(tmp_path):
         assert got
     finally:
         holder.kill()
+
+
+TOY_TASKS = 50
+
+
+@pytest.mark.services
+def test_a_prefork_worker_on_the_embedded_default_keeps_the_bound(tmp_path, judge_server):
+    """A worker started as compose starts it (prefork, --concurrency 2) on the embedded default,
+    two toy submissions judged at once, FLOORBOARD_JUDGE_CONCURRENCY=4: the judge never sees
+    more than 4 calls at once (each child used to keep a bound of its own: 8)."""
+    counter = InFlight()
+
+    def respond(body, call):
+        with counter:
+            time.sleep(0.2)
+        return 200, {}, completion(json.dumps({"score": 1.0, "why": "fine"}))
+
+    judge_server.responder = respond
+    env = embedded_env(
+        tmp_path / "var",
+        DJANGO_DEBUG="1",
+        FLOORBOARD_BENCHMARKS="evaluation.benchmarks.mpbench,tests.toyplugin",
+        FLOORBOARD_JUDGE_CONCURRENCY="4",
+        OPENAI_BASE_URL=judge_server.url,
+    )
+
+    def manage(*args):
+        return subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=REPO, env=env, check=True, capture_output=True
+        )
+
+    manage("migrate", "--noinput", "-v0")
+    toy.write_release(tmp_path / "release", count=TOY_TASKS)
+    manage("import_benchmark", "toy-bench", str(tmp_path / "release"))
+    # Both queued before the worker starts: its two processes take one each.
+    for number in range(2):
+        answers = tmp_path / f"answers-{number}.jsonl"
+        toy.write_answers(answers, correct=number * TOY_TASKS, seed=number, count=TOY_TASKS)
+        manage("submit", str(answers), "--benchmark", "toy-bench", "--system", f"S{number}")
+    log = tmp_path / "worker.log"
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--concurrency", "2"],
+        cwd=REPO,
+        env=env,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        database = tmp_path / "var" / "floorboard.sqlite3"
+        deadline = time.monotonic() + 300
+        while True:
+            with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30) as db:
+                states = [
+                    row[0]
+                    for row in db.execute(
+                        "SELECT status FROM evaluation_submission WHERE is_reported = 0"
+                    )
+                ]
+            if states == ["scored", "scored"]:
+                break
+            assert "failed" not in states and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.5)
+    finally:
+        worker.terminate()
+        worker.wait(60)
+    # 2 x 2 x TOY_TASKS judgments, all wrong in one upload and all right in the other.
+    assert len(judge_server.requests) > 2 * TOY_TASKS
+    assert counter.peak == 4

@@ -2,7 +2,8 @@
 (the sweeper), a local judge server answering in 200 ms, all 927 real tasks submitted with the
 CLI. The worker is SIGKILLed mid-judging (what an OOM kill or a lost machine does) and a new one
 is started: the dead worker's judgments are taken up within two minutes, the submission finishes
-with the numbers counted by hand, and no judgment is asked for again once stored.
+with the numbers counted by hand, no judgment is asked for again once stored, and the calls
+asked again (those the dead worker had asked and not stored) are at most the judge's bound.
 
 Run on both brokers: Redis with PostgreSQL (production) and the filesystem broker with SQLite
 (the embedded default, where a message is gone once a worker has received it)."""
@@ -22,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from config.celery import app as celery_app
@@ -193,10 +195,14 @@ def kill_and_recover(env, log, tmp_path, *, done_count, held, finished):
 
 
 def assert_asked_once(arrivals: Arrivals, stored: list[tuple[str, float]]):
-    """No judgment was asked for again once its answer had been stored."""
+    """No judgment was asked for again once its answer had been stored, and the judgments asked
+    twice (asked by the killed worker, its answers not stored) are at most the judge's bound:
+    answers are stored as they come, and a worker asks no more than the bound ahead of them."""
     for prompt, completed_at in stored:
         repeats = [t for t in arrivals.times[prompt] if t > completed_at]
         assert repeats == [], prompt[:80]
+    asked_again = sum(len(times) - 1 for times in arrivals.times.values())
+    assert 0 < asked_again <= settings.JUDGE_CONCURRENCY
 
 
 # --- Redis and PostgreSQL ---------------------------------------------------------------------
