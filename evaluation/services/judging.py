@@ -29,7 +29,13 @@ from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import BenchmarkPlugin, JudgmentRequest, TaskInput
-from evaluation.bulk import instance_values, rows_insert, rows_update
+from evaluation.bulk import (
+    insert_statement,
+    instance_values,
+    rows_insert,
+    statements_run,
+    update_statements,
+)
 from evaluation.judges import (
     AnthropicClient,
     GeminiClient,
@@ -728,27 +734,6 @@ def _settle(judgment: Judgment, outcome: _CallOutcome, plugin) -> None:
     judgment.error = parsed.error
 
 
-def _store_settled(settled: list[tuple[Judgment, str]]) -> None:
-    """Write the answers of (judgment, the lease owner that called it): a row is written only
-    while that owner still holds it (another worker may have taken it over). The ORM would
-    build a CASE per row and field, or a statement per row: either costs more than the calls it
-    records when the judge is fast."""
-    rows_update(
-        Judgment,
-        SETTLED_FIELDS,
-        ("id", "status", "lease_owner"),
-        (
-            [
-                *instance_values(judgment, SETTLED_FIELDS),
-                judgment.pk,
-                Judgment.Status.RUNNING,
-                owner,
-            ]
-            for judgment, owner in settled
-        ),
-    )
-
-
 CHARGE_COLUMNS = (
     "submission_id",
     "team_id",
@@ -764,26 +749,38 @@ CHARGE_COLUMNS = (
 
 
 def _record_all(answered: list, plugin, charge=None) -> int:
-    """Store the answers gathered so far, and what their calls cost, in one transaction of two
-    statements; returns how many. ``charge(judgment, outcome)``: the JudgeCharge of one answer,
-    or None."""
+    """Store the answers gathered so far, and what their calls cost, all or none in one round
+    trip (statements_run); returns how many. A row is written only while the lease owner that
+    called it still holds it (another worker may have taken it over); the call is paid for
+    either way. ``charge(judgment, outcome)``: the JudgeCharge of one answer, or None."""
     stored = len(answered)
     if answered:
         settled, charges = [], []
         for judgment, outcome in answered:
-            # Paid for even when another worker had taken the judgment over meanwhile.
             if charge is not None:
                 charges.append(charge(judgment, outcome))
             owner = judgment.lease_owner
             _settle(judgment, outcome, plugin)
-            settled.append((judgment, owner))
-        with transaction.atomic():
-            _store_settled(settled)
-            rows_insert(
-                JudgeCharge,
-                CHARGE_COLUMNS,
-                (instance_values(c, CHARGE_COLUMNS) for c in charges if c is not None),
+            settled.append(
+                [
+                    *instance_values(judgment, SETTLED_FIELDS),
+                    judgment.pk,
+                    Judgment.Status.RUNNING,
+                    owner,
+                ]
             )
+        statements_run(
+            [
+                *update_statements(
+                    Judgment, SETTLED_FIELDS, ("id", "status", "lease_owner"), settled
+                ),
+                insert_statement(
+                    JudgeCharge,
+                    CHARGE_COLUMNS,
+                    [instance_values(c, CHARGE_COLUMNS) for c in charges if c is not None],
+                ),
+            ]
+        )
         answered.clear()
     return stored
 

@@ -5,10 +5,17 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from django.db import IntegrityError
 from django.utils import timezone
 
-from evaluation.bulk import instance_values, rows_insert
-from evaluation.models import JudgeCharge, Judgment
+from evaluation.bulk import (
+    insert_statement,
+    instance_values,
+    rows_insert,
+    statements_run,
+    update_statements,
+)
+from evaluation.models import JudgeCharge, Judgment, Team
 
 pytestmark = pytest.mark.django_db
 
@@ -297,3 +304,23 @@ def test_every_column_is_prepared_as_the_orm_prepares_it():
                 assert _prepared_or_error(prepare, value) == expected, (field, value)
                 checked += 1
     assert checked > 1000
+
+
+@pytest.mark.django_db(transaction=True)
+def test_statements_run_writes_all_or_none():
+    """An answer and its charge go as one unit: when the second statement fails, the first is
+    undone (on PostgreSQL, one query the server runs as one transaction)."""
+    kept = Team.objects.create(name="Kept", slug="kept")
+    other = Team.objects.create(name="Other", slug="other")
+    renamed = update_statements(Team, ["name"], ["id"], [["Renamed", kept.pk]])
+    clashing = insert_statement(Team, ["name", "slug"], [["Clash", "other"]])
+    with pytest.raises(IntegrityError):
+        statements_run([*renamed, clashing])
+    assert Team.objects.get(pk=kept.pk).name == "Kept"
+    assert Team.objects.count() == 2
+
+    statements_run([*renamed, insert_statement(Team, ["name", "slug"], [["New", "new"]]), None])
+    assert Team.objects.get(pk=kept.pk).name == "Renamed"
+    new = Team.objects.get(slug="new")
+    assert new.name == "New" and new.created_at is not None  # the rest from their defaults
+    assert Team.objects.get(pk=other.pk).name == "Other"
