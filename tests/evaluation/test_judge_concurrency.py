@@ -45,6 +45,28 @@ def hammer(slot_holders, calls_each: int, counter: InFlight):
         thread.join()
 
 
+def slot_holder(slots: str) -> subprocess.Popen:
+    """A process that takes a slot of ``slots`` (an expression) and holds it for a minute;
+    returned once it holds it."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\n"
+            "from pathlib import Path\n"
+            "from evaluation.throttle import EndpointSlots\n"
+            f"with ({slots}).slot():\n"
+            "    print('held', flush=True)\n"
+            "    time.sleep(60)\n",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
 def test_local_slots_bound_threads(tmp_path):
     counter = InFlight()
     holders = [
@@ -80,24 +102,10 @@ def test_a_killed_holders_slot_frees_itself_one_lease_later():
     require_service("Redis", "127.0.0.1", 6379)
     endpoint = f"redis-lease-{time.monotonic_ns()}"
     url = "redis://127.0.0.1:6379/15"
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time\n"
-            "from evaluation.throttle import EndpointSlots\n"
-            f"slots = EndpointSlots(endpoint={endpoint!r}, limit=1, redis_url={url!r}, "
-            "lease_seconds=0.3)\n"
-            "with slots.slot():\n"
-            "    print('held', flush=True)\n"
-            "    time.sleep(60)\n",
-        ],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        text=True,
+    holder = slot_holder(
+        f"EndpointSlots(endpoint={endpoint!r}, limit=1, redis_url={url!r}, lease_seconds=0.3)"
     )
     try:
-        assert holder.stdout.readline().strip() == "held"
         time.sleep(1.0)  # three leases: a live holder keeps its slot by renewing it
         slots = EndpointSlots(endpoint=endpoint, limit=1, redis_url=url, lease_seconds=0.3)
         key = slots.key
@@ -227,25 +235,11 @@ def test_embedded_slots_bound_two_processes_together(tmp_path, judge_server):
 
 def test_a_killed_processs_file_slot_is_free_at_once(tmp_path):
     """The kernel drops a dead process's locks: its slot is free as soon as it is gone."""
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time\n"
-            "from pathlib import Path\n"
-            "from evaluation.throttle import EndpointSlots\n"
-            "slots = EndpointSlots(endpoint='killed', limit=1, redis_url=None, "
-            f"lease_seconds=20, folder=Path({str(tmp_path)!r}))\n"
-            "with slots.slot():\n"
-            "    print('held', flush=True)\n"
-            "    time.sleep(60)\n",
-        ],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        text=True,
+    holder = slot_holder(
+        "EndpointSlots(endpoint='killed', limit=1, redis_url=None, lease_seconds=20, "
+        f"folder=Path({str(tmp_path)!r}))"
     )
     try:
-        assert holder.stdout.readline().strip() == "held"
         slots = EndpointSlots(
             endpoint="killed", limit=1, redis_url=None, lease_seconds=20, folder=tmp_path
         )

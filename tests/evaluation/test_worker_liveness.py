@@ -201,20 +201,25 @@ def group_gone(pid: int) -> bool:
     return False
 
 
-@pytest.mark.services
-def test_the_demos_worker_killed_comes_back_and_everything_stops_together(tmp_path):
-    var = tmp_path / "var"
+def start_demo(var: Path, *args: str) -> subprocess.Popen:
+    """manage.py run_demo on a migrated site under ``var``, its output readable line by line."""
     env = embedded_env(var, DJANGO_DEBUG="1", PYTHONUNBUFFERED="1")
     manage(env, "migrate", "--noinput", "-v0")
-    port = free_port()
-    demo = subprocess.Popen(
-        [sys.executable, "manage.py", "run_demo", f"127.0.0.1:{port}"],
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "run_demo", *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
+
+
+@pytest.mark.services
+def test_the_demos_worker_killed_comes_back_and_everything_stops_together(tmp_path):
+    var = tmp_path / "var"
+    port = free_port()
+    demo = start_demo(var, f"127.0.0.1:{port}")
     lines: list[str] = []
     try:
         first = int(read_until(demo.stdout, r"worker started \(pid (\d+)\)", 30, lines).group(1))
@@ -251,17 +256,7 @@ def test_the_demos_worker_killed_comes_back_and_everything_stops_together(tmp_pa
 @pytest.mark.services
 def test_a_worker_that_keeps_dying_stops_the_demo_with_a_message(tmp_path):
     """--max-restarts 1: the second exit within the window stops the demo, saying why."""
-    var = tmp_path / "var"
-    env = embedded_env(var, DJANGO_DEBUG="1", PYTHONUNBUFFERED="1")
-    manage(env, "migrate", "--noinput", "-v0")
-    demo = subprocess.Popen(
-        [sys.executable, "manage.py", "run_demo", "--no-server", "--max-restarts", "1"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    demo = start_demo(tmp_path / "var", "--no-server", "--max-restarts", "1")
     lines: list[str] = []
     try:
         for _ in range(2):
