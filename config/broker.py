@@ -10,6 +10,14 @@ moved to the quarantine folder with a warning, and the worker goes on to the nex
 messages pass through the processed folder beside the queue, never the system's temp folder.
 
 config/celery.py makes this the transport of every ``filesystem://`` URL.
+
+Chosen over kombu's SQLAlchemy transport on an SQLite file of its own, which is transactional
+by construction, by measurement on the development machine (a Celery worker with the solo pool,
+beat inside; a chain of tasks each queueing the next, 3 x 100 hops; a task sent to an idle
+worker, 30 times; the worker idle for 60 s, twice): this transport 0.9 ms from one stage to the
+next, 10 ms until an idle worker takes a task, 1.1% of a core idle; SQLAlchemy at its default
+one-second polling 6.8 ms, about 850 ms and 0.3%; polling every 20 ms, 7.3 ms, 27 ms and 8.5%.
+Every stage of a submission queues the next, and a web request queues the first.
 """
 
 from __future__ import annotations
