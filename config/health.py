@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from django.core.files.base import ContentFile
 from django.core.files.storage import storages
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.http import HttpResponseNotAllowed, JsonResponse
 from django.utils.cache import add_never_cache_headers
 
@@ -62,9 +62,13 @@ def storage_check() -> None:
 
 
 def workers_state() -> str:
-    """ "running", "silent" (seen, but not within WORKER_SILENT_SECONDS) or "none" (never seen,
-    or not for a day)."""
-    silent = workers_silent()
+    """ "running", "silent" (seen, but not within WORKER_SILENT_SECONDS), "none" (never seen,
+    or not for a day) or "unknown" (the database did not say)."""
+    try:
+        silent = workers_silent()
+    except DatabaseError:
+        logger.exception("health check of the workers failed")
+        return "unknown"
     if silent is None:
         return "running"
     return "none" if silent["seen_at"] is None else "silent"
@@ -94,7 +98,7 @@ def health(request) -> JsonResponse:
             "status": "failing" if failing else "ok",
             "checks": checks,
             "failing": failing,
-            "workers": workers_state() if checks["database"] == "ok" else "unknown",
+            "workers": workers_state(),
         },
         status=503 if failing else 200,
     )
