@@ -183,7 +183,7 @@ def _wait_for(submission: Submission, timeout: float) -> None:
             raise CommandError(
                 f"submission {submission.pk} is {submission.status}: no worker is running "
                 f"({since}): start one with `celery -A config worker` (`make demo` starts "
-                "its own); the submission stays queued and is scored once one runs"
+                "its own); nothing stored is lost, and the submission goes on once one runs"
             )
         time.sleep(0.5)
         submission.refresh_from_db()
