@@ -42,7 +42,9 @@ UNFINISHED = ".tmp"
 class Channel(filesystem.Channel):
     @property
     def quarantine_folder(self) -> Path:
-        return Path(self.transport_options["quarantine_folder"])
+        """Settings name it; without a name, beside the processed folder."""
+        named = self.transport_options.get("quarantine_folder")
+        return Path(named) if named else Path(self.processed_folder).parent / "quarantine"
 
     def _put(self, queue, payload, **kwargs):
         # kombu's own name: the milliseconds sort the queue, the queue's name ends it.
