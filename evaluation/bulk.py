@@ -146,6 +146,32 @@ def _insert_columns(model: type[Model], columns: Sequence[str]) -> tuple[list[Fi
     return given + rest, lambda row: _prepared(preparers, row) + prepared_defaults
 
 
+def _insert_head(model: type[Model], fields: Sequence[Field]) -> str:
+    quote = connection.ops.quote_name
+    return (
+        f"INSERT INTO {quote(model._meta.db_table)} ("
+        + ", ".join(quote(field.column) for field in fields)
+        + ") "
+    )
+
+
+def _values(fields: Sequence[Field], rows: int) -> str:
+    """VALUES with a placeholder for each of ``fields`` in each of ``rows`` rows."""
+    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    return "VALUES " + ", ".join([one] * rows)
+
+
+def _update_sql(model: type[Model], given: Sequence[Field], keys: Sequence[Field]) -> str:
+    """One row's UPDATE: ``given`` set, ``keys`` matched, each a placeholder."""
+    quote = connection.ops.quote_name
+    return (
+        f"UPDATE {quote(model._meta.db_table)} SET "
+        + ", ".join(f"{quote(field.column)} = %s" for field in given)
+        + " WHERE "
+        + " AND ".join(f"{quote(field.column)} = %s" for field in keys)
+    )
+
+
 def rows_insert(
     model: type[Model],
     columns: Sequence[str],
@@ -166,11 +192,7 @@ def rows_insert(
     meta = model._meta
     fields, row_values = _insert_columns(model, columns)
     quote = connection.ops.quote_name
-    head = (
-        f"INSERT INTO {quote(meta.db_table)} ("
-        + ", ".join(quote(field.column) for field in fields)
-        + ") "
-    )
+    head = _insert_head(model, fields)
     tail = ""
     if unique:
         tail = " ON CONFLICT (" + ", ".join(quote(f.column) for f in _fields(model, unique)) + ")"
@@ -201,10 +223,9 @@ def rows_insert(
         else:
             # Rows per statement: within the backend's parameter limit (999 on SQLite).
             limit = connection.features.max_query_params or BATCH * len(fields)
-            one = "(" + ", ".join(["%s"] * len(fields)) + ")"
             for batch in batches(prepared, min(BATCH, limit // len(fields))):
                 cursor.execute(
-                    head + "VALUES " + ", ".join([one] * len(batch)) + tail,
+                    head + _values(fields, len(batch)) + tail,
                     [value for row in batch for value in row],
                 )
                 if asked:
@@ -245,14 +266,8 @@ def rows_update(
             for batch in batches(prepared, BATCH):
                 cursor.execute(sql, [list(column) for column in zip(*batch, strict=True)])
             return
-        sql = (
-            f"UPDATE {table} SET "
-            + ", ".join(f"{quote(field.column)} = %s" for field in given)
-            + " WHERE "
-            + " AND ".join(f"{quote(field.column)} = %s" for field in keys)
-        )
         for batch in batches(prepared, BATCH):
-            cursor.executemany(sql, batch)
+            cursor.executemany(_update_sql(model, given, keys), batch)
 
 
 def instance_values(obj: Model, columns: Sequence[str]) -> list:
@@ -273,13 +288,8 @@ def insert_statement(model: type[Model], columns: Sequence[str], rows: Sequence[
     if not rows:
         return None
     fields, row_values = _insert_columns(model, columns)
-    quote = connection.ops.quote_name
-    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
     return (
-        f"INSERT INTO {quote(model._meta.db_table)} ("
-        + ", ".join(quote(field.column) for field in fields)
-        + ") VALUES "
-        + ", ".join([one] * len(rows)),
+        _insert_head(model, fields) + _values(fields, len(rows)),
         [value for row in rows for value in row_values(row)],
     )
 
@@ -289,13 +299,7 @@ def update_statements(
 ) -> list[tuple[str, list]]:
     """rows_update's rows as one plain UPDATE each, as (sql, parameters)."""
     given, keys = _fields(model, columns), _fields(model, match)
-    quote = connection.ops.quote_name
-    sql = (
-        f"UPDATE {quote(model._meta.db_table)} SET "
-        + ", ".join(f"{quote(field.column)} = %s" for field in given)
-        + " WHERE "
-        + " AND ".join(f"{quote(field.column)} = %s" for field in keys)
-    )
+    sql = _update_sql(model, given, keys)
     preparers = [_preparer(field) for field in given + keys]
     return [(sql, _prepared(preparers, row)) for row in rows]
 

@@ -753,35 +753,34 @@ def _record_all(answered: list, plugin, charge=None) -> int:
     trip (statements_run); returns how many. A row is written only while the lease owner that
     called it still holds it (another worker may have taken it over); the call is paid for
     either way. ``charge(judgment, outcome)``: the JudgeCharge of one answer, or None."""
-    stored = len(answered)
-    if answered:
-        settled, charges = [], []
-        for judgment, outcome in answered:
-            if charge is not None:
-                charges.append(charge(judgment, outcome))
-            owner = judgment.lease_owner
-            _settle(judgment, outcome, plugin)
-            settled.append(
-                [
-                    *instance_values(judgment, SETTLED_FIELDS),
-                    judgment.pk,
-                    Judgment.Status.RUNNING,
-                    owner,
-                ]
-            )
-        statements_run(
+    if not answered:
+        return 0
+    settled, charges = [], []
+    for judgment, outcome in answered:
+        if charge is not None:
+            charges.append(charge(judgment, outcome))
+        owner = judgment.lease_owner
+        _settle(judgment, outcome, plugin)
+        settled.append(
             [
-                *update_statements(
-                    Judgment, SETTLED_FIELDS, ("id", "status", "lease_owner"), settled
-                ),
-                insert_statement(
-                    JudgeCharge,
-                    CHARGE_COLUMNS,
-                    [instance_values(c, CHARGE_COLUMNS) for c in charges if c is not None],
-                ),
+                *instance_values(judgment, SETTLED_FIELDS),
+                judgment.pk,
+                Judgment.Status.RUNNING,
+                owner,
             ]
         )
-        answered.clear()
+    statements_run(
+        [
+            *update_statements(Judgment, SETTLED_FIELDS, ("id", "status", "lease_owner"), settled),
+            insert_statement(
+                JudgeCharge,
+                CHARGE_COLUMNS,
+                [instance_values(c, CHARGE_COLUMNS) for c in charges if c is not None],
+            ),
+        ]
+    )
+    stored = len(answered)
+    answered.clear()
     return stored
 
 
@@ -878,8 +877,7 @@ def judgments_work(
                     callers.add(pool.submit(caller))
 
             def store() -> None:
-                stored = _record_all(answered, plugin, charge)
-                if stored:
+                if stored := _record_all(answered, plugin, charge):
                     room.release(stored)
 
             def collect(timeout: float) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
 from datetime import timedelta
 
@@ -22,16 +21,17 @@ logger = logging.getLogger(__name__)
 FORGET_AFTER = timedelta(days=1)
 
 
-def worker_name(hostname: str | None = None) -> str:
-    return f"{hostname or socket.gethostname()}:{os.getpid()}"
+def worker_name(hostname: str) -> str:
+    """Celery's name for a worker, with its pid: two workers named alike stay apart."""
+    return f"{hostname}:{os.getpid()}"
 
 
-def worker_beat_record(*, worker: str, queues: list[str], started_at=None) -> None:
+def worker_beat_record(*, worker: str, queues: list[str], started_at) -> None:
     """This worker is alive now, on each of ``queues``."""
     now = timezone.now()
     WorkerBeat.objects.bulk_create(
         [
-            WorkerBeat(worker=worker, queue=queue, started_at=started_at or now, seen_at=now)
+            WorkerBeat(worker=worker, queue=queue, started_at=started_at, seen_at=now)
             for queue in queues
         ],
         update_conflicts=True,

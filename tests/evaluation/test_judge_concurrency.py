@@ -244,7 +244,12 @@ def test_a_killed_processs_file_slot_is_free_at_once(tmp_path):
             endpoint="killed", limit=1, redis_url=None, lease_seconds=20, folder=tmp_path
         )
         got = []
-        waiter = threading.Thread(target=lambda: got.append(slots.slot().__enter__()))
+
+        def take_the_slot():
+            with slots.slot():
+                got.append(time.monotonic())
+
+        waiter = threading.Thread(target=take_the_slot)
         waiter.start()
         waiter.join(0.5)
         assert not got  # held by the live process

@@ -99,22 +99,15 @@ class Command(BaseCommand):
         """(board, demo run) for every plug-in with demo data, its boards imported as the demo
         imports them."""
         call_command("seed_demo", stdout=io.StringIO())
-        runs = []
+        per_plugin = []
         for plugin in registry().values():
             board = Benchmark.objects.filter(slug=demo_slug(plugin)).first()
-            if board is None:
-                continue
-            for run in plugin.write_demo_runs(folder / plugin.slug):
-                runs.append((board, run))
+            if board is not None:
+                runs = plugin.write_demo_runs(folder / plugin.slug)
+                per_plugin.append([(board, run) for run in runs])
         # One plug-in after another: the first run of each, then the second of each, ...
-        by_plugin: dict[str, list] = {}
-        for board, run in runs:
-            by_plugin.setdefault(board.slug, []).append((board, run))
         return [
-            pair
-            for group in itertools.zip_longest(*by_plugin.values())
-            for pair in group
-            if pair is not None
+            pair for turn in itertools.zip_longest(*per_plugin) for pair in turn if pair is not None
         ]
 
     def _report(self, made: list[int], log: Path, var: Path, seconds: float) -> None:
