@@ -89,9 +89,11 @@ def test_a_message_that_does_not_decode_is_quarantined_and_the_next_is_read(
 ):
     with connect(tmp_path) as connection:
         channel = connection.default_channel
-        broken = message_name("q", order=1)
+        # Names sort as text, and a real one starts with a nonzero digit: "0_" comes first
+        # whatever the machine's uptime ("1_" would sort after "12…" but before "2…").
+        broken = message_name("q", order=0)
         (tmp_path / "queue" / broken).write_bytes(content)
-        channel._put("q", {"whole": True})  # sorts after the broken one (a later millisecond)
+        channel._put("q", {"whole": True})
         with caplog.at_level("WARNING", logger="config.broker"):
             assert channel._get("q") == {"whole": True}
         assert os.listdir(tmp_path / "quarantine") == [broken]
