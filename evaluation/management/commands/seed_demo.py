@@ -2,19 +2,19 @@
 with audio that plays, invented systems queued for scoring by the offline judge, and the rows
 its paper reports on the benchmark's own (empty) board."""
 
+import secrets
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from evaluation.benchmarks import registry
 from evaluation.models import Benchmark, Membership, Team
 from evaluation.services import benchmark_import, reported_rows_load, submission_create
 
-# Local demo only: the embedded default is never served beyond 127.0.0.1.
-DEMO_USER, DEMO_PASSWORD = "demo", "floorboard-demo"
+DEMO_USER = "demo"
 
 
 def demo_slug(plugin) -> str:
@@ -25,6 +25,12 @@ class Command(BaseCommand):
     help = "Create each benchmark's demo board, queue its demo systems, preload its paper rows."
 
     def handle(self, *args, **options):
+        if not settings.DEBUG:
+            # Its staff account and fictional boards have no place on a served site.
+            raise CommandError(
+                "seed_demo makes a local demo (a staff account, fictional boards) and runs only "
+                "with DEBUG on: set DJANGO_DEBUG=1, as `make demo` does, on a local copy"
+            )
         self._demo_account()
         for plugin in registry().values():
             self._seed(plugin)
@@ -81,15 +87,16 @@ class Command(BaseCommand):
         self.stdout.write(f"{slug}: demo uploads are in {work / 'uploads'}")
 
     def _demo_account(self):
-        """A local staff account in a team, so the demo shows uploads, judges and studies."""
-        user, created = User.objects.get_or_create(
+        """A local staff account in a team, so the demo shows uploads, judges and studies. Its
+        password is new on every run, printed here and nowhere else."""
+        user, _ = User.objects.get_or_create(
             username=DEMO_USER, defaults={"is_staff": True, "is_superuser": True}
         )
-        if created:
-            user.set_password(DEMO_PASSWORD)
-            user.save()
+        password = secrets.token_urlsafe(12)
+        user.set_password(password)
+        user.save(update_fields=["password"])
         team, _ = Team.objects.get_or_create(slug="demo-lab", defaults={"name": "Demo Lab"})
         Membership.objects.get_or_create(
             team=team, user=user, defaults={"role": Membership.Role.OWNER}
         )
-        self.stdout.write(f"demo login: {DEMO_USER} / {DEMO_PASSWORD} (staff, team Demo Lab)")
+        self.stdout.write(f"demo login: {DEMO_USER} / {password} (staff, team Demo Lab)")
