@@ -78,6 +78,7 @@ MIDDLEWARE = [
     # /healthz, answered before host validation and the HTTPS redirect (config/health.py).
     "config.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "config.middleware.NulCharacterMiddleware",
     # Pages, JSON and CSV go out gzip-compressed (static files are precompressed by whitenoise).
     "config.middleware.TextCompressionMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 
 import plotly
 from django import forms
+from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
 from django.db.models import Count
@@ -918,7 +919,6 @@ def judges_manage(request, slug: str):
     benchmark = get_object_or_404(Benchmark, slug=slug)
     kinds = [kind.key for kind in get_plugin(benchmark.plugin).judge_kinds]
     form = JudgeForm(kinds=kinds)
-    message = request.GET.get("done", "")
     if request.method == "POST":
         form = JudgeForm(request.POST, kinds=kinds)
         if form.is_valid():
@@ -938,7 +938,8 @@ def judges_manage(request, slug: str):
                 form.add_error(None, str(exc))
             else:
                 url = reverse("judges-manage", args=[benchmark.slug])
-                return redirect(f"{url}?{urlencode({'done': f'Judge {judge.slug} added.'})}")
+                messages.success(request, f"Judge {judge.slug} added.")
+                return redirect(url)
     judges = list(benchmark.judges.order_by("-is_official", "slug"))
     return render(
         request,
@@ -947,7 +948,6 @@ def judges_manage(request, slug: str):
             "benchmark": benchmark,
             "judges": judges,
             "form": form,
-            "message": message,
         },
         status=400 if form.errors else 200,
     )
@@ -961,7 +961,5 @@ def judge_rescore(request, slug: str, judge_slug: str):
     benchmark = get_object_or_404(Benchmark, slug=slug)
     judge = get_object_or_404(Judge, benchmark=benchmark, slug=judge_slug)
     count = benchmark_rescore(benchmark=benchmark, judge=judge)
-    done = f"{count} submission(s) queued for re-scoring with {judge.slug}."
-    return redirect(
-        f"{reverse('judges-manage', args=[benchmark.slug])}?{urlencode({'done': done})}"
-    )
+    messages.success(request, f"{count} submission(s) queued for re-scoring with {judge.slug}.")
+    return redirect(reverse("judges-manage", args=[benchmark.slug]))

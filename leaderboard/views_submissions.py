@@ -5,9 +5,8 @@ selectors_submissions.py."""
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 from django import forms
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.paginator import Paginator
@@ -173,7 +172,6 @@ def submission_page(request, pk: int):
         "task_columns": plugin.task_columns,
         "filter_query": query.urlencode(),
         "retried": int(retried) if (retried := request.GET.get("retried", "")).isdigit() else None,
-        "done": request.GET.get("done", "")[:200],
         "records": score_records(submission=submission),
         "duplicates": duplicate_bundles(submission=submission, user=request.user),
     }
@@ -244,7 +242,8 @@ def submission_manage(request, pk: int, action: str):
                 target = reverse("leaderboard", args=[submission.benchmark.slug])
             else:
                 target = reverse("submission", args=[submission.pk])
-            return redirect(f"{target}?{urlencode({'done': done})}")
+            messages.success(request, done)
+            return redirect(target)
     return render(
         request,
         "leaderboard/submission_manage.html",
@@ -307,8 +306,8 @@ def submission_release_spending(request, pk: int):
     submission.refresh_from_db()
     if submission.status in FINAL_STATUSES:
         submission_resume(submission=submission)
-    done = "Released past the spending limits: judging is queued again."
-    return redirect(f"{reverse('submission', args=[submission.pk])}?{urlencode({'done': done})}")
+    messages.success(request, "Released past the spending limits: judging is queued again.")
+    return redirect(reverse("submission", args=[submission.pk]))
 
 
 @require_safe

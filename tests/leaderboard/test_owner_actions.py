@@ -178,7 +178,11 @@ def test_owners_publish_unpublish_and_anonymize_after_confirming(client, board, 
     submission.refresh_from_db()
     assert not submission.is_published  # asking is not doing
     done = client.post(f"{base}/publish/")
-    assert done.status_code == 302 and "done=Published." in done["Location"]
+    assert done.status_code == 302 and done["Location"] == f"/submissions/{submission.pk}/"
+    assert '<p class="notice" role="status">Published.</p>' in client.get(done["Location"]).text
+    # The notice was said once; a link cannot make the site say anything.
+    forged = client.get(f"/submissions/{submission.pk}/?done=Deleted:+mail+us+your+token").text
+    assert "Published." not in forged and "mail us" not in forged
     submission.refresh_from_db()
     assert submission.is_published
     as_user(client, people.outsider)

@@ -283,7 +283,7 @@ def test_submit_page_and_owner_actions_at_both_widths(
         shot(page, f"confirm-publish-{label}")
         with page.expect_navigation():
             page.click("#confirm")
-        assert "Published." in page.inner_text("#done")
+        assert "Published." in page.inner_text("main p[role=status]")
         with page.expect_navigation():
             page.locator("#owner-actions >> text=Unpublish").click()
         with page.expect_navigation():
