@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 from functools import wraps
 
 import plotly
@@ -15,6 +14,8 @@ from django.http import Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
+
+from evaluation.exports import csv_lines
 
 from . import charts, selectors, services
 from . import figures as figures_module
@@ -243,24 +244,15 @@ def study_check_item(request, slug: str):
 # --- Exports and snapshots --------------------------------------------------------------------
 
 
-class _Echo:
-    def write(self, value):
-        return value
-
-
 @staff_member_required
 def study_export_csv(request, slug: str):
     study = get_object_or_404(Study, slug=slug)
     rows = selectors.study_rating_rows(study=study)
-    writer = csv.writer(_Echo())
     fields = selectors.EXPORT_FIELDS
-
-    def lines():
-        yield writer.writerow(fields)
-        for row in rows:
-            yield writer.writerow(["" if row[f] is None else row[f] for f in fields])
-
-    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    lines = (["" if row[f] is None else row[f] for f in fields] for row in rows)
+    response = StreamingHttpResponse(
+        csv_lines(fields, lines), content_type="text/csv; charset=utf-8"
+    )
     response["Content-Disposition"] = f'attachment; filename="{study.slug}-ratings.csv"'
     return response
 

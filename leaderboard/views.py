@@ -7,7 +7,6 @@ duplex, q, rows), so every URL is a permalink and the exports show exactly the r
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import math
@@ -39,6 +38,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
 from evaluation.benchmarks import get_plugin
+from evaluation.exports import csv_lines
 from evaluation.models import Benchmark, Judge, System
 from evaluation.run_config import CONTAMINATION, MODALITIES
 from leaderboard import charts
@@ -732,11 +732,8 @@ def leaderboard_csv(request, slug: str):
         return HttpResponseBadRequest(str(exc), content_type="text/plain")
     columns = _columns(board)
     entries = _entries(board, request.user)
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
     split = f"-{board.state.split}" if board.state.split else ""
     name = f"{board.benchmark.slug}{split}-{board.judge.slug if board.judge else 'reported'}.csv"
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
-    writer = csv.writer(response)
     header = ["rank", "group", "system", "system_id", "submission", "judge"]
     header += ["scored_here", "staff_verified", "reported_in_paper", "incomplete"]
     header += ["offline_judge", "private", "flagged", "flag_reason", "failed_judgments"]
@@ -750,7 +747,7 @@ def leaderboard_csv(request, slug: str):
             header += [f"{column.key}.{p}" for p in ("count", "total")]
         if column.metric.interval != "none":
             header += [f"{column.key}.{p}" for p in ("ci_low", "ci_high")]
-    writer.writerow(header)
+    rows = []
     for e in entries:
         row = [e.rank, e.system_type_label, e.system]
         row += [e.system_id, e.submission_id, e.judge]
@@ -778,7 +775,11 @@ def leaderboard_csv(request, slug: str):
                 interval = e.intervals.get(column.key)
                 row += ["" if interval is None else interval[0]]
                 row += ["" if interval is None else interval[1]]
-        writer.writerow(row)
+        rows.append(row)
+    response = HttpResponse(
+        "".join(csv_lines(header, rows)), content_type="text/csv; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
 
 

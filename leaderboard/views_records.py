@@ -4,7 +4,6 @@ and judgment as CSV or JSON."""
 
 from __future__ import annotations
 
-import csv
 import json
 
 from django.http import Http404, JsonResponse, StreamingHttpResponse
@@ -12,6 +11,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_safe
 
 from evaluation.benchmarks import get_plugin
+from evaluation.exports import csv_cell, csv_lines
 from evaluation.held_out import task_results_for
 from evaluation.models import ScoreRecord, TaskJudgment
 from leaderboard.selectors import board_columns
@@ -137,11 +137,6 @@ def _slot(link: TaskJudgment | None) -> dict:
     }
 
 
-class _Echo:
-    def write(self, value):
-        return value
-
-
 @require_safe
 @throttled_like_the_api
 def submission_outcomes(request, pk: int, fmt: str):
@@ -169,13 +164,9 @@ def submission_outcomes(request, pk: int, fmt: str):
             *(c.label for c in plugin.task_columns),
             *OUTCOME_FIELDS[2:],
         ]
-        writer = csv.writer(_Echo())
-
-        def lines():
-            yield writer.writerow(fields)
-            for row in rows:
-                yield writer.writerow([_cell(row.get(field)) for field in fields])
-
-        response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+        lines = ([_cell(csv_cell(row.get(field))) for field in fields] for row in rows)
+        response = StreamingHttpResponse(
+            csv_lines(fields, lines), content_type="text/csv; charset=utf-8"
+        )
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response

@@ -1,0 +1,20 @@
+"""Every CSV export writes text that a spreadsheet would run as a formula as text."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from evaluation.exports import csv_lines
+
+
+def test_formula_leads_are_written_as_text_and_numbers_as_numbers():
+    rows = [
+        ['=HYPERLINK("http://x")', "+1", "-cmd", "@SUM(A1)", "\tx", "\rx"],
+        [-0.5, 3, None, "a=b", "plain", ""],
+    ]
+    text = "".join(csv_lines(["=name", "b", "c", "d", "e", "f"], rows))
+    read = list(csv.reader(io.StringIO(text, newline="")))
+    assert read[0] == ["'=name", "b", "c", "d", "e", "f"]
+    assert read[1] == ['\'=HYPERLINK("http://x")', "'+1", "'-cmd", "'@SUM(A1)", "'\tx", "'\rx"]
+    assert read[2] == ["-0.5", "3", "", "a=b", "plain", ""]
