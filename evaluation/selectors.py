@@ -171,38 +171,6 @@ def submissions_visible_to(*, user) -> QuerySet:
     return Submission.objects.filter(public | Q(team_id__in=mine))
 
 
-ANONYMOUS_NAME = "Anonymous (under review)"
-
-
-def identity_hidden_q(*, user) -> Q:
-    """Submissions whose system and team this user may not know: anonymous ones (a paper under
-    review) outside the user's teams. Staff know every one."""
-    from evaluation.models import Membership
-
-    if user is not None and user.is_authenticated and user.is_staff:
-        return Q(pk__in=[])
-    if user is None or not user.is_authenticated:
-        return Q(is_anonymous=True)
-    mine = Membership.objects.filter(user=user).values("team_id")
-    return Q(is_anonymous=True) & (Q(team__isnull=True) | ~Q(team_id__in=mine))
-
-
-def identity_hidden(*, user, submission) -> bool:
-    """identity_hidden_q for one submission."""
-    from evaluation.models import Membership
-
-    if not submission.is_anonymous:
-        return False
-    if user is None or not user.is_authenticated:
-        return True
-    if user.is_staff:
-        return False
-    return not (
-        submission.team_id is not None
-        and Membership.objects.filter(user=user, team_id=submission.team_id).exists()
-    )
-
-
 def user_can_see_submission(*, user, submission) -> bool:
     return submissions_visible_to(user=user).filter(pk=submission.pk).exists()
 

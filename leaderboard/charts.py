@@ -314,6 +314,17 @@ def _add_notes(figure: go.Figure, points: Sequence, **where) -> None:
         figure.add_trace(_legend_note(PAPER_NOTE, "diamond-open"), **where)
 
 
+def _distinct(names: list[str]) -> list[str]:
+    """Category labels, one per bar: a name shown twice (two anonymous rows) is numbered from
+    its second appearance, or plotly would stack both on one category."""
+    seen: dict[str, int] = {}
+    labels = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        labels.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+    return labels
+
+
 def bars_figure(chart, columns: dict, points: Sequence) -> go.Figure:
     """Per metric group, grouped bars of its metrics for each system (rank order), with their
     intervals and a dashed line at each chance level."""
@@ -323,7 +334,7 @@ def bars_figure(chart, columns: dict, points: Sequence) -> go.Figure:
     figure = make_subplots(
         rows=max(1, len(groups)), cols=1, subplot_titles=[_text(g) for g in groups]
     )
-    names = [_text(p.system) for p in shown]
+    names = _distinct([_text(p.system) for p in shown])
     labels = list(dict.fromkeys(c.label for c in chosen))
     colours = {label: PALETTE[(i + 2) % len(PALETTE)] for i, label in enumerate(labels)}
     in_legend: set[str] = set()

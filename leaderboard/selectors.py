@@ -11,6 +11,7 @@ from operator import or_
 from django.db.models import (
     BooleanField,
     Case,
+    CharField,
     Count,
     F,
     FilteredRelation,
@@ -32,8 +33,9 @@ from django.urls import reverse
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import Metric
+from evaluation.identity import ANONYMOUS_NAME, identity_state, viewer_for
 from evaluation.models import Benchmark, Judge, Score, Submission, System, TaskJudgment
-from evaluation.selectors import ANONYMOUS_NAME, identity_hidden_q, submissions_visible_to
+from evaluation.selectors import submissions_visible_to
 from evaluation.stats import Agreement, agreement_from_table, merge_tables, wilson_pct
 
 # --- Columns --------------------------------------------------------------------------------
@@ -311,6 +313,9 @@ def _board_queryset(*, benchmark: Benchmark, judge: Judge | None, user, filters:
         newest = (
             visible.filter(
                 system=OuterRef("system"),
+                # An anonymous run is a row of its own: a newer one replacing the system's
+                # named row would say whose it is.
+                is_anonymous=OuterRef("is_anonymous"),
                 is_reported=False,
                 status__in=ON_BOARD,
                 scores__judge=judge,
@@ -321,7 +326,7 @@ def _board_queryset(*, benchmark: Benchmark, judge: Judge | None, user, filters:
         shown.append(Q(is_reported=False, pk=Subquery(newest)))
     if judge is None or judge.is_official:
         shown.append(Q(is_reported=True))
-    hidden = identity_hidden_q(user=user)
+    hidden = viewer_for(user).hidden_q()
     queryset = (
         Submission.objects.filter(benchmark=benchmark, pk__in=visible.values("pk"))
         .filter(reduce(or_, shown))
@@ -332,8 +337,15 @@ def _board_queryset(*, benchmark: Benchmark, judge: Judge | None, user, filters:
             )
         )
     )
-    if filters.architecture or filters.open_weights is not None or filters.full_duplex is not None:
-        # An anonymous row's facts would say which system it is: it matches no such filter.
+    if (
+        filters.architecture
+        or filters.open_weights is not None
+        or filters.full_duplex is not None
+        or filters.input_modality
+        or filters.output_modality
+    ):
+        # An anonymous row's facts and run configuration would say which system it is: it
+        # matches no such filter.
         queryset = queryset.exclude(hidden)
     if judge is None:
         results = F("reported_results")
@@ -439,14 +451,20 @@ def leaderboard_entries(
     if sort.key == SORT_RANK:
         order.append(_ordered(F("board_rank"), sort.descending))
     elif sort.key == SORT_SYSTEM:
-        order.append(_ordered(F("system__name"), sort.descending))
+        order.append(_ordered(F("shown_name"), sort.descending))
     elif sort.key in columns:
         order.append(_ordered(_number(columns[sort.key]), sort.descending))
-    order += [F("board_rank").asc(), F("system__name").asc(), F("pk").asc()]
+    order += [F("board_rank").asc(), F("shown_name").asc(), F("pk").asc()]
 
     judge_slug = judge.slug if judge else ""
     plugin = get_plugin(benchmark.plugin)
-    queryset = queryset.order_by(*order)
+    # Anonymous rows sort by the name shown: the real one would place them.
+    shown_name = Case(
+        When(board_hidden=True, then=Value(ANONYMOUS_NAME)),
+        default=F("system__name"),
+        output_field=CharField(),
+    )
+    queryset = queryset.annotate(shown_name=shown_name).order_by(*order)
     if limit is not None:
         queryset = queryset[:limit]
     return [
@@ -502,9 +520,9 @@ def _entry(submission: Submission, judge: Judge | None, judge_slug: str, columns
         created_at=None if reported else submission.created_at,
         failed_judgments=getattr(submission, "board_failed", 0) or 0,
         retrying_failed=submission.retry_failed_at is not None,
-        run_config={} if reported else submission.run_config,
+        run_config={} if reported or hidden else submission.run_config,
         contamination="" if reported else submission.contamination,
-        contamination_note="" if reported else submission.contamination_note,
+        contamination_note="" if reported or hidden else submission.contamination_note,
         badges=tuple(
             (badge.label, badge.title)
             for badge in plugin.fact_badges
@@ -540,17 +558,6 @@ def board_summary(*, benchmark: Benchmark, user) -> BoardSummary:
 # --- Charts ---------------------------------------------------------------------------------
 
 
-def viewer_class(*, user) -> str:
-    """Who sees the same rows: everyone without a team alike; team members per set of teams;
-    staff everything."""
-    if user is None or not user.is_authenticated:
-        return "public"
-    if user.is_staff:
-        return "staff"
-    teams = sorted(user.memberships.values_list("team_id", flat=True))
-    return "teams-" + "-".join(map(str, teams)) if teams else "public"
-
-
 def _version(*, benchmark: Benchmark, user, judge: Judge | None) -> dict:
     """What a cached read depends on: who is looking, which submissions they may see and how
     they stand, and the scores (of one judge, or of all) behind them."""
@@ -574,7 +581,9 @@ def _version(*, benchmark: Benchmark, user, judge: Judge | None) -> dict:
         # Slice results are stored after their score (evaluation.services.pipeline).
         sliced=Count("pk", filter=Q(slices__isnull=False)),
     )
-    version["viewer"] = viewer_class(user=user)
+    version["viewer"] = viewer_for(user).cache_class
+    # Showing one anonymously, or revealing it, changes its row's name and links at once.
+    version["anonymous"] = identity_state(Submission.objects.filter(pk__in=visible))
     return version
 
 
@@ -688,9 +697,7 @@ def system_submissions(*, system: System, user) -> list[Submission]:
     `shown_results`: its own judge's scores, or the paper's numbers."""
     # An anonymous submission is never listed under its system for those it is hidden from.
     visible = (
-        submissions_visible_to(user=user)
-        .filter(system=system)
-        .exclude(identity_hidden_q(user=user))
+        submissions_visible_to(user=user).filter(system=system).exclude(viewer_for(user).hidden_q())
     )
     own_score = Score.objects.filter(submission=OuterRef("pk"), judge=OuterRef("judge_id")).values(
         "results"

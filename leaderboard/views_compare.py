@@ -17,6 +17,7 @@ from django.views.decorators.http import require_safe
 
 from evaluation.benchmarks import get_plugin
 from evaluation.held_out import task_results_for
+from evaluation.identity import viewer_for
 from evaluation.models import Benchmark
 from evaluation.selectors import submissions_visible_to
 from evaluation.slices import ALPHA, DRAWS, SEED
@@ -65,17 +66,22 @@ def comparison_from_request(request, benchmark: Benchmark):
     )
 
 
-def _candidates(request, benchmark: Benchmark):
-    """Submissions the viewer may compare, newest first, for the two pickers."""
+def _candidates(request, benchmark: Benchmark, viewer) -> list:
+    """Submissions the viewer may compare, by the name shown to the viewer and newest first,
+    for the two pickers."""
     visible = submissions_visible_to(user=request.user).filter(
         benchmark=benchmark, is_reported=False, scores__isnull=False
     )
-    return (
+    candidates = list(
         visible.select_related("system")
         .distinct()
-        .order_by("system__name", "-created_at")
-        .only("pk", "system__name", "created_at", "row_group")
+        .order_by("-created_at", "-pk")
+        .only("pk", "system__name", "created_at", "row_group", "is_anonymous", "team_id")
     )
+    for candidate in candidates:
+        candidate.shown_name = viewer.name(candidate)
+    # Stable: the newest first within a name.
+    return sorted(candidates, key=lambda s: s.shown_name)
 
 
 @require_safe
@@ -100,7 +106,8 @@ def compare_page(request, slug: str):
         params |= {"a": found.a.pk, "b": found.b.pk, "judge": found.judge.slug}
         if found.split:
             params["split"] = found.split
-    candidates = list(_candidates(request, benchmark))
+    viewer = viewer_for(request.user)
+    candidates = _candidates(request, benchmark, viewer)
     return render(
         request,
         "leaderboard/compare.html",
@@ -109,7 +116,7 @@ def compare_page(request, slug: str):
             "plugin": plugin,
             "found": found,
             "error": error,
-            "comparison_html": _comparison_html(found, slug, params) if found else "",
+            "comparison_html": _comparison_html(found, slug, params, viewer) if found else "",
             "options_a": _options(
                 candidates, str(found.a.pk) if found else request.GET.get("a", "")
             ),
@@ -140,7 +147,7 @@ def _options(candidates, chosen: str) -> str:
                 '<option value="{}"{}>{} (#{}, {})</option>',
                 s.pk,
                 mark_safe(" selected") if str(s.pk) == chosen else "",
-                s.system.name,
+                s.shown_name,
                 s.pk,
                 s.created_at.strftime("%Y-%m-%d"),
             )
@@ -149,15 +156,16 @@ def _options(candidates, chosen: str) -> str:
     )
 
 
-def _comparison_html(found, slug: str, params: dict) -> str:
+def _comparison_html(found, slug: str, params: dict, viewer) -> str:
     """The comparison's tables, rendered once per comparison and query: the numbers are cached
-    under both scores' state (found.key); the names and links shown are part of this key."""
+    under both scores' state (found.key); the names shown to this viewer are part of this key."""
+    names = {"name_a": viewer.name(found.a), "name_b": viewer.name(found.b)}
     key = cache_key(
-        "compare-page-v1",
+        "compare-page-v2",
         found.key,
         sorted(params.items()),
-        found.a.system.name,
-        found.b.system.name,
+        names["name_a"],
+        names["name_b"],
         found.judge.name,
     )
     html = cache.get(key)
@@ -166,6 +174,7 @@ def _comparison_html(found, slug: str, params: dict) -> str:
             "leaderboard/fragments/comparison.html",
             {
                 "found": found,
+                **names,
                 "rows": _metric_rows(found),
                 "slice_rows": _slice_rows(found),
                 "disagreements": _disagreements(found, slug, params),
@@ -219,7 +228,7 @@ def _disagreements(found, slug: str, params: dict) -> list[dict]:
     ]
 
 
-def _side(request, submission, task_id: str, judge_id: int) -> dict:
+def _side(request, submission, task_id: str, judge_id: int, viewer) -> dict:
     task_result = get_object_or_404(
         task_results_for(user=request.user, submission=submission).select_related(
             "task", "submission__benchmark", "submission__judge"
@@ -245,6 +254,7 @@ def _side(request, submission, task_id: str, judge_id: int) -> dict:
     ]
     return {
         "submission": submission,
+        "name": viewer.name(submission),
         "row": task_result,
         "plugin_context": context,
         "clips": clips,
@@ -281,7 +291,9 @@ def compare_task_page(request, slug: str, task_id: str):
             "plugin": plugin,
             "task_id": task_id,
             "judge": judge,
-            "sides": [_side(request, a, task_id, judge.pk), _side(request, b, task_id, judge.pk)],
+            "sides": [
+                _side(request, side, task_id, judge.pk, viewer_for(request.user)) for side in (a, b)
+            ],
             "plugin_template": plugin.task_template or "leaderboard/fragments/task_default.html",
             "back": reverse("compare", args=[slug]) + "?" + urlencode(back),
         },

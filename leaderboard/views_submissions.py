@@ -17,10 +17,9 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from evaluation.benchmarks import get_plugin
 from evaluation.held_out import task_results_for
+from evaluation.identity import viewer_for
 from evaluation.models import Score, Submission, TaskResult
 from evaluation.selectors import (
-    ANONYMOUS_NAME,
-    identity_hidden,
     judge_usage,
     submission_progress,
     submission_spending,
@@ -63,8 +62,9 @@ def _visible_submission(request, pk: int) -> Submission:
         pk__in=visible,
     )
     # A paper under review is "Anonymous" to everyone outside its team and staff.
-    submission.identity_hidden = identity_hidden(user=request.user, submission=submission)
-    submission.shown_name = ANONYMOUS_NAME if submission.identity_hidden else submission.system.name
+    viewer = viewer_for(request.user)
+    submission.identity_hidden = viewer.hides(submission)
+    submission.shown_name = viewer.name(submission)
     return submission
 
 

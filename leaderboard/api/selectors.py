@@ -6,11 +6,11 @@ from __future__ import annotations
 from django.db.models import Count, QuerySet
 
 from evaluation.benchmarks import get_plugin
+from evaluation.identity import viewer_for
 from evaluation.models import Benchmark, Judge, Score, Submission, System, TaskJudgment, TaskResult
 from evaluation.scorer import current_scorer, older_parts
 from evaluation.selectors import (
     current_prompts,
-    identity_hidden_q,
     judge_usage,
     submissions_visible_to,
 )
@@ -26,7 +26,7 @@ def submission_list(*, user, filters: dict | None = None) -> QuerySet[Submission
     if filters.get("system") is not None:
         # An anonymous submission is never found through its system.
         submissions = submissions.filter(system_id=filters["system"]).exclude(
-            identity_hidden_q(user=user)
+            viewer_for(user).hidden_q()
         )
     if filters.get("status"):
         submissions = submissions.filter(status=filters["status"])
@@ -91,12 +91,12 @@ def prompt_versions(*, benchmark: Benchmark) -> dict[str, dict]:
 def visible_systems(*, user) -> QuerySet[System]:
     """Systems with at least one submission this user may see: a system named only by private
     work stays as private as that work."""
-    shown = submissions_visible_to(user=user).exclude(identity_hidden_q(user=user))
+    shown = submissions_visible_to(user=user).exclude(viewer_for(user).hidden_q())
     return System.objects.filter(pk__in=shown.values("system_id")).order_by("name")
 
 
 def system_submissions(*, user, system: System) -> QuerySet[Submission]:
-    return submission_list(user=user).filter(system=system).exclude(identity_hidden_q(user=user))
+    return submission_list(user=user).filter(system=system).exclude(viewer_for(user).hidden_q())
 
 
 def submission_scores(*, submission: Submission) -> list[dict]:

@@ -7,10 +7,10 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.reverse import reverse
 
+from evaluation.identity import viewer_for
 from evaluation.models import (
     Benchmark,
     Judge,
-    Membership,
     Submission,
     System,
     TaskJudgment,
@@ -131,23 +131,22 @@ class SubmissionSerializer(serializers.ModelSerializer):
         help_text="Shown as 'Anonymous (under review)' outside its team: system and team null",
     )
 
+    def _viewer(self):
+        """The requesting user's view of identities, made once per response."""
+        if "_viewer" not in self.context:
+            request = self.context.get("request")
+            self.context["_viewer"] = viewer_for(getattr(request, "user", None))
+        return self.context["_viewer"]
+
     def _hidden(self, submission: Submission) -> bool:
         """Whether the requesting user may not know this submission's system and team (a paper
-        under review); the user's teams are read once per response."""
-        if not submission.is_anonymous:
-            return False
-        request = self.context.get("request")
-        user = getattr(request, "user", None)
-        if user is None or not user.is_authenticated:
-            return True
-        if user.is_staff:
-            return False
-        cache = self.context.setdefault("_team_ids", {})
-        if "ids" not in cache:
-            cache["ids"] = set(
-                Membership.objects.filter(user=user).values_list("team_id", flat=True)
-            )
-        return submission.team_id not in cache["ids"]
+        under review)."""
+        return self._viewer().hides(submission)
+
+    def to_representation(self, submission: Submission) -> dict:
+        # Everything that would identify a hidden submission (the manifest and what came from
+        # it, the bundle's digest) is emptied, in this serializer and every one built on it.
+        return self._viewer().redacted(submission, super().to_representation(submission))
 
     @extend_schema_field(SystemRefSerializer(allow_null=True))
     def get_system(self, submission: Submission):

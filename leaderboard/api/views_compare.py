@@ -10,6 +10,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evaluation.identity import viewer_for
 from evaluation.models import Benchmark
 from evaluation.slices import ALPHA, DRAWS, SEED
 from leaderboard.selectors_compare import ComparisonError, slice_choices
@@ -144,14 +145,14 @@ def _metrics(found, comparison) -> list[dict]:
     ]
 
 
-def comparison_json(found) -> dict:
+def comparison_json(found, viewer) -> dict:
     overall = found.overall
     return {
         "benchmark": found.a.benchmark.slug,
         "judge": found.judge.slug,
         "split": found.split or None,
-        "a": {"submission": found.a.pk, "system": found.a.system.name, "tasks": found.tasks_a},
-        "b": {"submission": found.b.pk, "system": found.b.system.name, "tasks": found.tasks_b},
+        "a": {"submission": found.a.pk, "system": viewer.name(found.a), "tasks": found.tasks_a},
+        "b": {"submission": found.b.pk, "system": viewer.name(found.b), "tasks": found.tasks_b},
         "draws": DRAWS,
         "seed": SEED,
         "alpha": ALPHA,
@@ -204,4 +205,4 @@ class BenchmarkCompare(APIView):
             found = comparison_from_request(request, benchmark)
         except ComparisonError as problem:
             return Response({"detail": str(problem)}, status=400)
-        return Response(comparison_json(found))
+        return Response(comparison_json(found, viewer_for(request.user)))

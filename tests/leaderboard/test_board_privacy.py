@@ -135,7 +135,10 @@ def test_hidden_entries_only_for_staff_and_their_team(client, people, runs):
 def test_viewer_classes_separate_teams(people, runs):
     from django.contrib.auth.models import AnonymousUser
 
-    from leaderboard.selectors import viewer_class
+    from evaluation.identity import viewer_for
+
+    def viewer_class(*, user):
+        return viewer_for(user).cache_class
 
     lab, users = people
     loner = User.objects.create_user("dan")

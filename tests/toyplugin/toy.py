@@ -208,9 +208,10 @@ class ToyBench(BenchmarkPlugin):
 
     def write_demo_runs(self, directory: Path) -> list[DemoRun]:
         directory.mkdir(parents=True, exist_ok=True)
-        path = directory / "good.jsonl"
-        write_answers(path, correct=5)
-        return [DemoRun(path, "Toy Good", "small")]
+        good, fair = directory / "good.jsonl", directory / "fair.jsonl"
+        write_answers(good, correct=5)
+        write_answers(fair, correct=2, seed=1)
+        return [DemoRun(good, "Toy Good", "small"), DemoRun(fair, "Toy Fair", "large")]
 
 
 def task_score(outcome: TaskOutcome) -> float:
