@@ -122,18 +122,23 @@ def loads(raw: bytes):
     return data
 
 
+# What _read_json gives for a member it could not read (its problem is reported): a JSON
+# `null` reads as None, and is checked like any other value.
+UNREAD = object()
+
+
 def _read_json(archive: zipfile.ZipFile, entry: Entry, report: ValidationReport, run=None):
     if entry.info.file_size > JSON_MAX_BYTES:
         report.add(f"larger than {JSON_MAX_BYTES:,} bytes", task=run, file=entry.path)
-        return None
+        return UNREAD
     try:
         return loads(archive.read(entry.info))
     except ValueError as error:
         report.add(str(error), task=run, file=entry.path)
-        return None
+        return UNREAD
     except ZIP_READ_ERRORS:
         report.add("cannot be read from the zip", task=run, file=entry.path)
-        return None
+        return UNREAD
 
 
 def _jsonl(archive: zipfile.ZipFile, entry: Entry, report: ValidationReport) -> Iterator:
@@ -315,7 +320,7 @@ def validate(
         manifest = {}
         if SYSTEM_FILE in layout.root:
             manifest = _read_json(archive, layout.root[SYSTEM_FILE], report)
-            if manifest is not None and not isinstance(manifest, dict):
+            if manifest is not UNREAD and not isinstance(manifest, dict):
                 report.add("must be a JSON object describing the system", file=SYSTEM_FILE)
             manifest = manifest if isinstance(manifest, dict) else {}
         mode = layout.mode
@@ -376,11 +381,11 @@ def _check_runs(archive, layout, report, scenarios, mode, submitted) -> set[str]
             continue
         if run in layout.transcripts:
             data = _read_json(archive, layout.transcripts[run], report, run)
-            for problem in transcript_problems(data) if data is not None else []:
+            for problem in transcript_problems(data) if data is not UNREAD else []:
                 report.add(problem, task=run, file=layout.transcripts[run].path)
         entry = layout.logs[run]
         data = _read_json(archive, entry, report, run)
-        if data is None:
+        if data is UNREAD:
             continue
         log, problems = schedule.parse_log(data)
         if log is not None:

@@ -311,3 +311,20 @@ def test_json_bounds_and_non_finite_times_are_refused(tree, tmp_path, tasks, sce
     found = {p.task: p.message for p in report.problems}
     assert found[run] == "holds a number that is not finite at turns[0].start"
     assert found[other] == "nests 5,000 levels deep; at most 16 are allowed"
+
+
+def test_a_null_log_transcript_or_manifest_is_refused_like_any_value_not_an_object(
+    tree, tmp_path, tasks, scenarios
+):
+    """A JSON `null` is read, and refused by what it is, never skipped as if unread."""
+    run, other = first_run(scenarios), synthetic.run_stem(scenarios[1])
+    (tree / "schedule" / f"{run}.json").write_text("null")
+    (tree / "transcripts" / f"{other}.json").write_text("null")
+    (tree / "manifest.json").write_text("null")
+    report, contents = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
+    found = {(p.task, p.file, p.message) for p in report.problems}
+    assert (run, f"schedule/{run}.json", "the scheduler log is not a JSON object") in found
+    transcript = 'must be {"asr": "<what produced it>", "chunks": [{"start", "end", "text"}]}'
+    assert (other, f"transcripts/{other}.json", transcript) in found
+    assert (None, "manifest.json", "must be a JSON object describing the system") in found
+    assert run not in contents.present and not report.ok
