@@ -235,6 +235,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "leaderboard.uploads.tasks.sweep_upload_temp_files",
         "schedule": 3600,
     },
+    "purge-failed-submission-files": {
+        "task": "evaluation.tasks.purge_failed_files",
+        "schedule": 3600,
+    },
     "send-submission-notices": {
         "task": "leaderboard.accounts.tasks.send_submission_notices",
         "schedule": env_float("FLOORBOARD_NOTICE_SECONDS", 60.0),
@@ -247,6 +251,9 @@ CELERY_BEAT_SCHEDULE = {
 # tens of GB for hours of output audio) and the smaller applies.
 BUNDLE_MAX_UNCOMPRESSED_BYTES = env_int("FLOORBOARD_BUNDLE_MAX_UNCOMPRESSED_BYTES", 32 * 1024**3)
 BUNDLE_MAX_COMPRESSION_RATIO = env_float("FLOORBOARD_BUNDLE_MAX_COMPRESSION_RATIO", 100.0)
+# Zip entries an upload may hold at most, whatever its benchmark (each benchmark allows a number
+# per task; the smaller applies). Read from the zip's end records before anything else.
+BUNDLE_MAX_ENTRIES = env_int("FLOORBOARD_BUNDLE_MAX_ENTRIES", 200_000)
 # A validation report keeps this many problems (and warnings) per file and per bundle; the rest
 # are counted and shown as "and N more".
 REPORT_MAX_PER_FILE = env_int("FLOORBOARD_REPORT_MAX_PER_FILE", 20)
@@ -294,6 +301,14 @@ MAX_SUBMISSIONS_PER_DAY_PER_ACCOUNT = env_int(
 MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT = env_int(
     "FLOORBOARD_MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT", MAX_CONCURRENT_EVALUATIONS
 )
+# Storage: the bytes a team's (and an account's) submissions keep, failed ones included (each
+# counts its bundle and everything the bundle unpacks to). A failed submission's files are
+# deleted this many days after it failed. 0: no limit / never.
+MAX_STORED_BYTES_PER_TEAM = env_int("FLOORBOARD_MAX_STORED_BYTES_PER_TEAM", 100 * 1024**3)
+MAX_STORED_BYTES_PER_ACCOUNT = env_int(
+    "FLOORBOARD_MAX_STORED_BYTES_PER_ACCOUNT", MAX_STORED_BYTES_PER_TEAM
+)
+FAILED_FILES_KEEP_DAYS = env_float("FLOORBOARD_FAILED_FILES_KEEP_DAYS", 7.0)
 # Judge spending in USD per calendar month (UTC), priced with each judge's USD per million
 # tokens: per team (a team's own value overrides it) and over the whole site. Judging whose
 # estimate would pass a limit is held (evaluation/services/spending.py). 0: no limit.

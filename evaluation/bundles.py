@@ -235,6 +235,51 @@ def _wav_exemption_refused(
     return None
 
 
+# The end of a zip: its last record, and the zip64 records a large archive puts before it.
+_END = b"PK\x05\x06"
+_END_SIZE = 22
+_END64_LOCATOR = b"PK\x06\x07"
+_END64 = b"PK\x06\x06"
+_COMMENT_MAX = 0xFFFF
+
+
+def zip_entry_count(path) -> int | None:
+    """How many entries a zip says it holds, read from its end records alone (the last 64 KiB
+    or so), before any directory is read into memory; None when the end is not a zip's."""
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        start = max(0, size - _END_SIZE - _COMMENT_MAX - 20)
+        handle.seek(start)
+        tail = handle.read()
+    at = tail.rfind(_END)
+    if at < 0 or len(tail) - at < _END_SIZE:
+        return None
+    count = int.from_bytes(tail[at + 10 : at + 12], "little")
+    locator = at - 20
+    if locator >= 0 and tail[locator : locator + 4] == _END64_LOCATOR:
+        # Zip64: the true count is in the zip64 end record the locator points to.
+        offset = int.from_bytes(tail[locator + 8 : locator + 16], "little")
+        if offset + 56 > size:
+            return None
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            record = handle.read(56)
+        if record[:4] != _END64:
+            return None
+        count = int.from_bytes(record[32:40], "little")
+    return count
+
+
+def unpacked_bytes(path) -> int:
+    """What an upload unpacks to: its zip members' sizes, or the file's own for any other."""
+    path = Path(path)
+    if not zipfile.is_zipfile(path):
+        return path.stat().st_size
+    with zipfile.ZipFile(path) as archive:
+        return sum(info.file_size for info in archive.infolist() if not info.is_dir())
+
+
 def scan_zip(
     path,
     report: ValidationReport,

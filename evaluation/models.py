@@ -257,6 +257,10 @@ class Submission(models.Model):
     bundle = models.FileField(upload_to="bundles/", blank=True)
     bundle_sha256 = models.CharField(max_length=64, blank=True)
     bundle_size = models.BigIntegerField(default=0)
+    # Counted against the team's and the account's storage quotas, failed submissions included:
+    # the bundle and everything it unpacks to (the most its ingest can store); 0 once its files
+    # are deleted.
+    stored_bytes = models.BigIntegerField(default=0)
     manifest = models.JSONField(default=dict, blank=True)
     is_partial = models.BooleanField(default=False, help_text="Accepted with tasks missing")
     missing_task_count = models.PositiveIntegerField(default=0)

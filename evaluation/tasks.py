@@ -108,3 +108,8 @@ def sweep_stalled() -> None:
 
     services.submissions_sweep()
     slices_sweep()
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def purge_failed_files() -> None:
+    services.failed_files_purge()

@@ -6,6 +6,7 @@ selectors_submissions.py."""
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -289,7 +290,13 @@ def submission_retry(request, pk: int):
             content_type="text/plain",
         )
     if submission.status == S.FAILED:
-        submission_resume(submission=submission)
+        if not submission_resume(submission=submission):
+            return HttpResponse(
+                f"submission {submission.pk} cannot be retried: its files were deleted "
+                f"{settings.FAILED_FILES_KEEP_DAYS:g} days after it failed; upload it again",
+                status=409,
+                content_type="text/plain",
+            )
         return redirect(reverse("submission", args=[submission.pk]))
     count = judgments_retry(submission=submission)
     return redirect(f"{reverse('submission', args=[submission.pk])}?retried={count}")

@@ -145,6 +145,9 @@ class UploadContents:
     # step once, by the ingest that follows, and dropped there. Ints stay ints and floats come
     # back exactly. A step run again later (a retry, a re-score) reads the upload.
     findings: dict[str, Any] = field(default_factory=dict)
+    # Set by the core: the bytes the upload unpacks to (its zip members, or the file itself),
+    # the most its ingest can store besides the bundle.
+    unpacked_bytes: int = 0
 
 
 @dataclass
@@ -577,6 +580,10 @@ class BenchmarkPlugin:
     default_row_group: ClassVar[str] = ""
     # Bytes allowed for an upload of this benchmark once uncompressed.
     max_upload_bytes: ClassVar[int] = 4 * 1024**3
+    # The most zip entries one task of a real run needs (folders count too); an upload holding
+    # more than this per task of the benchmark, plus a few, is refused before its directory is
+    # read.
+    max_entries_per_task: ClassVar[int] = 32
 
     # --- import ---
 

@@ -814,7 +814,10 @@ def slices_sweep() -> list[int]:
 
 def submission_resume(*, submission: Submission) -> str:
     """Queue the stage a submission stopped in (a failed one, or one a dead worker left): what
-    is stored is kept and nothing settled runs again. Returns the stage queued."""
+    is stored is kept and nothing settled runs again. Returns the stage queued ("" when its
+    files were deleted, and nothing can run again)."""
+    if not submission.bundle and not submission.is_reported:
+        return ""  # its files were deleted (failed_files_purge): nothing to run again
     plugin = get_plugin(submission.benchmark.plugin)
     status = submission.status
     update = {"requeued_at": timezone.now()}

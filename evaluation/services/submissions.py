@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -16,7 +17,13 @@ from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import UploadContents, UploadLimits
-from evaluation.bundles import BundleRejected, ValidationReport, manifest_check
+from evaluation.bundles import (
+    BundleRejected,
+    ValidationReport,
+    manifest_check,
+    unpacked_bytes,
+    zip_entry_count,
+)
 from evaluation.models import Benchmark, Judge, Submission, System, Team
 from evaluation.run_config import (
     RunConfigInvalid,
@@ -101,6 +108,12 @@ def upload_limits(benchmark: Benchmark) -> UploadLimits:
     )
 
 
+def upload_max_entries(plugin, tasks: int) -> int:
+    """The most zip entries an upload of ``tasks`` tasks may hold: what the plug-in says a task
+    needs, plus room for a manifest and a few files at the root, within the site's ceiling."""
+    return min(plugin.max_entries_per_task * tasks + 64, settings.BUNDLE_MAX_ENTRIES)
+
+
 def bundle_validate(
     *, benchmark: Benchmark, path: Path, allow_partial: bool, options: dict | None = None
 ) -> tuple[ValidationReport, UploadContents | None]:
@@ -112,6 +125,16 @@ def bundle_validate(
         max_per_file=settings.REPORT_MAX_PER_FILE,
         max_total=settings.REPORT_MAX_PROBLEMS + len(tasks),
     )
+    entries = zip_entry_count(path)
+    most = upload_max_entries(plugin, len(tasks))
+    if entries is not None and entries > most:
+        # Refused from the zip's end records alone: a directory of millions of entries is never
+        # read into memory.
+        report.add(
+            f"the zip holds {entries:,} entries; an upload of {benchmark.name} "
+            f"({len(tasks):,} tasks) needs at most {most:,}"
+        )
+        return report, None
     options = _options(plugin, options or {}, report)
     contents = plugin.validate_upload(
         Path(path),
@@ -122,6 +145,7 @@ def bundle_validate(
         limits=upload_limits(benchmark),
     )
     contents.options = {**options, **contents.options}
+    contents.unpacked_bytes = unpacked_bytes(path) if report.ok else 0
     # The manifest fields that become columns: checked here, where the columns are known.
     manifest_check(
         contents.manifest,
@@ -275,6 +299,7 @@ def submission_create(
                 missing_task_count=len(contents.missing),
                 bundle_sha256=sha,
                 bundle_size=size,
+                stored_bytes=size + contents.unpacked_bytes,
                 team=team,
                 submitted_by=submitted_by,
                 is_published=publish,
@@ -300,3 +325,67 @@ def submission_create(
             default_storage.delete(stored_name)
         raise
     return submission
+
+
+# --- Stored files ---------------------------------------------------------------------------
+
+
+def submission_stored_keys(*, submission: Submission) -> list[str]:
+    """Every object stored for the submission: its upload and each task's own files."""
+    keys = [submission.bundle.name] if submission.bundle else []
+    for files in submission.task_results.values_list("files", flat=True):
+        keys += [
+            entry["key"]
+            for entry in (files or {}).values()
+            if isinstance(entry, dict) and isinstance(entry.get("key"), str)
+        ]
+    return keys
+
+
+def stored_keys_delete(*, keys: list[str]) -> int:
+    """Delete these objects; returns how many were there to delete."""
+    deleted = 0
+    for key in keys:
+        try:
+            default_storage.delete(key)
+            deleted += 1
+        except OSError:
+            pass  # already gone; the rows are what mattered
+    return deleted
+
+
+FILES_PURGED = (
+    "Its files were deleted {days:g} days after it failed (FLOORBOARD_FAILED_FILES_KEEP_DAYS): "
+    "upload it again to retry."
+)
+
+
+def failed_files_purge(*, now=None) -> int:
+    """Delete the files of submissions that failed more than FAILED_FILES_KEEP_DAYS ago: the
+    rows stay (with their error and a note), their bytes no longer count against any quota,
+    and they can no longer be retried. Returns how many submissions were purged."""
+    days = settings.FAILED_FILES_KEEP_DAYS
+    if not days:
+        return 0
+    cutoff = (now or timezone.now()) - timedelta(days=days)
+    stale = Submission.objects.filter(
+        status=Submission.Status.FAILED, finished_at__lt=cutoff, is_reported=False
+    ).exclude(bundle="", stored_bytes=0)
+    purged = 0
+    for submission in stale.iterator():
+        keys = submission_stored_keys(submission=submission)
+        note = FILES_PURGED.format(days=days)
+        error = f"{submission.error}\n{note}".strip()
+        # Rows first: a submission with no bundle is never resumed, whatever the storage says.
+        claimed = Submission.objects.filter(
+            pk=submission.pk, status=Submission.Status.FAILED
+        ).update(bundle="", stored_bytes=0, error=error)
+        if claimed:
+            stored_keys_delete(keys=keys)
+            purged += 1
+    return purged
+
+
+def submission_files_gone(*, submission: Submission) -> bool:
+    """Whether the submission's upload was deleted (a failed one, after its keep time)."""
+    return not submission.bundle and not submission.is_reported

@@ -12,7 +12,6 @@ from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 from django.utils import timezone
@@ -20,6 +19,7 @@ from django.utils.text import slugify
 
 from evaluation.models import Judge, Judgment, Membership, Submission, System, TaskJudgment, Team
 from evaluation.services import judgments_retry as judgments_retry_failed
+from evaluation.services.submissions import stored_keys_delete, submission_stored_keys
 from leaderboard.accounts.models import ApiToken
 from leaderboard.accounts.selectors import secret_sha256, team_role, user_in_submission_team
 
@@ -191,18 +191,6 @@ def submission_set_anonymous(*, submission: Submission, by, anonymous: bool) -> 
     return submission
 
 
-def _stored_keys(submission: Submission) -> list[str]:
-    """Every object stored for the submission: its upload and each task's own files."""
-    keys = [submission.bundle.name] if submission.bundle else []
-    for files in submission.task_results.values_list("files", flat=True):
-        keys += [
-            entry["key"]
-            for entry in (files or {}).values()
-            if isinstance(entry, dict) and isinstance(entry.get("key"), str)
-        ]
-    return keys
-
-
 def submission_delete(*, submission: Submission, by) -> int:
     """Withdraw a team's unpublished, finished submission for good: its rows, its stored files,
     the judgments no other submission uses, and its system when nothing else uses it. Returns
@@ -215,7 +203,7 @@ def submission_delete(*, submission: Submission, by) -> int:
             f"The submission is still {submission.get_status_display().lower()}; delete it "
             "once it has finished."
         )
-    keys = _stored_keys(submission)
+    keys = submission_stored_keys(submission=submission)
     used = set(
         TaskJudgment.objects.filter(task_result__submission=submission)
         .exclude(judgment=None)
@@ -236,11 +224,4 @@ def submission_delete(*, submission: Submission, by) -> int:
         raise ValidationError(
             "A rating study samples this submission, so it cannot be deleted; ask staff."
         ) from None
-    deleted = 0
-    for key in keys:
-        try:
-            default_storage.delete(key)
-            deleted += 1
-        except OSError:
-            pass  # already gone; the rows are what mattered
-    return deleted
+    return stored_keys_delete(keys=keys)

@@ -35,7 +35,7 @@ def teams_of(*, user) -> QuerySet[Team]:
 
 @dataclass(frozen=True)
 class LimitRefusal:
-    limit: str  # "submissions_per_day" or "concurrent_evaluations"
+    limit: str  # "submissions_per_day", "concurrent_evaluations", "stored_bytes", ...
     allowed: int
     message: str
     retry_after: datetime | None  # when a slot frees up, if that is known in advance
@@ -82,31 +82,71 @@ def _refusal(*, counted, who: str, per_day: int, concurrent: int, now) -> LimitR
     return None
 
 
+def _storage_refusal(*, stored, who: str, most: int, adding: int) -> LimitRefusal | None:
+    """Refused when the bytes kept by these submissions (failed ones included), with
+    ``adding`` more, would pass ``most`` (0: no limit)."""
+    if not most:
+        return None
+    kept = stored.aggregate(total=Sum("stored_bytes"))["total"] or 0
+    if kept + adding <= most:
+        return None
+    return LimitRefusal(
+        "stored_bytes",
+        most,
+        f"{who} keeps {kept:,} bytes of submissions (failed ones included); with this upload "
+        f"({adding:,} bytes once unpacked) it would pass its storage limit of {most:,} bytes. "
+        "Delete a submission it no longer needs; a failed one's files are deleted "
+        f"{settings.FAILED_FILES_KEEP_DAYS:g} days after it failed.",
+        None,
+    )
+
+
 def _counted():
     return Submission.objects.filter(is_reported=False).exclude(status=Submission.Status.FAILED)
 
 
-def team_limit_refusal(*, team: Team, now: datetime | None = None) -> LimitRefusal | None:
-    """Why this team may not create a submission right now, or None. Failed submissions count
-    against neither limit. Callers that go on to create hold the team row lock."""
+def _stored():
+    return Submission.objects.filter(is_reported=False)
+
+
+def team_limit_refusal(
+    *, team: Team, adding_bytes: int = 0, now: datetime | None = None
+) -> LimitRefusal | None:
+    """Why this team may not create a submission of ``adding_bytes`` (its bundle and what it
+    unpacks to) right now, or None. Failed submissions count against the storage limit only.
+    Callers that go on to create hold the team row lock."""
+    who = f"Team {team.name}"
     return _refusal(
         counted=_counted().filter(team=team),
-        who=f"Team {team.name}",
+        who=who,
         per_day=_limit(team.max_submissions_per_day, settings.MAX_SUBMISSIONS_PER_DAY),
         concurrent=_limit(team.max_concurrent_evaluations, settings.MAX_CONCURRENT_EVALUATIONS),
         now=now or timezone.now(),
+    ) or _storage_refusal(
+        stored=_stored().filter(team=team),
+        who=who,
+        most=settings.MAX_STORED_BYTES_PER_TEAM,
+        adding=adding_bytes,
     )
 
 
-def account_limit_refusal(*, user, now: datetime | None = None) -> LimitRefusal | None:
+def account_limit_refusal(
+    *, user, adding_bytes: int = 0, now: datetime | None = None
+) -> LimitRefusal | None:
     """The same limits for one account over all its teams, so that making more teams does not
     make more room. Callers that go on to create hold the user row lock."""
+    who = f"Your account ({user.get_username()})"
     return _refusal(
         counted=_counted().filter(submitted_by=user),
-        who=f"Your account ({user.get_username()})",
+        who=who,
         per_day=settings.MAX_SUBMISSIONS_PER_DAY_PER_ACCOUNT,
         concurrent=settings.MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT,
         now=now or timezone.now(),
+    ) or _storage_refusal(
+        stored=_stored().filter(submitted_by=user),
+        who=who,
+        most=settings.MAX_STORED_BYTES_PER_ACCOUNT,
+        adding=adding_bytes,
     )
 
 

@@ -165,13 +165,15 @@ def submission_create_within_limits(
 
 
 def _create_counted(*, team: Team, submitted_by, idempotency_key: str, system_type: str, **create):
+    # What it will keep in storage: the bundle and everything it unpacks to.
+    adding = create["stored"].size + create["validated"].unpacked_bytes
     with limits_locked(user=submitted_by, team=team):
         if idempotency_key:
             existing = Submission.objects.filter(team=team, idempotency_key=idempotency_key).first()
             if existing is not None:
                 return existing, False
-        refusal = team_limit_refusal(team=team) or (
-            account_limit_refusal(user=submitted_by) if submitted_by else None
+        refusal = team_limit_refusal(team=team, adding_bytes=adding) or (
+            account_limit_refusal(user=submitted_by, adding_bytes=adding) if submitted_by else None
         )
         if refusal is not None:
             raise LimitReached(refusal)
@@ -430,7 +432,10 @@ def upload_start(
     limit = max_upload_bytes(benchmark=benchmark)
     if size > limit:
         raise UploadError(f"the bundle is {size:,} bytes; the limit is {limit:,}")
-    refusal = team_limit_refusal(team=team) or account_limit_refusal(user=user)
+    # The bundle's own bytes at least: what it unpacks to is counted again once it is read.
+    refusal = team_limit_refusal(team=team, adding_bytes=size) or account_limit_refusal(
+        user=user, adding_bytes=size
+    )
     if refusal is not None:
         raise LimitReached(refusal)
     on_s3 = storage_is_s3()
@@ -708,8 +713,10 @@ def upload_finish_request(*, upload: Upload) -> Upload:
     upload.refresh_from_db()
     try:
         _check_complete(upload)
-        refusal = team_limit_refusal(team=upload.team) or (
-            account_limit_refusal(user=upload.user) if upload.user else None
+        refusal = team_limit_refusal(team=upload.team, adding_bytes=upload.size) or (
+            account_limit_refusal(user=upload.user, adding_bytes=upload.size)
+            if upload.user
+            else None
         )
         if refusal is not None:
             raise LimitReached(refusal)

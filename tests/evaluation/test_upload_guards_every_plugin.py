@@ -1,0 +1,183 @@
+"""The core's guards on what an upload may cost, for every registered plug-in (the toy plug-in
+included): a zip is refused by its entry count before its directory is read; every
+submission's stored bytes (its bundle and everything the bundle unpacks to) count against its
+team's and its account's storage quotas, failed submissions included; and a failed
+submission's files are deleted once it has been failed for the keep time."""
+
+from __future__ import annotations
+
+import datetime
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.files.storage import default_storage
+from django.test import Client
+from django.utils import timezone
+
+from evaluation.benchmarks import registry
+from evaluation.bundles import zip_entry_count
+from evaluation.models import Membership, Submission, Team
+from evaluation.services import benchmark_import, bundle_validate, failed_files_purge
+from leaderboard.uploads.services import LimitReached, submission_create_within_limits
+
+pytestmark = pytest.mark.django_db
+
+SLUGS = [*sorted(registry()), "toy-bench"]
+
+
+@pytest.fixture
+def board(request, settings, tmp_path):
+    slug = request.param
+    if slug == "toy-bench":
+        settings.FLOORBOARD_BENCHMARKS = [*settings.FLOORBOARD_BENCHMARKS, "tests.toyplugin"]
+    plugin = registry()[slug]
+    plugin.write_demo_source(tmp_path / "source")
+    benchmark = benchmark_import(
+        slug=f"{slug}-guards", directory=tmp_path / "source", plugin=slug, is_demo=True
+    ).benchmark
+    run = plugin.write_demo_runs(tmp_path / "uploads")[0]
+    bundle = run.path
+    if bundle.is_dir():
+        bundle = Path(shutil.make_archive(str(tmp_path / "bundle"), "zip", root_dir=bundle))
+    return benchmark, plugin, bundle, run
+
+
+def _kept(bundle: Path) -> int:
+    """The bundle's bytes and what it unpacks to, read with zipfile (or the file's own size)."""
+    size = bundle.stat().st_size
+    if not zipfile.is_zipfile(bundle):
+        return 2 * size
+    with zipfile.ZipFile(bundle) as archive:
+        return size + sum(i.file_size for i in archive.infolist() if not i.is_dir())
+
+
+def _entries_zip(path: Path, count: int) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        for n in range(count):
+            archive.writestr(f"junk/{n}.txt", b"")
+    return path
+
+
+@pytest.mark.parametrize("board", SLUGS, indirect=True)
+def test_a_zip_with_more_entries_than_the_benchmark_needs_is_refused_by_its_end_records(
+    board, tmp_path, settings
+):
+    benchmark, plugin, _, _ = board
+    tasks = benchmark.tasks.count()
+    most = plugin.max_entries_per_task * tasks + 64
+    report, contents = bundle_validate(
+        benchmark=benchmark, path=_entries_zip(tmp_path / "many.zip", most + 1), allow_partial=True
+    )
+    assert contents is None
+    assert [p.message for p in report.problems] == [
+        f"the zip holds {most + 1:,} entries; an upload of {benchmark.name} ({tasks:,} tasks) "
+        f"needs at most {most:,}"
+    ]
+    # The site's ceiling applies when it is smaller.
+    settings.BUNDLE_MAX_ENTRIES = 10
+    report, _ = bundle_validate(
+        benchmark=benchmark, path=_entries_zip(tmp_path / "eleven.zip", 11), allow_partial=True
+    )
+    assert "needs at most 10" in report.problems[0].message
+
+
+def test_the_entry_count_is_read_from_a_zip64_end_record(tmp_path):
+    path = _entries_zip(tmp_path / "zip64.zip", 70_000)  # past 65,535: zipfile writes zip64
+    with zipfile.ZipFile(path) as archive:
+        assert len(archive.infolist()) == 70_000
+    assert zip_entry_count(path) == 70_000
+    (tmp_path / "plain.txt").write_text("not a zip")
+    assert zip_entry_count(tmp_path / "plain.txt") is None
+
+
+def _people():
+    team = Team.objects.create(slug="lab", name="Lab")
+    other = Team.objects.create(slug="lab2", name="Lab Two")
+    user = User.objects.create_user("ana", password="pw-ana-123456")
+    for each in (team, other):
+        Membership.objects.create(team=each, user=user, role=Membership.Role.OWNER)
+    return team, other, user
+
+
+def _submit(benchmark, bundle: Path, run, *, team, user, key: str) -> Submission:
+    submission, created = submission_create_within_limits(
+        team=team,
+        benchmark=benchmark,
+        bundle_path=bundle,
+        system_name=f"{run.system} {key}",
+        system_type=run.row_group,
+        judge=benchmark.judges.get(slug="offline"),
+        allow_partial=True,
+        submitted_by=user,
+        publish=False,
+        idempotency_key=key,
+    )
+    assert created
+    return submission
+
+
+@pytest.mark.parametrize("board", SLUGS, indirect=True)
+def test_stored_bytes_count_against_team_and_account_quotas_failed_ones_included(board, settings):
+    benchmark, _, bundle, run = board
+    kept = _kept(bundle)
+    team, other, user = _people()
+    settings.MAX_SUBMISSIONS_PER_DAY = settings.MAX_SUBMISSIONS_PER_DAY_PER_ACCOUNT = 100
+    settings.MAX_CONCURRENT_EVALUATIONS = 100
+    settings.MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT = 100
+    settings.MAX_STORED_BYTES_PER_TEAM = 2 * kept
+    settings.MAX_STORED_BYTES_PER_ACCOUNT = 3 * kept
+
+    first = _submit(benchmark, bundle, run, team=team, user=user, key="1")
+    assert first.stored_bytes == kept
+    Submission.objects.filter(pk=first.pk).update(status=Submission.Status.FAILED)
+    _submit(benchmark, bundle, run, team=team, user=user, key="2")
+    with pytest.raises(LimitReached) as refused:
+        _submit(benchmark, bundle, run, team=team, user=user, key="3")
+    assert refused.value.refusal.limit == "stored_bytes"
+    assert f"Team Lab keeps {2 * kept:,} bytes of submissions (failed ones included)" in str(
+        refused.value.refusal.message
+    )
+    # Another team of the same account: the account's quota, over all its teams.
+    _submit(benchmark, bundle, run, team=other, user=user, key="4")
+    with pytest.raises(LimitReached) as refused:
+        _submit(benchmark, bundle, run, team=other, user=user, key="5")
+    assert refused.value.refusal.message.startswith(f"Your account (ana) keeps {3 * kept:,} bytes")
+    assert Submission.objects.filter(benchmark=benchmark).count() == 3
+
+
+@pytest.mark.parametrize("board", SLUGS, indirect=True)
+def test_a_failed_submissions_files_go_after_the_keep_time_and_free_their_quota(board, settings):
+    benchmark, _, bundle, run = board
+    kept = _kept(bundle)
+    team, _, user = _people()
+    settings.MAX_STORED_BYTES_PER_TEAM = settings.MAX_STORED_BYTES_PER_ACCOUNT = kept
+    settings.FAILED_FILES_KEEP_DAYS = 7
+    old = _submit(benchmark, bundle, run, team=team, user=user, key="old")
+    stored = old.bundle.name
+    assert default_storage.exists(stored)
+    now = timezone.now()
+    Submission.objects.filter(pk=old.pk).update(
+        status=Submission.Status.FAILED,
+        error="ingest failed",
+        finished_at=now - datetime.timedelta(days=7, minutes=1),
+    )
+    assert failed_files_purge(now=now) == 1
+    old.refresh_from_db()
+    assert not default_storage.exists(stored)
+    assert old.stored_bytes == 0 and not old.bundle and old.status == Submission.Status.FAILED
+    assert old.error.startswith("ingest failed\nIts files were deleted 7 days after it failed")
+    # Its room is free again, and it cannot be retried.
+    recent = _submit(benchmark, bundle, run, team=team, user=user, key="recent")
+    client = Client()
+    client.force_login(user)
+    answer = client.post(f"/submissions/{old.pk}/retry/")
+    assert answer.status_code == 409 and "its files were deleted" in answer.text
+    # One failed within the keep time keeps its files.
+    Submission.objects.filter(pk=recent.pk).update(
+        status=Submission.Status.FAILED, finished_at=now - datetime.timedelta(days=6)
+    )
+    assert failed_files_purge(now=now) == 0
+    assert default_storage.exists(recent.bundle.name)
