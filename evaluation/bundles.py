@@ -235,6 +235,31 @@ def _wav_exemption_refused(
     return None
 
 
+# A line of a JSONL file may hold this many bytes: one record of any benchmark is far smaller.
+JSONL_LINE_MAX_BYTES = 4 * 1024 * 1024
+
+
+class LineTooLong(ValueError):
+    """A line of a text file longer than its bound; ``str()`` names the line."""
+
+
+def text_lines(handle, *, line_max_bytes: int = JSONL_LINE_MAX_BYTES) -> Iterator[bytes]:
+    """A binary stream's lines, each ending with b"\\n" (the last may not), read one at a time:
+    a file of any size is never held whole. A line longer than ``line_max_bytes`` raises
+    LineTooLong naming it (counted by b"\\n")."""
+    number = 0
+    while True:
+        line = handle.readline(line_max_bytes + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > line_max_bytes and not (
+            len(line) == line_max_bytes + 1 and line.endswith(b"\n")
+        ):
+            raise LineTooLong(f"line {number}: longer than {line_max_bytes:,} bytes")
+        yield line
+
+
 # The end of a zip: its last record, and the zip64 records a large archive puts before it.
 _END = b"PK\x05\x06"
 _END_SIZE = 22

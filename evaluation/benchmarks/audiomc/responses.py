@@ -23,10 +23,14 @@ apart, SPEC §3). An audio-output submission may bring its reply audio as files 
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import IO
+
+from evaluation.bundles import LineTooLong, text_lines
 
 from .dataset import AUDIO_TYPES, Problem
 
@@ -54,15 +58,42 @@ class Submission:
         return not self.missing
 
 
+# Past this many problems a file is read no further (the report says so).
+PROBLEMS_MAX = 1000
+
+
+def _lines(data, file_name: str) -> Iterator[tuple[int, str]]:
+    """(number, line) of the file: text split at "\\n" only, as JSON lines end; bytes or a
+    binary stream decoded a line at a time (a leading byte-order mark dropped), never whole.
+    SubmissionError: not UTF-8, or a line longer than the site takes."""
+    if isinstance(data, str):
+        yield from enumerate(data.removeprefix("\ufeff").split("\n"), start=1)
+        return
+    handle = io.BytesIO(data) if isinstance(data, bytes) else data
+    number = 0
+    try:
+        for number, raw in enumerate(text_lines(handle), start=1):
+            raw = raw.removesuffix(b"\n")
+            if number == 1:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")
+            yield number, raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = f"line {number}"
+        raise SubmissionError([Problem(file_name, where, "", f"not UTF-8 text ({exc})")]) from None
+    except LineTooLong as exc:
+        raise SubmissionError([Problem(file_name, "", "", str(exc))]) from None
+
+
 def parse_submission(
-    data: bytes | str,
+    data: bytes | str | IO[bytes],
     *,
     task_ids: Sequence[str],
     output_modality: str,
     audio_files: Iterable[str] = (),
     file_name: str = "responses.jsonl",
 ) -> Submission:
-    """The accepted submission, or SubmissionError listing every problem."""
+    """The accepted submission, or SubmissionError listing every problem. ``data``: the file's
+    text or bytes, or a binary stream read a line at a time."""
     problems: list[Problem] = []
 
     def problem(where: str, field_name: str, message: str, file: str = file_name) -> None:
@@ -71,19 +102,14 @@ def parse_submission(
     if output_modality not in OUTPUT_MODALITIES:
         problem("", "output_modality", f"{output_modality!r} is not one of text, audio")
 
-    if isinstance(data, bytes):
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise SubmissionError([Problem(file_name, "", "", f"not UTF-8 text ({exc})")]) from None
-    else:
-        text = data.removeprefix("\ufeff")
-
     known = set(task_ids)
     responses: dict[str, str] = {}
     first_line: dict[str, int] = {}
     # splitlines would also break on \x0b, \x1c, U+2028 ...; JSON lines end only with \n.
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in _lines(data, file_name):
+        if len(problems) >= PROBLEMS_MAX:
+            problem(f"line {number}", "", f"not read: {PROBLEMS_MAX} problems came before")
+            break
         if not line.strip():
             continue
         where = f"line {number}"

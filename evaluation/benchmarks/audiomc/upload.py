@@ -11,9 +11,10 @@ apart) is recorded in the manifest as ``output_modality``, and, unless the manif
 
 from __future__ import annotations
 
+import contextlib
 import json
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
@@ -38,7 +39,8 @@ def row_group_of(modality: str) -> str:
 
 @dataclass
 class UploadFiles:
-    jsonl: tuple[str, bytes] | None = None
+    # The replies file's name, and how to open it for reading (a line at a time).
+    jsonl: tuple[str, Callable[[], contextlib.AbstractContextManager[IO[bytes]]]] | None = None
     audio: dict[str, zipfile.ZipInfo] = field(default_factory=dict)  # member name -> entry
     manifest: dict = field(default_factory=dict)
     archive: zipfile.ZipFile | None = None
@@ -70,7 +72,7 @@ def read_upload(
         if size > limits.max_bytes:
             report.add(f"{size:,} bytes exceeds the limit of {limits.max_bytes:,}", file=name)
             return found
-        found.jsonl = (name, source.read_bytes() if isinstance(source, Path) else source.read())
+        found.jsonl = (name, _opener(source))
         return found
     archive, entries = scan_zip(
         source,
@@ -94,7 +96,7 @@ def read_upload(
                     file=entry.path,
                 )
                 continue
-            found.jsonl = (entry.path, archive.read(entry.info))
+            found.jsonl = (entry.path, _member_opener(archive, entry.info))
         elif suffix in AUDIO_TYPES:
             found.audio[entry.path] = entry.info
         elif entry.path == MANIFEST:
@@ -125,15 +127,28 @@ def single_file_name(path: Path) -> str:
     return path.name if path.suffix.lower() == ".jsonl" else SINGLE_FILE
 
 
+def _opener(source: Path | IO[bytes]):
+    """How to open a lone replies file: a path anew, a stream from its start (left open)."""
+    if isinstance(source, Path):
+        return lambda: open(source, "rb")
+
+    def rewound():
+        source.seek(0)
+        return contextlib.nullcontext(source)
+
+    return rewound
+
+
 def _parse(upload: UploadFiles, *, task_ids: Sequence[str], modality: str) -> Submission:
-    name, data = upload.jsonl
-    return parse_submission(
-        data,
-        task_ids=task_ids,
-        output_modality=modality,
-        audio_files=[PurePosixPath(member).name for member in upload.audio],
-        file_name=name,
-    )
+    name, opener = upload.jsonl
+    with opener() as handle:
+        return parse_submission(
+            handle,
+            task_ids=task_ids,
+            output_modality=modality,
+            audio_files=[PurePosixPath(member).name for member in upload.audio],
+            file_name=name,
+        )
 
 
 def validate(

@@ -35,7 +35,14 @@ from evaluation.audio import (
     wav_problem,
 )
 from evaluation.benchmarks.base import IngestedTask, UploadContents, UploadLimits
-from evaluation.bundles import ZIP_READ_ERRORS, Entry, ValidationReport, scan_zip
+from evaluation.bundles import (
+    ZIP_READ_ERRORS,
+    Entry,
+    LineTooLong,
+    ValidationReport,
+    scan_zip,
+    text_lines,
+)
 from evaluation.jsonbounds import JsonRefused, loads_bounded, non_finite_path
 
 from . import judge as judges
@@ -51,7 +58,6 @@ OUTPUT = "output.wav"  # the stored name of a run's output channel
 MODE_AUDIO, MODE_UNVERIFIED = "audio", "unverified"
 JSON_MAX_BYTES = 2 * 1024 * 1024  # one log, transcript or system manifest
 JSONL_MAX_BYTES = 64 * 1024 * 1024  # segments or judgments of 4,000 runs: a few MB
-JSONL_LINE_MAX_BYTES = 4 * 1024 * 1024  # one run's segments or one judgment
 MAX_JSON_DEPTH = 16  # a log nests four levels, a transcript three
 MAX_JSON_VALUES = 500_000
 # A run is ~100 s [X: 99.8 s mean]; the longest waits (60 s after T) keep it within minutes.
@@ -147,22 +153,21 @@ def _jsonl(archive: zipfile.ZipFile, entry: Entry, report: ValidationReport) -> 
         report.add(f"larger than {JSONL_MAX_BYTES:,} bytes", file=entry.path)
         return
     with archive.open(entry.info) as handle:
-        for number, line in enumerate(iter(lambda: handle.readline(JSONL_LINE_MAX_BYTES), b""), 1):
-            if len(line) == JSONL_LINE_MAX_BYTES and not line.endswith(b"\n"):
-                report.add(f"line {number}: longer than {JSONL_LINE_MAX_BYTES:,} bytes",
-                           file=entry.path)  # fmt: skip
-                return
-            if not line.strip():
-                continue
-            try:
-                record = loads(line)
-            except ValueError as error:
-                report.add(f"line {number}: {error}", file=entry.path)
-                continue
-            if not isinstance(record, dict):
-                report.add(f"line {number}: not a JSON object", file=entry.path)
-                continue
-            yield number, record
+        try:
+            for number, line in enumerate(text_lines(handle), 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = loads(line)
+                except ValueError as error:
+                    report.add(f"line {number}: {error}", file=entry.path)
+                    continue
+                if not isinstance(record, dict):
+                    report.add(f"line {number}: not a JSON object", file=entry.path)
+                    continue
+                yield number, record
+        except LineTooLong as error:
+            report.add(str(error), file=entry.path)
 
 
 def wav_duration(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> float:

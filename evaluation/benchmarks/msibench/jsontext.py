@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
+
+from evaluation.bundles import LineTooLong, text_lines
 
 # pydantic's JSON parser refuses any value nested deeper than this (the top-level value is at
 # depth 1); measured against pydantic-core's parser: a value at depth 202 is refused.
@@ -99,6 +102,36 @@ def iter_jsonl_lines(text: str):
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             yield number, line
+
+
+def iter_jsonl_stream(handle) -> Iterator[tuple[int, str]]:
+    """iter_jsonl_lines of decode_utf8 of a binary stream, read a line at a time: the same
+    lines, numbers and errors, without holding the file. JsonTextError as decode_utf8 raises
+    it (invalid bytes named by line and byte offset in the whole file), or for a line longer
+    than the site takes."""
+    number = offset = 0
+    try:
+        for raw in text_lines(handle):
+            if offset == 0 and raw.startswith(b"\xef\xbb\xbf"):
+                raise JsonTextError("line 1: file starts with a UTF-8 byte-order mark (BOM)")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                # As decode_utf8 counts: the lines before the bad byte, and the one it is in.
+                before = raw[: exc.start].decode("utf-8").splitlines(keepends=True)
+                ends_with_break = bool(before) and before[-1].splitlines()[0] != before[-1]
+                line = number + len(before) + (1 if not before or ends_with_break else 0)
+                raise JsonTextError(
+                    f"line {line}: invalid UTF-8 at byte {offset + exc.start}"
+                ) from None
+            offset += len(raw)
+            # Every piece but the last ends with "\\n": split, they number as the whole would.
+            for line_text in text.splitlines():
+                number += 1
+                if line_text.strip():
+                    yield number, line_text
+    except LineTooLong as exc:
+        raise JsonTextError(str(exc)) from None
 
 
 def decode_utf8(data: bytes) -> str:

@@ -17,13 +17,15 @@ file. Unknown cell ids are ignored (listed as warnings); missing cells are liste
 
 from __future__ import annotations
 
+import io
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
-from .jsontext import JsonTextError, decode_utf8, iter_jsonl_lines, loads_strict
+from .jsontext import JsonTextError, iter_jsonl_lines, iter_jsonl_stream, loads_strict
 
 TURN_BASED, FULL_DUPLEX = "turn-based", "full-duplex"
 RUN_MODES = (TURN_BASED, FULL_DUPLEX)
@@ -227,19 +229,43 @@ def _check_call(call: Any, where: str, problem) -> dict | None:
     return {"name": call["name"], "arguments": arguments} if ok else None
 
 
-def parse_predictions(data: bytes | str, *, source: str) -> tuple[list[Prediction], list]:
-    """(predictions, problems) of one file. Duplicate cell ids within the file are problems."""
-    problems: list[PredictionProblem] = []
+# Past this many problems a file is read no further (the last problem says so).
+PROBLEMS_MAX = 1000
+
+
+def parse_predictions(
+    data: bytes | str | IO[bytes], *, source: str
+) -> tuple[list[Prediction], list]:
+    """(predictions, problems) of one file: its text or bytes, or a seekable binary stream,
+    read a line at a time. Duplicate cell ids within the file are problems."""
+    if isinstance(data, bytes):
+        data = io.BytesIO(data)
     # The harness keeps a BOM as U+FEFF, which breaks the first line's JSON.
-    if (data[:3] == b"\xef\xbb\xbf") if isinstance(data, bytes) else data.startswith("\ufeff"):
+    if isinstance(data, str):
+        bom = data.startswith("\ufeff")
+    else:
+        bom = data.read(3) == b"\xef\xbb\xbf"
+        data.seek(0)
+    if bom:
         return [], [PredictionProblem(source, 1, "", "file starts with a UTF-8 byte-order mark")]
+    lines = iter_jsonl_lines(data) if isinstance(data, str) else iter_jsonl_stream(data)
     try:
-        text = data if isinstance(data, str) else decode_utf8(data)
+        return _parse_lines(lines, source=source)
     except JsonTextError as exc:
+        # Not UTF-8 (or a line too long): the harness's read aborts, so nothing of it counts.
         return [], [PredictionProblem(source, None, "", str(exc))]
+
+
+def _parse_lines(lines, *, source: str) -> tuple[list[Prediction], list]:
+    problems: list[PredictionProblem] = []
     predictions: list[Prediction] = []
     seen: dict[str, int] = {}
-    for number, line in iter_jsonl_lines(text):
+    for number, line in lines:
+        if len(problems) >= PROBLEMS_MAX:
+            problems.append(
+                PredictionProblem(source, number, "", f"not read: {PROBLEMS_MAX} problems before")
+            )
+            break
 
         def problem(field_name: str, message: str, number: int = number) -> None:
             problems.append(PredictionProblem(source, number, field_name, message))
@@ -294,7 +320,7 @@ class PredictionSet:
 
 
 def read_predictions(
-    files: Sequence[tuple[str, bytes | str]],
+    files: Sequence[tuple[str, bytes | str | Callable[[], AbstractContextManager[IO[bytes]]]]],
     *,
     specs: Mapping[str, Mapping],
     run_mode: str,
@@ -308,7 +334,11 @@ def read_predictions(
     problems: list[PredictionProblem] = []
     combined: dict[str, Prediction] = {}
     for name, content in files:
-        predictions, file_problems = parse_predictions(content, source=name)
+        if callable(content):  # an opener: the file is read from a stream
+            with content() as handle:
+                predictions, file_problems = parse_predictions(handle, source=name)
+        else:
+            predictions, file_problems = parse_predictions(content, source=name)
         problems += file_problems
         for prediction in predictions:
             earlier = combined.get(prediction.cell_id)

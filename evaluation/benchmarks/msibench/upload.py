@@ -7,8 +7,11 @@ one task per predicted cell. Pure (no Django).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import zipfile
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
@@ -28,10 +31,14 @@ MISSING_SHOWN = 10
 
 @dataclass
 class UploadFiles:
-    """The prediction files of an upload (name, bytes), its manifest and what was wrong."""
+    """The prediction files of an upload (name, and how to open it for reading a line at a
+    time) and its manifest. A zip stays open in ``archive`` (the caller closes it)."""
 
-    files: list[tuple[str, bytes]] = field(default_factory=list)
+    files: list[tuple[str, Callable[[], AbstractContextManager[IO[bytes]]]]] = field(
+        default_factory=list
+    )
     manifest: dict = field(default_factory=dict)
+    archive: zipfile.ZipFile | None = None
 
 
 def _is_zip(source) -> bool:
@@ -53,8 +60,7 @@ def read_upload(
         if size > limits.max_bytes:
             report.add(f"{size:,} bytes exceeds the limit of {limits.max_bytes:,}", file=name)
             return found
-        data = source.read_bytes() if isinstance(source, Path) else source.read()
-        found.files.append((name, data))
+        found.files.append((name, _opener(source)))
         return found
     archive, entries = scan_zip(
         source,
@@ -63,20 +69,38 @@ def read_upload(
         max_uncompressed=limits.max_bytes,
         max_ratio=limits.max_ratio,
     )
-    if archive is None or not report.ok:
+    if archive is None:
         return found
-    with archive:
-        for entry in sorted(entries, key=lambda e: e.path):
-            path = PurePosixPath(entry.path)
-            if path.suffix.lower() == ".jsonl":
-                found.files.append((entry.path, archive.read(entry.info)))
-            elif entry.path == MANIFEST:
-                found.manifest = _manifest(archive, entry.info, report)
-            else:
-                report.warn("not a .jsonl prediction file; ignored", file=entry.path)
+    found.archive = archive
+    if not report.ok:
+        return found
+    for entry in sorted(entries, key=lambda e: e.path):
+        path = PurePosixPath(entry.path)
+        if path.suffix.lower() == ".jsonl":
+            found.files.append((entry.path, _member_opener(archive, entry.info)))
+        elif entry.path == MANIFEST:
+            found.manifest = _manifest(archive, entry.info, report)
+        else:
+            report.warn("not a .jsonl prediction file; ignored", file=entry.path)
     if not found.files:
         report.add("the zip holds no .jsonl prediction file")
     return found
+
+
+def _opener(source: Path | IO[bytes]):
+    """How to open a lone predictions file: a path anew, a stream from its start (left open)."""
+    if isinstance(source, Path):
+        return lambda: open(source, "rb")
+
+    def rewound():
+        source.seek(0)
+        return contextlib.nullcontext(source)
+
+    return rewound
+
+
+def _member_opener(archive: zipfile.ZipFile, info: zipfile.ZipInfo):
+    return lambda: archive.open(info)
 
 
 def _size(handle: IO[bytes]) -> int:
@@ -118,6 +142,14 @@ def validate(
 ) -> tuple[UploadContents, PredictionSet | None]:
     """Every problem of the upload in ``report``; the cells it covers and lacks."""
     upload = read_upload(path, report, name=single_file_name(path), limits=limits)
+    try:
+        return _validate(upload, report, tasks, allow_partial, run_mode)
+    finally:
+        if upload.archive is not None:
+            upload.archive.close()
+
+
+def _validate(upload, report, tasks, allow_partial, run_mode):
     if not report.ok:
         return UploadContents(manifest=upload.manifest), None
     try:
@@ -189,9 +221,13 @@ def ingest(handle: IO[bytes], *, tasks: dict, limits: UploadLimits):
     report = ValidationReport()
     # A lone file's own name is not kept with the stored upload; zip members keep theirs.
     upload = read_upload(handle, report, name=SINGLE_FILE, limits=limits)
-    if not report.ok:
-        raise ValueError(f"stored upload no longer validates: {report.problems[:3]}")
-    # The run mode only words warnings here; scoring reads it from the submission's facts.
-    found = read_predictions(upload.files, specs=tasks, run_mode=TURN_BASED)
+    try:
+        if not report.ok:
+            raise ValueError(f"stored upload no longer validates: {report.problems[:3]}")
+        # The run mode only words warnings here; scoring reads it from the submission's facts.
+        found = read_predictions(upload.files, specs=tasks, run_mode=TURN_BASED)
+    finally:
+        if upload.archive is not None:
+            upload.archive.close()
     for cell_id, prediction in found.predictions.items():
         yield IngestedTask(cell_id, data=prediction_data(prediction))

@@ -107,7 +107,7 @@ def test_malformed_lines_each_reported_with_line_and_field():
 
 
 def test_not_utf8_and_a_byte_order_mark():
-    assert problems(b"\xff\xfe{")[0].startswith("responses.jsonl: not UTF-8 text")
+    assert problems(b"\xff\xfe{")[0].startswith("responses.jsonl line 1: not UTF-8 text")
     submission = parse("\ufeff" + jsonl({"id": "t1", "response": "ok"}))
     assert submission.responses == {"t1": "ok"}
 
