@@ -1,15 +1,21 @@
-"""POST /api/submissions/: create a submission from a bundle, with an optional Idempotency-Key.
+"""POST /api/submissions/: hand a bundle to the site, with an optional Idempotency-Key; GET
+/api/uploads/<id>/: how its check goes.
 
 The bundle arrives as the multipart field `bundle` and is streamed by Django's upload handler to
-a temporary file, which is validated and stored from there.
+a temporary file, which becomes an upload whose bytes are all there. A worker validates it and
+creates the submission, exactly as it finishes a browser upload: the request answers 202 at
+once with the upload's state and its URL, which the client follows until the upload is
+accepted (the submission is linked) or rejected (the validation report says why).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from pathlib import Path
 
 from django.core.files.uploadhandler import TemporaryFileUploadHandler
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -26,15 +32,14 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from evaluation.bundles import BundleRejected
-from evaluation.models import Benchmark, Submission
-from evaluation.selectors import submissions_visible_to
+from evaluation.models import Benchmark
 from leaderboard.uploads import services
+from leaderboard.uploads.models import Upload
 from leaderboard.uploads.selectors import teams_of
 
 IDEMPOTENCY_KEY_MAX = 100
 CREATE_FAILED = (
-    "The server could not create the submission; nothing was stored. Try again later, and "
+    "The server could not take the upload; nothing was stored. Try again later, and "
     "tell the site's maintainers if it keeps failing."
 )
 logger = logging.getLogger(__name__)
@@ -70,26 +75,72 @@ class SubmissionCreateSerializer(serializers.Serializer):
     publish = serializers.BooleanField(default=False)
 
 
-class SubmissionCreatedSerializer(serializers.Serializer):
+class UploadSubmissionSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     url = serializers.URLField(help_text="The submission in the API, as in every list")
     page = serializers.URLField(help_text="The submission's page on the site")
-    duplicate_of = serializers.ListField(
-        child=serializers.IntegerField(),
-        help_text="Earlier submissions of your team with the very same upload (SHA-256)",
-    )
     status = serializers.CharField()
+
+
+class UploadStateSerializer(serializers.Serializer):
+    id = serializers.UUIDField(help_text="The upload")
+    url = serializers.URLField(
+        help_text="This state, to poll until the upload is accepted or rejected"
+    )
+    status = serializers.ChoiceField(
+        choices=[
+            "finishing",
+            "validating",
+            "accepted",
+            "rejected",
+            "uploading",
+            "cancelled",
+            "expired",
+        ],
+        help_text="finishing or validating: a worker checks it; accepted: the submission exists; "
+        "rejected: see report; uploading with an error: a check failed for a reason of the "
+        "server's own (send the same request with the same Idempotency-Key to try again)",
+    )
     benchmark = serializers.CharField()
     system = serializers.CharField()
     team = serializers.CharField()
-    judge = serializers.CharField(allow_null=True)
-    published = serializers.BooleanField()
-    incomplete = serializers.BooleanField()
-    missing_tasks = serializers.IntegerField()
-    bundle_sha256 = serializers.CharField()
-    bundle_size = serializers.IntegerField()
+    filename = serializers.CharField()
+    size = serializers.IntegerField()
+    error = serializers.CharField(allow_blank=True)
+    report = serializers.JSONField(
+        allow_null=True, help_text="The validation report: problems and warnings by task and file"
+    )
+    submission = UploadSubmissionSerializer(allow_null=True)
     created_at = serializers.DateTimeField()
-    validation = serializers.JSONField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+def upload_state(request, upload: Upload) -> dict:
+    submission = upload.submission
+    return {
+        "id": str(upload.pk),
+        "url": request.build_absolute_uri(reverse("api-upload-state", args=[upload.pk])),
+        "status": upload.status,
+        "benchmark": upload.benchmark.slug,
+        "system": upload.system_name,
+        "team": upload.team.slug,
+        "filename": upload.filename,
+        "size": upload.size,
+        "error": upload.error,
+        "report": upload.report,
+        "submission": None
+        if submission is None
+        else {
+            "id": submission.pk,
+            "url": request.build_absolute_uri(
+                reverse("api-submission-detail", args=[submission.pk])
+            ),
+            "page": request.build_absolute_uri(reverse("submission", args=[submission.pk])),
+            "status": submission.status,
+        },
+        "created_at": upload.created_at.isoformat(),
+        "finished_at": upload.finished_at.isoformat() if upload.finished_at else None,
+    }
 
 
 def _error(message: str, code: int, **extra) -> Response:
@@ -116,11 +167,12 @@ class SubmissionCreateView(APIView):
     @extend_schema(
         operation_id="submissions_create",
         description=(
-            "Create a submission from a result bundle. The body is multipart/form-data: the "
-            "upload in the file part `bundle`, the other fields as text parts. The whole bundle "
-            "is validated first; a rejected one answers 400 with its report and stores nothing. "
-            "`url` in the answer is the submission in the API (as in every list), `page` its "
-            "page on the site."
+            "Hand a result bundle to the site. The body is multipart/form-data: the upload in "
+            "the file part `bundle`, the other fields as text parts. The answer (202) comes at "
+            "once: the upload's state, whose `url` (also the Location header) the client polls "
+            "while a worker validates the whole bundle. Accepted: `submission` links the "
+            "submission. Rejected: `report` lists every problem by task and file, and nothing "
+            "of the bundle is kept."
         ),
         request={"multipart/form-data": SubmissionCreateSerializer},
         examples=[
@@ -137,14 +189,18 @@ class SubmissionCreateView(APIView):
                 "Idempotency-Key",
                 OpenApiTypes.STR,
                 OpenApiParameter.HEADER,
-                description="Repeat a create safely: the same key and request from the same "
-                "team return the first submission (200); a different request is refused (409).",
+                description="Repeat a request safely: the same key and request from the same "
+                "team return the first upload's state (200), and queue its check again when "
+                "that failed for a reason of the server's own; a different request is refused "
+                "(409).",
             )
         ],
         responses={
-            201: SubmissionCreatedSerializer,
-            200: OpenApiResponse(SubmissionCreatedSerializer, description="Idempotent replay"),
-            400: OpenApiResponse(description="Invalid fields, or the bundle's validation report"),
+            202: UploadStateSerializer,
+            200: OpenApiResponse(
+                UploadStateSerializer, description="Idempotent replay: the first upload's state"
+            ),
+            400: OpenApiResponse(description="Invalid fields"),
             401: OpenApiResponse(description="Not authenticated"),
             403: OpenApiResponse(description="Not a member of the team"),
             409: OpenApiResponse(description="Idempotency-Key reused for a different request"),
@@ -183,11 +239,11 @@ class SubmissionCreateView(APIView):
                 )
         bundle = data["bundle"]
         try:
-            upload, created = services.submission_create_via_api(
+            upload, created = services.upload_from_api(
                 user=request.user,
                 team=team,
                 benchmark=benchmark,
-                bundle_path=bundle.temporary_file_path(),
+                bundle_path=Path(bundle.temporary_file_path()),
                 filename=bundle.name,
                 system_name=data["system"],
                 system_type=data["system_type"],
@@ -196,70 +252,62 @@ class SubmissionCreateView(APIView):
                 publish=data["publish"],
                 idempotency_key=key,
             )
-        except BundleRejected as exc:
-            return _error("bundle rejected", 400, report=exc.report.as_dict())
         except services.LimitReached as exc:
-            refusal = exc.refusal
-            headers = {}
-            if refusal.retry_after:
-                wait = (refusal.retry_after - timezone.now()).total_seconds()
-                headers["Retry-After"] = str(max(1, math.ceil(wait)))
-            response = _error(
-                refusal.message,
-                429,
-                limit=refusal.limit,
-                allowed=refusal.allowed,
-                retry_after=refusal.retry_after.isoformat() if refusal.retry_after else None,
-            )
-            for name, value in headers.items():
-                response[name] = value
-            return response
+            return _limited(exc.refusal)
         except services.IdempotencyConflict as exc:
             return _error(str(exc), 409)
         except services.UploadError as exc:
             return _error(str(exc), exc.status)
         except Exception:
-            # Validation says everything a submitter can fix; what is left is ours to look into.
-            logger.exception("creating a submission through the API failed")
+            # Checking the bundle is the worker's; what is left here is ours to look into.
+            logger.exception("taking an upload through the API failed")
             return _error(CREATE_FAILED, 500)
-        submission = (
-            submissions_visible_to(user=request.user)
-            .select_related("benchmark", "system", "team", "judge")
-            .filter(pk=upload.submission_id)
-            .first()
-        )
-        page = reverse("submission", args=[submission.pk])
-        api_url = reverse("api-submission-detail", args=[submission.pk])
-        earlier = (
-            Submission.objects.filter(team=submission.team, bundle_sha256=submission.bundle_sha256)
-            .exclude(pk=submission.pk)
-            .filter(created_at__lte=submission.created_at)
-            .order_by("pk")
-            .values_list("pk", flat=True)
-        )
-        body = {
-            "id": submission.pk,
-            "url": request.build_absolute_uri(api_url),
-            "page": request.build_absolute_uri(page),
-            "duplicate_of": list(earlier),
-            "status": submission.status,
-            "benchmark": submission.benchmark.slug,
-            "system": submission.system.name,
-            "team": submission.team.slug,
-            "judge": submission.judge.slug if submission.judge else None,
-            "published": submission.is_published,
-            "incomplete": submission.is_partial,
-            "missing_tasks": submission.missing_task_count,
-            "bundle_sha256": submission.bundle_sha256,
-            "bundle_size": submission.bundle_size,
-            "created_at": submission.created_at.isoformat(),
-            "validation": upload.report,
-        }
+        upload = Upload.objects.select_related("benchmark", "team", "submission").get(pk=upload.pk)
+        body = upload_state(request, upload)
         return Response(
             body,
-            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
-            headers={"Location": api_url},
+            status=status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK,
+            headers={"Location": body["url"]},
         )
+
+
+def _limited(refusal) -> Response:
+    response = _error(
+        refusal.message,
+        429,
+        limit=refusal.limit,
+        allowed=refusal.allowed,
+        retry_after=refusal.retry_after.isoformat() if refusal.retry_after else None,
+    )
+    if refusal.retry_after:
+        wait = (refusal.retry_after - timezone.now()).total_seconds()
+        response["Retry-After"] = str(max(1, math.ceil(wait)))
+    return response
+
+
+class UploadStateView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="uploads_state",
+        description="How an upload sent to POST /api/submissions/ stands: poll it until it is "
+        "accepted (the submission is linked) or rejected (the report says why). Its team's "
+        "members only.",
+        responses={200: UploadStateSerializer, 404: OpenApiResponse(description="No such upload")},
+    )
+    def get(self, request, pk):
+        upload = (
+            Upload.objects.select_related("benchmark", "team", "submission")
+            .filter(pk=pk)
+            .filter(team__in=teams_of(user=request.user) if not request.user.is_staff else Q())
+            .first()
+        )
+        if upload is None:
+            return _error("no such upload", 404)
+        response = Response(upload_state(request, upload))
+        response["Cache-Control"] = "no-store"
+        return response
 
 
 submission_create = SubmissionCreateView.as_view()
+upload_state_view = UploadStateView.as_view()

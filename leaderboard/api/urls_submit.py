@@ -6,4 +6,5 @@ from leaderboard.api import submit
 # every other method on the same path to the list.
 urlpatterns = [
     path("submissions/", submit.submission_create, name="api-submission-create"),
+    path("uploads/<uuid:pk>/", submit.upload_state_view, name="api-upload-state"),
 ]

@@ -27,7 +27,7 @@ from typing import BinaryIO
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
@@ -262,14 +262,14 @@ def _replay(*, team: Team, key: str, fingerprint: str) -> Upload | None:
             f"Idempotency-Key {key!r} was already used by team {team.name} with a different "
             "bundle or different fields"
         )
-    if prior.submission_id is None:
+    if prior.status == Upload.Status.ACCEPTED and prior.submission_id is None:
         raise IdempotencyConflict(
             f"the submission created with Idempotency-Key {key!r} no longer exists"
         )
     return prior
 
 
-def submission_create_via_api(
+def upload_from_api(
     *,
     user,
     team: Team,
@@ -284,11 +284,23 @@ def submission_create_via_api(
     idempotency_key: str = "",
     options: dict | None = None,
 ) -> tuple[Upload, bool]:
-    """(upload record, created). The same Idempotency-Key with the same request returns the
-    first result; with a different request it raises IdempotencyConflict. A rejected bundle
-    raises BundleRejected and records nothing."""
+    """(upload, created): an API request's bundle taken as an upload whose bytes are all there,
+    and its finish queued, exactly as a browser upload's finish is: a worker validates it and
+    creates the submission (upload_finish), never the web process. The request's file becomes
+    the upload's bytes (moved on the filesystem, streamed into the bucket on S3); the caller
+    answers at once with the upload's state, which the client follows.
+
+    The same Idempotency-Key with the same request returns the first upload as it stands (a
+    finish that failed for a reason of the server's own is queued again); with a different
+    request it raises IdempotencyConflict. What can be told at once (not a member, an unknown
+    judge, too large, a limit reached) raises before anything is stored."""
     _check_member(user, team)
     _check_judge(benchmark, judge)
+    if judge is None and not benchmark.judges.filter(is_official=True).exists():
+        known = ", ".join(benchmark.judges.values_list("slug", flat=True)) or "none"
+        raise UploadError(
+            f"benchmark {benchmark.slug} has no official judge; choose one of: {known}"
+        )
     sha, size = _file_sha256(bundle_path)
     fingerprint = hashlib.sha256(
         json.dumps(
@@ -308,102 +320,63 @@ def submission_create_via_api(
     if idempotency_key:
         prior = _replay(team=team, key=idempotency_key, fingerprint=fingerprint)
         if prior is not None:
-            return prior, False
-    report, contents = bundle_validate(
-        benchmark=benchmark, path=bundle_path, allow_partial=allow_partial, options=options
+            return _finish_again(prior), False
+    upload = upload_start(
+        user=user,
+        team=team,
+        benchmark=benchmark,
+        filename=filename,
+        size=size,
+        system_name=system_name,
+        system_type=system_type,
+        judge=judge,
+        allow_partial=allow_partial,
+        publish=publish,
+        options=options,
+        whole=True,
     )
-    if not report.ok:
-        raise BundleRejected(report)
-    # Into storage before the lock; out again if no submission takes it.
-    stored = bundle_store(benchmark=benchmark, path=bundle_path)
     try:
-        upload, created = _api_create_counted(
-            user=user,
-            team=team,
-            benchmark=benchmark,
-            bundle_path=bundle_path,
-            filename=filename,
-            size=size,
-            system_name=system_name,
-            system_type=system_type,
-            judge=judge,
-            allow_partial=allow_partial,
-            publish=publish,
-            idempotency_key=idempotency_key,
-            fingerprint=fingerprint,
-            report=report,
-            contents=contents,
-            stored=stored,
-        )
+        if upload.method == Upload.Method.S3:
+            storage.object_upload(key=upload.s3_key, path=bundle_path)
+        else:
+            storage.partial_fill(upload.pk, source=bundle_path)
+        with transaction.atomic():
+            Upload.objects.filter(pk=upload.pk).update(
+                received=size, idempotency_key=idempotency_key, fingerprint=fingerprint
+            )
+    except IntegrityError:
+        # The same key at the same moment from another request of the team: that one stands.
+        _drop(upload)
+        prior = _replay(team=team, key=idempotency_key, fingerprint=fingerprint)
+        if prior is None:
+            raise
+        return _finish_again(prior), False
     except BaseException:
-        _discard_stored(stored)
+        _drop(upload)
         raise
-    if not created or upload.submission.bundle.name != stored.name:
-        _discard_stored(stored)
-    return upload, created
+    upload.refresh_from_db()
+    try:
+        return upload_finish_request(upload=upload), True
+    except UploadError:
+        _drop(upload)
+        raise
 
 
-def _api_create_counted(
-    *,
-    user,
-    team: Team,
-    benchmark: Benchmark,
-    bundle_path: Path,
-    filename: str,
-    size: int,
-    system_name: str,
-    system_type: str,
-    judge: Judge | None,
-    allow_partial: bool,
-    publish: bool,
-    idempotency_key: str,
-    fingerprint: str,
-    report,
-    contents,
-    stored: StoredBundle,
-) -> tuple[Upload, bool]:
-    with limits_locked(user=user, team=team):
-        if idempotency_key:
-            # Two identical requests at once: the second waited for the lock and finds the first.
-            prior = _replay(team=team, key=idempotency_key, fingerprint=fingerprint)
-            if prior is not None:
-                return prior, False
-        submission, _ = submission_create_within_limits(
-            team=team,
-            benchmark=benchmark,
-            bundle_path=bundle_path,
-            system_name=system_name,
-            system_type=system_type,
-            judge=judge,
-            allow_partial=allow_partial,
-            submitted_by=user,
-            publish=publish,
-            idempotency_key=idempotency_key,
-            validated=contents,
-            stored=stored,
-        )
-        upload = Upload.objects.create(
-            benchmark=benchmark,
-            team=team,
-            user=user,
-            method=Upload.Method.API,
-            status=Upload.Status.ACCEPTED,
-            filename=filename[:255],
-            size=size,
-            received=size,
-            system_name=system_name,
-            system_type=system_type,
-            options=contents.options,
-            judge=submission.judge,
-            allow_partial=allow_partial,
-            publish=publish,
-            idempotency_key=idempotency_key,
-            fingerprint=fingerprint,
-            report=report.as_dict(),
-            submission=submission,
-            finished_at=timezone.now(),
-        )
-    return upload, True
+def _drop(upload: Upload) -> None:
+    """An API upload that is not going ahead: its bytes and its row go."""
+    try:
+        _discard(upload)
+    finally:
+        Upload.objects.filter(pk=upload.pk).delete()
+
+
+def _finish_again(upload: Upload) -> Upload:
+    """A replayed API request: an upload left open by a finish that failed is queued again."""
+    if upload.is_open and upload.error and upload.received == upload.size:
+        with contextlib.suppress(UploadError):
+            upload = upload_finish_request(upload=upload)
+    upload.refresh_from_db()
+    return upload
 
 
 # --- Browser uploads ------------------------------------------------------------------------
@@ -422,8 +395,10 @@ def upload_start(
     allow_partial: bool = False,
     publish: bool = False,
     options: dict | None = None,
+    whole: bool = False,
 ) -> Upload:
-    """Open an upload: a partial file on the filesystem, or a multipart upload in the bucket.
+    """Open an upload: a partial file on the filesystem, or a multipart upload in the bucket
+    (``whole``: an object the server puts there in one go, for an API request's file).
     Refused at once when the team could not submit now, before any byte is sent."""
     _check_member(user, team)
     _check_judge(benchmark, judge)
@@ -463,7 +438,8 @@ def upload_start(
         if on_s3:
             upload.s3_key = storage.s3_key(f"uploads/{upload.pk}.zip")
             upload.part_bytes = storage.s3_part_bytes(size)
-            upload.s3_upload_id = storage.multipart_start(key=upload.s3_key)
+            if not whole:
+                upload.s3_upload_id = storage.multipart_start(key=upload.s3_key)
             upload.save(update_fields=["s3_key", "part_bytes", "s3_upload_id"])
         else:
             storage.partial_create(upload.pk)

@@ -42,6 +42,12 @@ def partial_delete(upload_id) -> None:
     partial_path(upload_id).unlink(missing_ok=True)
 
 
+def partial_fill(upload_id, *, source: Path) -> None:
+    """The whole upload at once: ``source`` (a request's temporary file) becomes the partial
+    file, moved where it can be (streamed across filesystems)."""
+    shutil.move(source, partial_path(upload_id))
+
+
 def partial_place(upload_id, *, name: str) -> None:
     """Make the partial file also the stored file `name`, without copying its bytes: a hard
     link in the same storage folder (a copy only where the filesystem has no links). The partial
@@ -141,6 +147,12 @@ def object_size(*, key: str) -> int | None:
         if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
             return None
         raise
+
+
+def object_upload(*, key: str, path: Path) -> None:
+    """Put a local file into the bucket, streamed (in parts when it is large)."""
+    client, bucket = _s3()
+    client.upload_file(str(path), bucket, key)
 
 
 def object_download(*, key: str, target: BinaryIO) -> None:

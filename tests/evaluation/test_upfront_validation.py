@@ -141,7 +141,7 @@ def test_the_api_answers_our_words_for_an_unexpected_failure(
     def broken(**kwargs):
         raise ValueError('invalid input syntax for type json DETAIL: Token "NaN" is invalid')
 
-    monkeypatch.setattr(api_submit.services, "submission_create_via_api", broken)
+    monkeypatch.setattr(api_submit.services, "upload_from_api", broken)
     with bundle(tmp_path, {}).open("rb") as handle:
         response = client.post(
             "/api/submissions/",

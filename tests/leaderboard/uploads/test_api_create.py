@@ -1,5 +1,7 @@
-"""POST /api/submissions/: multipart bundle, token or session auth, Idempotency-Key, validation
-report on rejection, 429 at the team's limits."""
+"""POST /api/submissions/: a multipart bundle, token or session auth, answered at once (202)
+with the upload's state, which GET /api/uploads/<id>/ keeps telling while a worker validates
+the bundle and creates the submission (upload_finish, run here as the worker runs it);
+Idempotency-Key, the validation report on rejection, 429 at the team's limits."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from django.utils import timezone
 from evaluation.models import Membership, Submission, System
 from leaderboard.accounts.services import api_token_create
 from leaderboard.uploads.models import Upload
+from leaderboard.uploads.services import upload_finish
 from tests.leaderboard.uploads.conftest import EXAMPLE_TASK
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,48 +44,72 @@ def post(client, bundle: Path, *, key: str | None = None, token: str | None = No
         return client.post(URL, {**data, "bundle": handle}, **headers)
 
 
+def finished(client, response, **headers) -> dict:
+    """The worker's part, as the queued task runs it; then the state the client polls."""
+    assert response.status_code == 202, response.content
+    upload_finish(upload_id=response.json()["id"])
+    state = client.get(response["Location"], **headers)
+    assert state.status_code == 200
+    return state.json()
+
+
 @pytest.fixture
 def alice_token(people) -> str:
     return api_token_create(user=people.alice, name="ci")[1]
 
 
-def test_token_create_streams_the_bundle_and_scores_it(
+def test_token_create_streams_the_bundle_and_a_worker_makes_the_submission(
     client, people, mpbench, make_bundle, alice_token, eager
 ):
     bundle = make_bundle(audio_bytes=3 * 1024 * 1024)  # beyond Django's in-memory threshold
     response = post(client, bundle, token=alice_token, publish="true", system_type="text-llm")
-    assert response.status_code == 201, response.content
+    # Eager here, as a one-process site runs: the worker has finished by the time it answers.
+    assert response.status_code == 202, response.content
     body = response.json()
+    upload = Upload.objects.get()
+    assert body["id"] == str(upload.pk)
+    assert response["Location"] == body["url"] == f"http://testserver/api/uploads/{upload.pk}/"
     submission = uploaded().get()
-    # url and Location name the submission in the API, as every list does; page is the site's.
-    assert body["id"] == submission.pk
-    assert response["Location"] == f"/api/submissions/{submission.pk}/"
-    assert body["url"] == f"http://testserver/api/submissions/{submission.pk}/"
-    assert body["page"] == f"http://testserver/submissions/{submission.pk}/"
-    listed = client.get("/api/submissions/", HTTP_AUTHORIZATION=f"Bearer {alice_token}").json()
-    assert body["url"] in [row["url"] for row in listed["results"]]
-    assert body["duplicate_of"] == []
-    assert (body["team"], body["judge"], body["system"]) == ("alpha", "offline", "API Agent")
-    assert body["published"] is True and body["incomplete"] is True
-    assert body["missing_tasks"] == 927 - 3
-    assert body["bundle_size"] == bundle.stat().st_size
-    assert body["validation"]["ok"] is True
+    assert body["status"] == "accepted" and body["report"]["ok"] is True
+    assert body["submission"] == {
+        "id": submission.pk,
+        "url": f"http://testserver/api/submissions/{submission.pk}/",
+        "page": f"http://testserver/submissions/{submission.pk}/",
+        "status": "scored",
+    }
+    assert (body["team"], body["system"], body["benchmark"]) == ("alpha", "API Agent", "mp-bench")
+    assert body["size"] == bundle.stat().st_size
     submission.refresh_from_db()
     assert submission.status == "scored" and submission.submitted_by == people.alice
-    assert Submission.objects.get(system__name="API Agent").row_group == "text-llm"
-    record = Upload.objects.get(submission=submission)
-    assert record.method == "api" and record.status == "accepted"
+    assert submission.is_published and submission.is_partial
+    assert submission.missing_task_count == 927 - 3
+    assert submission.row_group == "text-llm"
+    assert submission.bundle_size == bundle.stat().st_size
+    # The upload's own bytes are gone; the submission holds its copy.
+    assert upload.method in ("chunked", "s3")
+    polled = client.get(body["url"], HTTP_AUTHORIZATION=f"Bearer {alice_token}")
+    assert polled.json() == body
+
+
+def test_the_request_answers_before_the_bundle_is_checked(client, people, mpbench, make_bundle):
+    client.force_login(people.alice)
+    response = post(client, make_bundle())
+    assert response.status_code == 202
+    assert response.json()["status"] == "finishing" and response.json()["submission"] is None
+    assert uploaded().count() == 0
+    state = finished(client, response)
+    assert state["status"] == "accepted" and state["submission"]["id"] == uploaded().get().pk
 
 
 def test_same_key_same_request_returns_the_original(client, people, mpbench, make_bundle):
     client.force_login(people.alice)
     bundle = make_bundle()
     first = post(client, bundle, key="run-42")
-    assert first.status_code == 201, first.content
+    state = finished(client, first)
     again = post(client, bundle, key="run-42")
     assert again.status_code == 200
-    assert again.json()["id"] == first.json()["id"]
-    assert uploaded().count() == 1
+    assert again.json()["id"] == first.json()["id"] and again.json() == state
+    assert uploaded().count() == 1 and Upload.objects.count() == 1
     # A replay creates nothing, so the team's limits do not stand in its way.
     people.alpha.max_concurrent_evaluations = 0
     people.alpha.save()
@@ -91,34 +118,35 @@ def test_same_key_same_request_returns_the_original(client, people, mpbench, mak
     people.alpha.max_concurrent_evaluations = None
     people.alpha.save()
     # Without a key, the same request makes a second submission.
-    assert post(client, bundle).status_code == 201
+    finished(client, post(client, bundle))
     assert uploaded().count() == 2
 
 
 def test_same_key_different_request_is_a_conflict(client, people, mpbench, make_bundle):
     client.force_login(people.alice)
     bundle = make_bundle()
-    assert post(client, bundle, key="run-42").status_code == 201
+    assert post(client, bundle, key="run-42").status_code == 202
     renamed = post(client, bundle, key="run-42", system="Another Name")
     assert renamed.status_code == 409 and "different" in renamed.json()["error"]
     other_bundle = make_bundle("other", audio_bytes=1000)
     assert post(client, other_bundle, key="run-42").status_code == 409
-    assert uploaded().count() == 1
+    assert Upload.objects.count() == 1
 
 
 def test_keys_belong_to_one_team(client, people, mpbench, make_bundle):
     bundle = make_bundle()
     client.force_login(people.alice)
-    assert post(client, bundle, key="shared").status_code == 201
+    first = post(client, bundle, key="shared")
+    assert first.status_code == 202
     client.force_login(people.bob)
-    other_team = post(client, bundle, key="shared", team="beta")
-    assert other_team.status_code == 201
-    assert uploaded().filter(idempotency_key="shared").count() == 2
-    # A teammate repeating the request gets the team's original.
+    assert post(client, bundle, key="shared", team="beta").status_code == 202
+    assert Upload.objects.filter(idempotency_key="shared").count() == 2
+    # A teammate repeating the request gets the team's original; the other team cannot see it.
     client.force_login(people.alice2)
     replay = post(client, bundle, key="shared")
-    assert replay.status_code == 200
-    assert replay.json()["id"] == uploaded().get(team=people.alpha).pk
+    assert replay.status_code == 200 and replay.json()["id"] == first.json()["id"]
+    client.force_login(people.bob)
+    assert client.get(first["Location"]).status_code == 404
 
 
 def test_a_key_used_outside_the_api_is_a_conflict(client, people, mpbench, make_bundle):
@@ -130,20 +158,27 @@ def test_a_key_used_outside_the_api_is_a_conflict(client, people, mpbench, make_
     assert post(client, make_bundle(), key="cli-1").status_code == 409
 
 
-def test_rejected_bundle_is_400_with_the_report(client, people, mpbench, make_bundle, tmp_path):
+def test_a_rejected_bundle_keeps_its_report_and_nothing_else(
+    client, people, mpbench, make_bundle, tmp_path
+):
     client.force_login(people.alice)
-    response = post(client, make_bundle(broken=True), key="try-1")
-    assert response.status_code == 400
-    report = response.json()["report"]
+    state = finished(client, post(client, make_bundle(broken=True), key="try-1"))
+    assert state["status"] == "rejected" and state["submission"] is None
+    report = state["report"]
     assert report["ok"] is False
     assert [(p["task"], p["file"]) for p in report["problems"]] == [(EXAMPLE_TASK, "response.json")]
-    assert uploaded().count() == 0 and Upload.objects.count() == 0
+    assert uploaded().count() == 0
     assert [p for p in (tmp_path / "media").rglob("*") if p.is_file()] == []
-    # A rejected request does not use up its key: the fixed bundle goes through with it.
-    assert post(client, make_bundle("fixed"), key="try-1").status_code == 201
+    # The key names that request: the fixed bundle goes through under a key of its own.
+    assert post(client, make_bundle("fixed"), key="try-1").status_code == 409
+    assert finished(client, post(client, make_bundle("fixed"), key="try-2"))["status"] == (
+        "accepted"
+    )
 
 
-def test_limits_answer_429_with_the_reason(client, people, mpbench, make_bundle):
+def test_limits_answer_429_with_the_reason_and_store_nothing(
+    client, people, mpbench, make_bundle, tmp_path
+):
     people.alpha.max_submissions_per_day = 1
     people.alpha.save()
     system = System.objects.create(name="Earlier")
@@ -161,14 +196,15 @@ def test_limits_answer_429_with_the_reason(client, people, mpbench, make_bundle)
     assert body["retry_after"] == (made_at + timedelta(hours=24)).isoformat()
     # About an hour from now, in seconds.
     assert 3500 <= int(response["Retry-After"]) <= 3601
-    assert uploaded().count() == 1
+    assert uploaded().count() == 1 and Upload.objects.count() == 0
+    assert [p for p in (tmp_path / "media").rglob("*") if p.is_file()] == []
 
 
 def test_anonymous_and_bad_tokens_get_401(client, people, mpbench, make_bundle):
     bundle = make_bundle()
     assert post(client, bundle).status_code == 401
     assert post(client, bundle, token="fb_nonsense").status_code == 401
-    assert uploaded().count() == 0
+    assert Upload.objects.count() == 0
 
 
 def test_it_validates_team_membership(client, people, mpbench, make_bundle):
@@ -177,7 +213,7 @@ def test_it_validates_team_membership(client, people, mpbench, make_bundle):
     assert response.status_code == 403 and "not a member" in response.json()["error"]
     client.force_login(people.charlie)
     assert post(client, make_bundle(), team="alpha").status_code == 403
-    assert uploaded().count() == 0
+    assert Upload.objects.count() == 0
 
 
 def test_team_may_be_left_out_by_members_of_one_team(client, people, mpbench, make_bundle):
@@ -188,7 +224,7 @@ def test_team_may_be_left_out_by_members_of_one_team(client, people, mpbench, ma
             URL,
             {"benchmark": "mp-bench", "system": "Solo", "allow_partial": "true", "bundle": handle},
         )
-    assert response.status_code == 201, response.content
+    finished(client, response)
     assert uploaded().get().team == people.beta
     # A member of two teams must say which one submits.
     Membership.objects.create(team=people.alpha, user=people.bob)
@@ -220,4 +256,16 @@ def test_a_judge_is_required_where_there_is_no_official_one(client, people, mpbe
             URL, {"benchmark": "mp-bench", "system": "x", "team": "alpha", "bundle": handle}
         )
     assert response.status_code == 400 and "no official judge" in response.json()["error"]
-    assert uploaded().count() == 0
+    assert Upload.objects.count() == 0
+
+
+def test_an_upload_state_is_its_teams_only(client, people, mpbench, make_bundle):
+    client.force_login(people.alice)
+    response = post(client, make_bundle())
+    for other in (people.charlie, people.bob):
+        client.force_login(other)
+        assert client.get(response["Location"]).status_code == 404
+    client.logout()
+    assert client.get(response["Location"]).status_code == 401
+    client.force_login(people.alice2)  # a teammate
+    assert client.get(response["Location"]).status_code == 200

@@ -273,9 +273,11 @@ def test_the_lock_is_held_only_for_counting_s3(
     assert s3.get_object(Bucket=name, Key=submission.bundle.name)["Body"].read() == data
 
 
-def test_the_api_stores_the_bundle_before_the_lock(
-    client, people, mpbench, make_bundle, journal, tmp_path
+def test_an_api_upload_is_checked_by_the_worker_as_a_browser_upload_is(
+    client, people, mpbench, make_bundle, queued, journal, tmp_path
 ):
+    """The web request only moves the request's file into place and queues the finish: no
+    validation, hashing into bundles/, or storing there happens in it."""
     from leaderboard.accounts.services import api_token_create
 
     token = api_token_create(user=people.alice, name="ci")[1]
@@ -292,10 +294,15 @@ def test_the_api_stores_the_bundle_before_the_lock(
             },
             HTTP_AUTHORIZATION=f"Bearer {token}",
         )
-    assert response.status_code == 201, response.content
-    assert response.json()["status"] == "queued"
+    assert response.status_code == 202, response.content
+    assert journal == [] and uploaded().count() == 0
+    assert [args[0] for args in queued] == [response.json()["id"]]
+    assert tasks.finish_upload.apply(args=queued[0]).get() == "accepted"
     assert under_the_lock(journal) == []
-    assert journal.index("storage.save") < journal.index("lock")
+    before = journal[: journal.index("lock")]
+    assert before == ["bundle_validate", "file_sha256", "partial_place"]
+    assert journal[journal.index("unlock") + 1 :] == ["partial_delete"]
+    assert uploaded().get().status == "queued"
     assert stored_files(tmp_path / "media") == [uploaded().get().bundle.name]
 
 
