@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from evaluation.audio import WAV_HEAD_BYTES, AudioLimits, NotAWav, wav_format, wav_problem
+from evaluation.jsonbounds import JsonRefused, loads_bounded
 
 # What reading a damaged or unusual entry can raise (bad CRC, truncated deflate data, a
 # compression method Python lacks); reported in our words, never passed on.
@@ -214,10 +215,12 @@ def _unsafe_path_reason(name: str) -> str | None:
     return None
 
 
-def _wav_exemption_refused(
+def wav_member_problem(
     archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: AudioLimits
 ) -> str | None:
-    """Why this WAV does not get the compression-ratio exemption, or None when it does."""
+    """What is wrong with a WAV member, read from its header alone: not PCM audio, beyond the
+    benchmark's audio limits, or larger than the audio its header declares; None when it is
+    fine (and so may be exempt from the compression-ratio test)."""
     try:
         with archive.open(info) as handle:
             head = handle.read(WAV_HEAD_BYTES)
@@ -350,7 +353,7 @@ def scan_zip(
         suspicious = info.file_size >= RATIO_CHECK_MIN_BYTES and ratio > max_ratio
         refused = None
         if is_audio and audio_limits is not None and suspicious:
-            refused = _wav_exemption_refused(archive, info, audio_limits)
+            refused = wav_member_problem(archive, info, audio_limits)
         if not is_audio or refused:
             if info.file_size >= RATIO_CHECK_MIN_BYTES and ratio > max_ratio:
                 report.add(
@@ -404,6 +407,39 @@ def _report_file_folder_clashes(entries: list[Entry], report: ValidationReport) 
     }
     for clash in sorted(files & folders):
         report.add("is a file, and a folder of the same name holds other files", file=clash)
+
+
+# A system manifest: a few fields, some of them text.
+MANIFEST_MAX_BYTES = 1024 * 1024
+MANIFEST_MAX_DEPTH = 16
+
+
+def read_manifest(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, report: ValidationReport, *, file: str
+) -> dict:
+    """A zip's system manifest as an object, or {} with the problem reported: too large, not
+    UTF-8 JSON, nested deeper than a manifest is, or not an object."""
+    if info.file_size > MANIFEST_MAX_BYTES:
+        report.add(f"larger than {MANIFEST_MAX_BYTES:,} bytes", file=file)
+        return {}
+    try:
+        with archive.open(info) as handle:
+            raw = handle.read(MANIFEST_MAX_BYTES + 1)
+    except ZIP_READ_ERRORS:
+        report.add("cannot be read from the zip (damaged data)", file=file)
+        return {}
+    try:
+        manifest = loads_bounded(raw, max_depth=MANIFEST_MAX_DEPTH)
+    except JsonRefused as exc:
+        report.add(f"not accepted as JSON: it {exc}", file=file)
+        return {}
+    except (UnicodeDecodeError, ValueError) as exc:
+        report.add(f"not valid JSON: {exc}", file=file)
+        return {}
+    if not isinstance(manifest, dict):
+        report.add("must hold a JSON object describing the system", file=file)
+        return {}
+    return manifest
 
 
 def manifest_check(

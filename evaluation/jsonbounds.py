@@ -80,14 +80,17 @@ def value_bound(raw: bytes) -> int:
     return raw.count(b",") + raw.count(b"[") + raw.count(b"{") + 1
 
 
-def loads_bounded(raw: bytes, *, max_depth: int, max_values: int | None = None):
-    """json.loads, after refusing (JsonRefused) a document nested deeper than max_depth or
-    holding more than max_values values. Parse errors raise ValueError as json.loads does."""
+def loads_bounded(raw: bytes | str, *, max_depth: int, max_values: int | None = None, **options):
+    """json.loads (with its keyword ``options``), after refusing (JsonRefused) a document
+    nested deeper than max_depth or holding more than max_values values. Parse errors raise
+    ValueError as json.loads does."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
     if max_values is not None and value_bound(raw) > max_values:
         raise JsonRefused(f"holds more than {max_values:,} JSON values")
     if not _within(_brackets(raw), max_depth) and (depth := nesting_depth(raw)) > max_depth:
         raise JsonRefused(f"nests {depth:,} levels deep; at most {max_depth} are allowed")
-    return json.loads(raw)
+    return json.loads(raw, **options)
 
 
 def non_finite_path(value, path: str = "") -> str | None:

@@ -127,3 +127,21 @@ def test_an_msibench_zip_member_of_a_large_jsonl_is_validated_in_bounded_memory(
         "a probe adds h or s)"
     ]
     assert peak["mib"] < 60, peak
+
+
+def test_an_msibench_manifest_nested_deep_is_a_problem_not_a_crash(tmp_path):
+    from evaluation.benchmarks.msibench import upload
+
+    deep = "[" * 100_000 + "]" * 100_000
+    bundle = tmp_path / "deep.zip"
+    with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("predictions.jsonl", "")
+        archive.writestr("manifest.json", deep)
+    report = ValidationReport()
+    upload.validate(
+        bundle, report, tasks={}, allow_partial=True, run_mode="turn-based", limits=LIMITS
+    )
+    assert (
+        "manifest.json",
+        "not accepted as JSON: it nests 100,000 levels deep; at most 16 are allowed",
+    ) in [(p.file, p.message) for p in report.problems]

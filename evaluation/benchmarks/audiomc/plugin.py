@@ -224,6 +224,9 @@ class AudioMultiChallenge(BenchmarkPlugin):
         "Audio-output systems are scored on a transcript of their audio and shown apart from "
         "text-output ones, as the paper reports them.",
         paper.REPORTED_NOTE,
+        "Reply audio, for playback only (our decision): a WAV must be PCM with a header "
+        "declaring at most ten minutes, two channels and 48 kHz, and hold no more than it "
+        "declares; anything else is refused with the file named.",
     )
     reported_source = f"{paper.SOURCE} (overall APR quoted in its text; Table 2 not transcribed)"
     max_upload_bytes = 2 * 1024**3

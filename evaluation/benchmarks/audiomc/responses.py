@@ -24,13 +24,13 @@ apart, SPEC §3). An audio-output submission may bring its reply audio as files 
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import IO
 
 from evaluation.bundles import LineTooLong, text_lines
+from evaluation.jsonbounds import loads_bounded
 
 from .dataset import AUDIO_TYPES, Problem
 
@@ -60,6 +60,8 @@ class Submission:
 
 # Past this many problems a file is read no further (the report says so).
 PROBLEMS_MAX = 1000
+# A line is a flat object; one nested deeper than this is refused, not parsed.
+MAX_DEPTH = 64
 
 
 def _lines(data, file_name: str) -> Iterator[tuple[int, str]]:
@@ -114,8 +116,8 @@ def parse_submission(
             continue
         where = f"line {number}"
         try:
-            record = json.loads(line, parse_constant=_reject_constant)
-        except ValueError as exc:
+            record = loads_bounded(line, max_depth=MAX_DEPTH, parse_constant=_reject_constant)
+        except ValueError as exc:  # JsonRefused included
             problem(where, "", f"not valid JSON ({exc})")
             continue
         if not isinstance(record, dict):

@@ -12,15 +12,15 @@ apart) is recorded in the manifest as ``output_modality``, and, unless the manif
 from __future__ import annotations
 
 import contextlib
-import json
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from evaluation.audio import AudioLimits
 from evaluation.benchmarks.base import IngestedTask, UploadContents, UploadLimits
-from evaluation.bundles import ValidationReport, scan_zip
+from evaluation.bundles import ValidationReport, read_manifest, scan_zip, wav_member_problem
 from evaluation.jsonbounds import unstorable_path
 
 from .dataset import AUDIO_TYPES
@@ -28,9 +28,12 @@ from .responses import OUTPUT_MODALITIES, Submission, SubmissionError, parse_sub
 
 SINGLE_FILE = "responses.jsonl"  # how a lone JSONL is named when its own name is not kept
 MANIFEST = "manifest.json"
-MANIFEST_MAX_BYTES = 1024 * 1024
 MISSING_SHOWN = 10
 RESPONSE_AUDIO = "response"  # a reply's clip is stored as response.<ext>
+# A reply's audio, for playback (our decision): at most ten minutes, two channels, 48 kHz.
+AUDIO_LIMITS = AudioLimits(
+    max_seconds=10 * 60, max_bytes=256 * 1024**2, max_channels=2, max_sample_rate=48_000
+)
 
 
 def row_group_of(modality: str) -> str:
@@ -62,10 +65,16 @@ def _size(handle: IO[bytes]) -> int:
 
 
 def read_upload(
-    source: Path | IO[bytes], report: ValidationReport, *, name: str, limits: UploadLimits
+    source: Path | IO[bytes],
+    report: ValidationReport,
+    *,
+    name: str,
+    limits: UploadLimits,
+    validating: bool = False,
 ) -> UploadFiles:
     """The replies file, the reply audio members and the manifest of an upload. A zip stays
-    open in ``archive`` (the caller closes it)."""
+    open in ``archive`` (the caller closes it). ``validating``: every WAV's header is checked
+    against AUDIO_LIMITS (a stored upload read again was checked so)."""
     found = UploadFiles()
     if not _is_zip(source):
         size = source.stat().st_size if isinstance(source, Path) else _size(source)
@@ -80,6 +89,7 @@ def read_upload(
         is_task_folder=lambda part: False,
         max_uncompressed=limits.max_bytes,
         max_ratio=limits.max_ratio,
+        audio_limits=AUDIO_LIMITS if validating else None,
     )
     if archive is None:
         return found
@@ -98,29 +108,22 @@ def read_upload(
                 continue
             found.jsonl = (entry.path, _member_opener(archive, entry.info))
         elif suffix in AUDIO_TYPES:
+            problem = (
+                wav_member_problem(archive, entry.info, AUDIO_LIMITS)
+                if validating and suffix == "wav"
+                else None
+            )
+            if problem:
+                report.add(f"not accepted as reply audio: {problem}", file=entry.path)
+                continue
             found.audio[entry.path] = entry.info
         elif entry.path == MANIFEST:
-            found.manifest = _manifest(archive, entry.info, report)
+            found.manifest = read_manifest(archive, entry.info, report, file=MANIFEST)
         else:
             report.warn("neither the replies JSONL nor reply audio; ignored", file=entry.path)
     if found.jsonl is None:
         report.add("the zip holds no .jsonl replies file")
     return found
-
-
-def _manifest(archive: zipfile.ZipFile, info: zipfile.ZipInfo, report) -> dict:
-    if info.file_size > MANIFEST_MAX_BYTES:
-        report.add(f"larger than {MANIFEST_MAX_BYTES:,} bytes", file=MANIFEST)
-        return {}
-    try:
-        manifest = json.loads(archive.read(info).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        report.add(f"not valid JSON: {exc}", file=MANIFEST)
-        return {}
-    if not isinstance(manifest, dict):
-        report.add("must hold a JSON object describing the system", file=MANIFEST)
-        return {}
-    return manifest
 
 
 def single_file_name(path: Path) -> str:
@@ -161,7 +164,7 @@ def validate(
     limits: UploadLimits,
 ) -> UploadContents:
     """Every problem of the upload in ``report``; the tasks it answers and lacks."""
-    upload = read_upload(path, report, name=single_file_name(path), limits=limits)
+    upload = read_upload(path, report, name=single_file_name(path), limits=limits, validating=True)
     try:
         return _validate(upload, report, tasks, allow_partial, modality)
     finally:

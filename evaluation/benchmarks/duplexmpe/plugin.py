@@ -217,6 +217,10 @@ class DuplexMPE(BenchmarkPlugin):
         "Claude Opus 5; an answer that does not parse is asked for again, up to 3 times.",
         _prompt_rule(ANSWER, "Answer judge"),
         _prompt_rule(ACK, "Acknowledgement judge"),
+        "Bounds on a run (our decision): every time lies within a day of the stream's start; "
+        "the stream ends at most 72 s after the last turn ends (the scheduler's longest wait, "
+        "60 s and then 2 s of silence, and 10 s more); the output channel lasts at most 30 s "
+        "past the stream's end. A run outside them is refused, never cut.",
     )
     reported_source = paper.SOURCE
     default_row_group = "full-duplex"

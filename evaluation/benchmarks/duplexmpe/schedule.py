@@ -27,6 +27,11 @@ CLOCK_TOLERANCE_MS = 1  # clip durations and fixed gaps
 VAD_TOLERANCE_MS = 100  # the post-T wait, judged with our VAD rather than the scheduler's
 ENDPOINT_SILENCE_MS = 2000  # the scheduler's end-of-response rule [P §3.4]
 RESPONSE_CAP_MS = 60000  # longest wait after T, counted from the end of T (our reading)
+# Our decisions, bounding what one run may make the site store and process: the stream ends at
+# most the longest wait after a turn (the 60 s cap, then 2 s of silence) and 10 s more after the
+# last turn; the output channel lasts at most 30 s past the stream's end.
+STREAM_TAIL_MAX_MS = RESPONSE_CAP_MS + ENDPOINT_SILENCE_MS + 10_000
+AUDIO_TAIL_MAX_MS = 30_000
 
 
 @dataclass(frozen=True)
@@ -52,9 +57,7 @@ class SchedulerLog:
 
 
 def _time(value) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return seg.to_ms(value)
+    return seg.to_ms(value) if seg.is_time(value) else None
 
 
 def parse_log(data, *, where: str = "") -> tuple[SchedulerLog | None, list[str]]:
@@ -189,8 +192,20 @@ def validate_log(
         previous_label, previous_end = turn.label, turn.end
     if log.turns and log.stream_end < log.turns[-1].end:
         problem(f"stream_end {log.stream_end / 1000} s is before the last turn ends")
+    if log.turns and log.stream_end > log.turns[-1].end + STREAM_TAIL_MAX_MS:
+        problem(
+            f"stream_end {log.stream_end / 1000} s is more than {STREAM_TAIL_MAX_MS / 1000} s "
+            "after the last turn ends, longer than the scheduler ever waits"
+        )
     if audio_duration_s is not None and seg.to_ms(audio_duration_s) + 1 < log.stream_end:
         problem(f"the output audio lasts {audio_duration_s} s, less than the stream")
+    if audio_duration_s is not None and seg.to_ms(audio_duration_s) > (
+        log.stream_end + AUDIO_TAIL_MAX_MS
+    ):
+        problem(
+            f"the output audio lasts {audio_duration_s} s, more than {AUDIO_TAIL_MAX_MS / 1000} s "
+            f"past the stream's end ({log.stream_end / 1000} s); cut it at the stream's end"
+        )
     return problems
 
 

@@ -20,6 +20,16 @@ MIN_MS = 120  # shorter episodes are not speech
 N_MIN = 30  # yield is reported only over at least this many eligible events
 
 Segment = tuple[int, int]
+# No time of a run lies a day from its start (a run lasts minutes): one that does is refused
+# as not a time (our decision; a decimal of 1e300 s has no millisecond to round to).
+MAX_SECONDS = 24 * 3600
+
+
+def is_time(value) -> bool:
+    """A number of seconds to_ms takes: an int or float, not a boolean, within a day of 0."""
+    return (
+        isinstance(value, int | float) and not isinstance(value, bool) and abs(value) <= MAX_SECONDS
+    )
 
 
 def to_ms(seconds: float | int | str | Decimal) -> int:
@@ -29,6 +39,8 @@ def to_ms(seconds: float | int | str | Decimal) -> int:
     value = seconds if isinstance(seconds, Decimal) else Decimal(str(seconds))
     if not value.is_finite():
         raise ValueError(f"a time must be finite, got {seconds!r}")
+    if abs(value) > MAX_SECONDS:
+        raise ValueError(f"a time must be within {MAX_SECONDS:,} s, got {seconds!r}")
     return int((value * 1000).quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 

@@ -210,12 +210,14 @@ def _segments(raw, where: str, report: ValidationReport, run: str):
     good = True
     for n, pair in enumerate(raw):
         numbers = (
-            isinstance(pair, list | tuple)
-            and len(pair) == 2
-            and all(isinstance(t, int | float) and not isinstance(t, bool) for t in pair)
+            isinstance(pair, list | tuple) and len(pair) == 2 and all(seg.is_time(t) for t in pair)
         )
         if not numbers:
-            report.add(f"{where}: segment {n} is not [start, end] in seconds", task=run)
+            report.add(
+                f"{where}: segment {n} is not [start, end] in seconds (each within "
+                f"{seg.MAX_SECONDS:,} s)",
+                task=run,
+            )
             good = False
         elif seg.to_ms(pair[0]) >= seg.to_ms(pair[1]):  # SPEC §8 row 20
             report.add(f"{where}: segment {n} {pair} does not end after it starts", task=run)

@@ -8,7 +8,6 @@ one task per predicted cell. Pure (no Django).
 from __future__ import annotations
 
 import contextlib
-import json
 import zipfile
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -17,14 +16,13 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from evaluation.benchmarks.base import IngestedTask, UploadContents, UploadLimits
-from evaluation.bundles import ValidationReport, scan_zip
+from evaluation.bundles import ValidationReport, read_manifest, scan_zip
 from evaluation.jsonbounds import unstorable_path
 
 from .predictions import FIELDS, TURN_BASED, PredictionsError, PredictionSet, read_predictions
 
 SINGLE_FILE = "predictions.jsonl"  # how a lone JSONL is named when its own name is not kept
 MANIFEST = "manifest.json"
-MANIFEST_MAX_BYTES = 1024 * 1024
 # Missing cells listed by name in a rejection; the rest are counted.
 MISSING_SHOWN = 10
 
@@ -79,7 +77,7 @@ def read_upload(
         if path.suffix.lower() == ".jsonl":
             found.files.append((entry.path, _member_opener(archive, entry.info)))
         elif entry.path == MANIFEST:
-            found.manifest = _manifest(archive, entry.info, report)
+            found.manifest = read_manifest(archive, entry.info, report, file=MANIFEST)
         else:
             report.warn("not a .jsonl prediction file; ignored", file=entry.path)
     if not found.files:
@@ -108,21 +106,6 @@ def _size(handle: IO[bytes]) -> int:
     size = handle.tell()
     handle.seek(0)
     return size
-
-
-def _manifest(archive: zipfile.ZipFile, info: zipfile.ZipInfo, report) -> dict:
-    if info.file_size > MANIFEST_MAX_BYTES:
-        report.add(f"larger than {MANIFEST_MAX_BYTES:,} bytes", file=MANIFEST)
-        return {}
-    try:
-        manifest = json.loads(archive.read(info).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        report.add(f"not valid JSON: {exc}", file=MANIFEST)
-        return {}
-    if not isinstance(manifest, dict):
-        report.add("must hold a JSON object describing the system", file=MANIFEST)
-        return {}
-    return manifest
 
 
 def single_file_name(path: Path) -> str:

@@ -328,3 +328,68 @@ def test_a_null_log_transcript_or_manifest_is_refused_like_any_value_not_an_obje
     assert (other, f"transcripts/{other}.json", transcript) in found
     assert (None, "manifest.json", "must be a JSON object describing the system") in found
     assert run not in contents.present and not report.ok
+
+
+# --- Bounds on what one run may hold (our decisions, on the benchmark's page) -----------------
+
+
+def _log(tree: Path, run: str) -> dict:
+    return json.loads((tree / "schedule" / f"{run}.json").read_text())
+
+
+def test_times_beyond_a_day_are_refused_not_a_server_error(tmp_path, tasks, scenarios):
+    tree = low_trust_tree(tmp_path / "lt", scenarios)
+    run = first_run(scenarios)
+    log = _log(tree, run)
+    log["stream_end"] = 1e300
+    (tree / "schedule" / f"{run}.json").write_text(json.dumps(log))
+    lines = (tree / "segments.jsonl").read_text().splitlines()
+    record = json.loads(lines[1])
+    record["segments"].append([1e300, 1e300 + 1])
+    lines[1] = json.dumps(record)
+    (tree / "segments.jsonl").write_text("\n".join(lines) + "\n")
+    report, _ = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
+    found = messages(report)
+    other = f"{record['scenario_id']}__{record['condition']}"
+    last = len(record["segments"]) - 1
+    assert (
+        f"{other}: segments.jsonl line 2: segment {last} is not [start, end] in seconds "
+        "(each within 86,400 s)"
+    ) in found
+    sid, condition = run.split("__")
+    assert (
+        f"{run} / schedule/{run}.json: run {sid} ({condition}): stream_end must be a number of "
+        "seconds"
+    ) in found
+
+
+def test_a_stream_end_far_after_the_last_turn_is_refused(tree, tmp_path, tasks, scenarios):
+    run = first_run(scenarios)
+    log = _log(tree, run)
+    last_end = max(turn["end"] for turn in log["turns"])
+    log["stream_end"] = last_end + 72.001
+    (tree / "schedule" / f"{run}.json").write_text(json.dumps(log))
+    report, _ = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
+    assert any(
+        "is more than 72.0 s after the last turn ends" in p.message and p.task == run
+        for p in report.problems
+    ), messages(report)
+    log["stream_end"] = last_end + 72.0  # the bound itself is allowed
+    (tree / "schedule" / f"{run}.json").write_text(json.dumps(log))
+    report, _ = validate(zip_upload(tree, tmp_path / "u2.zip"), tasks)
+    assert not any("after the last turn ends" in p.message for p in report.problems)
+
+
+def test_output_audio_far_past_the_streams_end_is_refused(tree, tmp_path, tasks, scenarios):
+    run = first_run(scenarios)
+    stream_end = _log(tree, run)["stream_end"]
+    rate = 16000
+    path = tree / "audio" / f"{run}.wav"
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(b"\0\0" * int((stream_end + 30.5) * rate))
+    report, _ = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
+    [problem] = [p for p in report.problems if p.task == run]
+    assert "more than 30.0 s past the stream's end" in problem.message
