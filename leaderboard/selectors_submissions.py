@@ -3,16 +3,18 @@ checklist, the score table and the task drill-down, all from the plug-in's decla
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Q
+from django.core.cache import cache
+from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
-from evaluation.benchmarks.base import Timeline
-from evaluation.models import Membership, Submission, TaskJudgment, TaskResult
+from evaluation.benchmarks.base import Timeline, TimelineSpan
+from evaluation.models import Judgment, Membership, Submission, TaskJudgment, TaskResult
 from evaluation.selectors import slot_sort_key
 from evaluation.services.files import open_upload, task_input
 from evaluation.services.pipeline import judged_slots
@@ -24,6 +26,11 @@ QUEUE_STATUSES = (S.QUEUED, S.INGESTING, S.DETECTING, S.JUDGING)
 FINAL_STATUSES = (S.SCORED, S.FAILED)
 # A timeline never has more tick marks than this, whatever its times.
 MAX_TICKS = 12
+# Nor more spans in one lane than this: a page draws them all (neighbours merge beyond it).
+MAX_SPANS_PER_LANE = 400
+# A task's drill-down, once read and laid out, is kept this long while nothing it shows changes.
+TASK_PAGE_CACHE_SECONDS = 3600
+SETTLED = (Judgment.Status.DONE, Judgment.Status.FAILED)
 
 
 def submission_queue_ahead(*, submission: Submission) -> int | None:
@@ -173,6 +180,28 @@ def _tick_step(duration: float) -> float:
     return next(m * power for m in (1, 2, 5, 10) if m * power >= hours) * 3600
 
 
+def _drawn(spans) -> list:
+    """A lane's spans as drawn: at most MAX_SPANS_PER_LANE, neighbours merged in equal runs
+    when there are more (the merged span covers them all and says how many it holds)."""
+    if len(spans) <= MAX_SPANS_PER_LANE:
+        return list(spans)
+    ordered = sorted(spans, key=lambda span: float(span.start))
+    size = math.ceil(len(ordered) / MAX_SPANS_PER_LANE)
+    drawn = []
+    for first in range(0, len(ordered), size):
+        run = ordered[first : first + size]
+        text = " ".join(str(span.text) for span in run if span.text)
+        drawn.append(
+            TimelineSpan(
+                start=float(run[0].start),
+                end=max(float(span.end) for span in run),
+                text=f"{text[:60]}… ({len(run)} spans)" if len(text) > 60 else text,
+                css=run[0].css,
+            )
+        )
+    return drawn
+
+
 def timeline_layout(timeline: Timeline | None) -> dict:
     """Percent positions for drawing every lane on one time axis, with a bounded number of
     ticks however large the times are."""
@@ -190,7 +219,7 @@ def timeline_layout(timeline: Timeline | None) -> dict:
     lanes = []
     for lane in timeline.lanes:
         spans = []
-        for span in lane.spans:
+        for span in _drawn(lane.spans):
             start = max(0.0, float(span.start))
             spans.append(
                 {
@@ -217,19 +246,34 @@ def timeline_layout(timeline: Timeline | None) -> dict:
 
 
 def task_page_context(*, task_result: TaskResult) -> dict:
-    """The plug-in's drill-down of one task (its template, context and clips to sign), and every
-    judgment of the task grouped by judge."""
+    """The plug-in's drill-down of one task (its template, context and clips to sign): read from
+    the upload and laid out once, then kept while nothing it shows changes (the task's steps,
+    the submission's judge and that judge's judgments of the task). It holds no viewer's data:
+    callers decide who may see the task, and sign its clips and name its system per viewer."""
     submission = task_result.submission
-    plugin = get_plugin(submission.benchmark.plugin)
-    judged, _, _ = judged_slots(
-        links=TaskJudgment.objects.filter(task_result=task_result, judge_id=submission.judge_id)
+    links = TaskJudgment.objects.filter(task_result=task_result, judge_id=submission.judge_id)
+    state = links.aggregate(
+        links=Count("pk"),
+        settled=Count("pk", filter=Q(judgment__status__in=SETTLED)),
+        latest=Max("judgment__completed_at"),
     )
-    judged = judged.get(task_result.pk, {})
-    with open_upload(submission) as archive:
-        task = task_input(task_result, archive)
-        context = plugin.task_context(task, judged=judged)
-    context["timeline"] = timeline_layout(context.get("timeline"))
-    return context
+    key = "task-page-v1:" + hashlib.sha256(
+        repr(
+            (task_result.pk, task_result.steps_done, task_result.detected, submission.pk,
+             submission.created_at.isoformat(), submission.bundle_sha256, submission.judge_id,
+             submission.benchmark.plugin, sorted(state.items())),
+        ).encode()
+    ).hexdigest()  # fmt: skip
+    context = cache.get(key)
+    if context is None:
+        plugin = get_plugin(submission.benchmark.plugin)
+        judged, _, _ = judged_slots(links=links)
+        with open_upload(submission) as archive:
+            task = task_input(task_result, archive)
+            context = plugin.task_context(task, judged=judged.get(task_result.pk, {}))
+        context["timeline"] = timeline_layout(context.get("timeline"))
+        cache.set(key, context, TASK_PAGE_CACHE_SECONDS)
+    return dict(context)
 
 
 def task_judgment_groups(*, task_result: TaskResult, judge_id: int | None) -> list[dict]:

@@ -87,19 +87,11 @@ class UploadStateSerializer(serializers.Serializer):
     url = serializers.URLField(
         help_text="This state, to poll until the upload is accepted or rejected"
     )
-    status = serializers.ChoiceField(
-        choices=[
-            "finishing",
-            "validating",
-            "accepted",
-            "rejected",
-            "uploading",
-            "cancelled",
-            "expired",
-        ],
+    status = serializers.CharField(
         help_text="finishing or validating: a worker checks it; accepted: the submission exists; "
         "rejected: see report; uploading with an error: a check failed for a reason of the "
-        "server's own (send the same request with the same Idempotency-Key to try again)",
+        "server's own (send the same request with the same Idempotency-Key to try again); "
+        "cancelled or expired",
     )
     benchmark = serializers.CharField()
     system = serializers.CharField()

@@ -534,3 +534,10 @@ def test_worker_is_healthy_while_it_answers_a_ping(services):
 def _seconds(value: str) -> int:
     number, unit = re.fullmatch(r"(\d+)([sm])", value).groups()
     return int(number) * (60 if unit == "m" else 1)
+
+
+def test_the_image_runs_several_web_workers():
+    """One sync worker lets a single slow request hold every page; gunicorn reads the count."""
+    env = [rest for keyword, rest in _instructions() if keyword == "ENV"]
+    workers = [int(e.split("=", 1)[1]) for e in env if e.startswith("WEB_CONCURRENCY=")]
+    assert workers and workers[-1] >= 2

@@ -41,3 +41,17 @@ def test_huge_timestamps_give_a_handful_of_ticks_at_once():
 
 def test_non_finite_duration_draws_no_timeline():
     assert layout(10.0, float("inf")) == {}
+
+
+def test_a_lane_of_ten_thousand_spans_is_drawn_as_four_hundred_merged_ones():
+    spans = tuple(TimelineSpan(i * 0.1, i * 0.1 + 0.05, f"w{i}") for i in range(10_000))
+    laid = timeline_layout(Timeline(lanes=(TimelineLane("Agent", spans),)))
+    drawn = laid["lanes"][0]["spans"]
+    # 10,000 / 400 = 25 spans in each drawn one.
+    assert len(drawn) == 400
+    assert (drawn[0]["start"], drawn[0]["end"]) == (0.0, 24 * 0.1 + 0.05)
+    assert drawn[0]["text"] == " ".join(f"w{i}" for i in range(25))[:60] + "… (25 spans)"
+    assert drawn[-1]["end"] == 9_999 * 0.1 + 0.05
+    # Under the bound, every span is drawn as it is.
+    few = timeline_layout(Timeline(lanes=(TimelineLane("Agent", spans[:400]),)))
+    assert [s["text"] for s in few["lanes"][0]["spans"]] == [f"w{i}" for i in range(400)]

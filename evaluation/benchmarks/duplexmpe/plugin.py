@@ -220,7 +220,8 @@ class DuplexMPE(BenchmarkPlugin):
         "Bounds on a run (our decision): every time lies within a day of the stream's start; "
         "the stream ends at most 72 s after the last turn ends (the scheduler's longest wait, "
         "60 s and then 2 s of silence, and 10 s more); the output channel lasts at most 30 s "
-        "past the stream's end. A run outside them is refused, never cut.",
+        "past the stream's end; a run's low-trust segments or transcript chunks number at most "
+        "5,000. A run outside them is refused, never cut.",
     )
     reported_source = paper.SOURCE
     default_row_group = "full-duplex"

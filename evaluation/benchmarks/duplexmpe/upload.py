@@ -60,6 +60,10 @@ JSON_MAX_BYTES = 2 * 1024 * 1024  # one log, transcript or system manifest
 JSONL_MAX_BYTES = 64 * 1024 * 1024  # segments or judgments of 4,000 runs: a few MB
 MAX_JSON_DEPTH = 16  # a log nests four levels, a transcript three
 MAX_JSON_VALUES = 500_000
+# Speech episodes (low-trust segments) or transcript chunks of one run: a run lasts a few
+# minutes, with tens of episodes and hundreds of words. More is not a run (our decision); it
+# would only make the run's page draw them.
+MAX_SPANS_PER_RUN = 5_000
 # A run is ~100 s [X: 99.8 s mean]; the longest waits (60 s after T) keep it within minutes.
 # Any channel count and rate a model writes is read (downmixed, resampled), within these.
 AUDIO_LIMITS = AudioLimits(
@@ -189,6 +193,11 @@ def transcript_problems(data) -> list[str]:
     """The submitter's ASR file: {"asr": str, "chunks": [{"start", "end", "text"}]}."""
     if not isinstance(data, Mapping) or not isinstance(data.get("chunks"), list):
         return ['must be {"asr": "<what produced it>", "chunks": [{"start", "end", "text"}]}']
+    if len(data["chunks"]) > MAX_SPANS_PER_RUN:
+        return [
+            f"holds {len(data['chunks']):,} chunks; a run of this benchmark has at most "
+            f"{MAX_SPANS_PER_RUN:,}"
+        ]
     problems = []
     if not isinstance(data.get("asr", ""), str):
         problems.append("asr must be a string naming what produced the transcript")
@@ -206,6 +215,13 @@ def _segments(raw, where: str, report: ValidationReport, run: str):
     """Segments in seconds as given, after checking each is [start, end] with start < end."""
     if not isinstance(raw, list):
         report.add(f"{where}: segments must be a list of [start, end]", task=run)
+        return None
+    if len(raw) > MAX_SPANS_PER_RUN:
+        report.add(
+            f"{where}: {len(raw):,} segments; a run of this benchmark has at most "
+            f"{MAX_SPANS_PER_RUN:,}",
+            task=run,
+        )
         return None
     good = True
     for n, pair in enumerate(raw):

@@ -27,6 +27,7 @@ from .limits import (
     MAX_MANIFEST_VALUES,
     MAX_TRANSCRIPT_BYTES,
     MAX_TRANSCRIPT_VALUES,
+    MAX_WORD_CHUNKS,
 )
 
 TASK_FOLDER_PREFIX = "scenario_"
@@ -102,6 +103,14 @@ def check_transcript(data, report: ValidationReport, *, task: str, file: str) ->
     chunks = data.get("chunks", [])
     if not isinstance(chunks, list):
         report.add("'chunks' must be a list", task=task, file=file)
+        return
+    if len(chunks) > MAX_WORD_CHUNKS:
+        report.add(
+            f"holds {len(chunks):,} word chunks; a transcript of this benchmark holds at most "
+            f"{MAX_WORD_CHUNKS:,}",
+            task=task,
+            file=file,
+        )
         return
     texts, stamps_fine = _looked_over(chunks)
     try:

@@ -20,6 +20,10 @@ MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_MANIFEST_VALUES = 100_000
 # A transcript nests four levels (object, chunks, chunk, timestamp); a manifest a few more.
 MAX_JSON_DEPTH = 32
+# A chunk is a word: a quarter of an hour of speech at five words a second is 4,500, and a
+# conversation of the benchmark lasts minutes (its transcripts hold about a hundred). More is not
+# a run; it would only make the task's page draw that many words.
+MAX_WORD_CHUNKS = 5_000
 
 # The harness's WAVs: input, response and both together (that one may be stereo). A file of
 # silence compresses past 1000:1 and is fine; one declaring more than this is not a task's audio.

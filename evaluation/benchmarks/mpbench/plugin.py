@@ -236,6 +236,9 @@ class MPBench(BenchmarkPlugin):
         "A missing or failed verdict counts as incorrect, except a turn-based task with no "
         "verdict where the agent rightly stayed silent.",
         "Percentages are rounded with Python's round() to 2 decimals, latencies to 1.",
+        "Bounds on an upload (the site's, not the harness's): a timestamp or a WAV at most 4 h "
+        "into the conversation, a transcript at most 5,000 word chunks; beyond them it is not "
+        "a run of the benchmark and is refused with the file named.",
     )
     citation = paper.CITATION
     judge_validation = paper.JUDGE_VALIDATION

@@ -393,3 +393,25 @@ def test_output_audio_far_past_the_streams_end_is_refused(tree, tmp_path, tasks,
     report, _ = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
     [problem] = [p for p in report.problems if p.task == run]
     assert "more than 30.0 s past the stream's end" in problem.message
+
+
+def test_more_segments_or_transcript_chunks_than_a_run_has_are_refused(
+    tree, tmp_path, tasks, scenarios
+):
+    run = first_run(scenarios)
+    many = [{"start": n * 0.01, "end": n * 0.01 + 0.005, "text": "a"} for n in range(5_001)]
+    (tree / "transcripts" / f"{run}.json").write_text(json.dumps({"asr": "x", "chunks": many}))
+    report, _ = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
+    assert (run, f"transcripts/{run}.json", "holds 5,001 chunks; a run of this benchmark has "
+            "at most 5,000") in {(p.task, p.file, p.message) for p in report.problems}  # fmt: skip
+    low = low_trust_tree(tmp_path / "lt", scenarios)
+    lines = (low / "segments.jsonl").read_text().splitlines()
+    record = json.loads(lines[0])
+    record["segments"] = [[n * 0.01, n * 0.01 + 0.005] for n in range(5_001)]
+    lines[0] = json.dumps(record)
+    (low / "segments.jsonl").write_text("\n".join(lines) + "\n")
+    report, _ = validate(zip_upload(low, tmp_path / "lt.zip"), tasks)
+    stem = f"{record['scenario_id']}__{record['condition']}"
+    assert (
+        f"{stem}: segments.jsonl line 1: 5,001 segments; a run of this benchmark has at most 5,000"
+    ) in messages(report)

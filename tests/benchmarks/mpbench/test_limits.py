@@ -53,3 +53,12 @@ def test_every_bad_chunk_is_named_among_texts_that_are_not_strings():
         f"{TASK} / response.json: chunk 4 ('reversed') has a reversed timestamp [3.0, 2.0] "
         "(start after end)",
     ]
+
+
+def test_a_transcript_of_more_words_than_a_run_has_is_refused():
+    words = [{"text": f" w{n}", "timestamp": [n * 0.2, n * 0.2 + 0.1]} for n in range(5_001)]
+    assert problems(words) == [
+        f"{TASK} / response.json: holds 5,001 word chunks; a transcript of this benchmark "
+        "holds at most 5,000"
+    ]
+    assert problems(words[:5_000]) == []

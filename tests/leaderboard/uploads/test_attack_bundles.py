@@ -51,7 +51,7 @@ def write(path: Path, files: dict[str, bytes | str]) -> Path:
 def attack_bundles(folder: Path) -> dict[str, tuple[Path, list[str]]]:
     """name -> (bundle, fragments the refusal must contain)."""
     far = {"text": "x", "chunks": [{"text": "late", "timestamp": [1e12, 1e12 + 0.5]}]}
-    bad = [{"text": f"w{i}", "timestamp": [i + 0.5, i * 0.25]} for i in range(1, 90_001)]
+    bad = [{"text": f"w{i}", "timestamp": [i + 0.5, i * 0.25]} for i in range(1, 5_001)]
     deep = "[" * 200_000 + "]" * 200_000
     return {
         "timeline (item 1)": (
@@ -69,7 +69,7 @@ def attack_bundles(folder: Path) -> dict[str, tuple[Path, list[str]]]:
                     f"{TASK}/response.json": json.dumps({"chunks": bad}),
                 },
             ),
-            ["and 89,980 more problem(s) in this file"],
+            ["and 4,980 more problem(s) in this file"],
         ),
         "memory (item 4)": (
             write(
