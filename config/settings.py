@@ -309,6 +309,9 @@ MAX_STORED_BYTES_PER_ACCOUNT = env_int(
     "FLOORBOARD_MAX_STORED_BYTES_PER_ACCOUNT", MAX_STORED_BYTES_PER_TEAM
 )
 FAILED_FILES_KEEP_DAYS = env_float("FLOORBOARD_FAILED_FILES_KEEP_DAYS", 7.0)
+# Held-out results are shown to everyone but staff as their rank and, per metric, the band of this
+# many points the value falls in (never the value or its counts); 0: the rank only.
+HELD_OUT_BAND_POINTS = env_float("FLOORBOARD_HELD_OUT_BAND_POINTS", 10.0)
 # Judge spending in USD per calendar month (UTC), priced with each judge's USD per million
 # tokens: per team (a team's own value overrides it) and over the whole site. Judging whose
 # estimate would pass a limit is held (evaluation/services/spending.py). 0: no limit.

@@ -7,9 +7,11 @@ the board, slices, comparisons, charts, exports) and the held-out tasks' in
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterable
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 
@@ -46,6 +48,31 @@ def held_out_key(key: str) -> bool:
             benchmark__slug=parts[1], task_id=parts[2], held_out=True
         ).exists()
     return False
+
+
+def held_out_missing(*, submission: Submission) -> bool:
+    """Whether the upload lacks a held-out task: ingest gives a task the upload does not hold
+    a result with neither files nor data."""
+    return submission.task_results.filter(task__held_out=True, files={}, data={}).exists()
+
+
+def held_out_band(value, *, top: float | None = None) -> str:
+    """A held-out number as everyone but staff reads it: the band of HELD_OUT_BAND_POINTS it
+    falls in ("40–50"), never the number, whose counts would say how single held-out tasks were
+    judged; "" when the setting is 0 (ranks only) or there is no number. ``top``: the highest
+    value there is (100 for a percentage), which falls in the band below it."""
+    width = settings.HELD_OUT_BAND_POINTS
+    if not width or value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return ""
+    low = math.floor(value / width) * width
+    if top is not None and low + width > top >= value:
+        low = max(0, top - width)
+    return f"{low:g}–{low + width:g}"
+
+
+def held_out_column_band(column, results) -> str:
+    """held_out_band of one board column's value (a percentage tops out at 100)."""
+    return held_out_band(column.value(results), top=100 if column.metric.unit == "%" else None)
 
 
 def held_out_ids(*, benchmark: Benchmark) -> set[str]:

@@ -39,6 +39,7 @@ from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
 from evaluation.benchmarks import get_plugin
 from evaluation.exports import csv_lines
+from evaluation.held_out import held_out_column_band
 from evaluation.models import Benchmark, Judge, System
 from evaluation.run_config import CONTAMINATION, MODALITIES
 from leaderboard import charts
@@ -532,7 +533,7 @@ def _interval_json(interval):
     return None if interval is None else {"low": interval[0], "high": interval[1]}
 
 
-def _entry_json(entry) -> dict:
+def _entry_json(entry, columns) -> dict:
     return {
         "rank": entry.rank,
         "system": entry.system,
@@ -568,7 +569,8 @@ def _entry_json(entry) -> dict:
         "held_out": None
         if entry.held_out_results is None
         else {
-            "results": entry.held_out_results,
+            # Bands, never the numbers (evaluation.held_out.held_out_band).
+            "bands": {c.key: held_out_column_band(c, entry.held_out_results) for c in columns},
             "rank": entry.held_out_rank,
             "rank_delta": entry.rank_delta,
         },
@@ -692,7 +694,7 @@ def leaderboard_api(request, slug: str):
             "permalink": request.build_absolute_uri(
                 reverse("leaderboard", args=[board.benchmark.slug]) + state.query()
             ),
-            "entries": [_entry_json(e) for e in entries],
+            "entries": [_entry_json(e, columns) for e in entries],
         }
     )
 

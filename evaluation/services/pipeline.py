@@ -39,7 +39,7 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import JudgedSlot, TaskOutcome
 from evaluation.bulk import instance_values, rows_insert
-from evaluation.held_out import held_out_ids
+from evaluation.held_out import held_out_ids, held_out_missing
 from evaluation.models import (
     Judge,
     Judgment,
@@ -712,6 +712,9 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
     hidden = [outcome for outcome in outcomes if outcome.task_id in held]
     if hidden:
         outcomes = [outcome for outcome in outcomes if outcome.task_id not in held]
+    # Held-out results only for an upload holding every held-out task: from a few chosen ones,
+    # even a rounded result would say how each of them was judged.
+    whole = bool(hidden) and not held_out_missing(submission=submission)
     facts = hook_facts(submission)
     contributions = score_contributions(plugin, outcomes, facts)
     benchmark = submission.benchmark
@@ -725,7 +728,7 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
         judge=judge,
         defaults={
             "results": plugin.aggregate(outcomes, facts=facts),
-            "held_out_results": plugin.aggregate(hidden, facts=facts) if hidden else None,
+            "held_out_results": plugin.aggregate(hidden, facts=facts) if whole else None,
             "contributions": contributions,
             # Made from the contributions just replaced: stored again by slices_store.
             "slices": None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db.models import Count, QuerySet
 
 from evaluation.benchmarks import get_plugin
+from evaluation.held_out import held_out_column_band, sees_held_out
 from evaluation.identity import viewer_for
 from evaluation.models import Benchmark, Judge, Score, Submission, System, TaskJudgment, TaskResult
 from evaluation.scorer import current_scorer, older_parts
@@ -14,6 +15,7 @@ from evaluation.selectors import (
     judge_usage,
     submissions_visible_to,
 )
+from leaderboard.selectors import board_columns
 
 
 def submission_list(*, user, filters: dict | None = None) -> QuerySet[Submission]:
@@ -99,7 +101,7 @@ def system_submissions(*, user, system: System) -> QuerySet[Submission]:
     return submission_list(user=user).filter(system=system).exclude(viewer_for(user).hidden_q())
 
 
-def submission_scores(*, submission: Submission) -> list[dict]:
+def submission_scores(*, submission: Submission, user=None) -> list[dict]:
     """Results per judge, with the tokens its judgments used and their cost where priced. A
     judgment shared by several tasks (identical prompts) is counted once."""
     scored = []
@@ -111,7 +113,7 @@ def submission_scores(*, submission: Submission) -> list[dict]:
                 "official": score.judge.is_official,
                 "offline": score.judge.is_offline,
                 "results": score.results,
-                "held_out_results": score.held_out_results,
+                "held_out_results": _held_out_shown(score.held_out_results, submission, user),
                 "scorer": score.scorer,
                 "older": older_parts(
                     score.scorer,
@@ -137,3 +139,12 @@ def task_judgments(*, task_result: TaskResult, judge_slug: str = "") -> QuerySet
     if judge_slug:
         links = links.filter(judge__slug=judge_slug)
     return links
+
+
+def _held_out_shown(results: dict | None, submission: Submission, user) -> dict | None:
+    """Held-out results as this user may read them: staff exactly; everyone else the band each
+    of the board's metrics falls in (evaluation.held_out.held_out_band), never a number."""
+    if results is None or sees_held_out(user):
+        return results
+    columns = board_columns(benchmark=submission.benchmark)
+    return {"bands": {c.key: held_out_column_band(c, results) for c in columns}}

@@ -51,7 +51,7 @@ def visible_submission(request, pk: int) -> Submission:
 
 def _detail(request, submission: Submission) -> dict:
     submission.progress = submission_progress(submission=submission)
-    submission.scores_list = selectors.submission_scores(submission=submission)
+    submission.scores_list = selectors.submission_scores(submission=submission, user=request.user)
     submission.spending_list = (
         submission_spending(submission=submission)
         if user_may_manage(user=request.user, submission=submission)

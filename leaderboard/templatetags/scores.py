@@ -5,6 +5,7 @@ from django import template
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
+from evaluation.held_out import held_out_column_band
 from evaluation.scorer import PART_LABELS
 
 register = template.Library()
@@ -241,12 +242,16 @@ def _held_out_cells(entry, column) -> str:
         return ""
     if entry.held_out_results is None:
         return '<td class="held-out muted">–</td><td class="rank-delta muted">–</td>'
-    cell = board_cell(entry.held_out_results, column, {})
+    # A band, never the number: its counts would say how single held-out tasks were judged.
+    band = held_out_column_band(column, entry.held_out_results)
+    text = f"{band}{column.metric.unit if column.metric.unit == '%' else ''}" if band else "–"
+    shown = f"rank {entry.held_out_rank}" + (f", {text}" if band else "")
     delta = entry.rank_delta
     arrow = "" if not delta else ("▼" if delta > 0 else "▲")
     title = f"rank {entry.held_out_rank} on the held-out tasks, {entry.rank} on the public ones"
+    band_title = "rank on the held-out tasks and the band its value falls in; staff see numbers"
     return (
-        f'<td class="held-out" title="{escape(cell["title"])}">{escape(cell["text"])}</td>'
+        f'<td class="held-out" title="{band_title}">{escape(shown)}</td>'
         f'<td class="rank-delta" title="{title}">{arrow}{abs(delta) if delta else "±0"}</td>'
     )
 

@@ -96,10 +96,9 @@ def test_the_random_tenth_is_reproducible_and_scores_keep_it_apart(world, mpbenc
     public = [o for o in outcomes if o.task_id not in held]
     hidden = [o for o in outcomes if o.task_id in held]
     assert score.results == plugin.aggregate(public, facts={})
-    assert score.held_out_results == plugin.aggregate(hidden, facts={})
-    assert score.results["understanding"]["n"] + score.held_out_results["understanding"]["n"] == (
-        sum(t["family"] == "understanding" for t in mpbench_tasks.values())
-    )
+    # The upload holds 1 of the 94 held-out tasks: no held-out results, which from so few would
+    # say how each was judged.
+    assert len(hidden) == len(held) and score.held_out_results is None
     # Nothing of a held-out task reaches the stored contributions (slices, comparisons).
     assert not set(score.contributions["tasks"]) & set(held)
 

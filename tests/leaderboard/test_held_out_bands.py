@@ -1,0 +1,74 @@
+"""Held-out results are computed only for an upload holding every held-out task, and shown to
+everyone but staff as ranks and bands, never numbers or counts."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+
+from evaluation.benchmarks import get_plugin
+from evaluation.held_out import held_out_band, held_out_mark
+from evaluation.models import Score, Submission
+from evaluation.services import submission_create
+from evaluation.services.pipeline import task_outcomes
+from tests.conftest import copy_examples, scoring_here, zip_tree
+
+pytestmark = pytest.mark.django_db
+
+HELD = "scenario_argument-diag_1001-tier_2-task_0"  # an example folder: held out
+
+
+@pytest.mark.parametrize(
+    ("value", "points", "band"),
+    [(47.3, 10, "40–50"), (50.0, 10, "50–60"), (0.0, 10, "0–10"), (100.0, 25, "100–125"),
+     (6.67, 5, "5–10"), (None, 10, ""), (47.3, 0, "")],
+)  # fmt: skip
+def test_a_band_is_the_stretch_of_the_set_width_a_value_falls_in(settings, value, points, band):
+    settings.HELD_OUT_BAND_POINTS = points
+    assert held_out_band(value) == band
+
+
+def test_a_percentage_of_100_falls_in_the_top_band(settings):
+    settings.HELD_OUT_BAND_POINTS = 10
+    assert held_out_band(100.0, top=100) == "90–100"
+    assert held_out_band(99.9, top=100) == "90–100"
+    assert held_out_band(100.0) == "100–110"
+
+
+def test_an_upload_with_every_held_out_task_is_scored_on_them_and_shown_in_bands(
+    mpbench, mpbench_dir, tmp_path, client
+):
+    held_out_mark(benchmark=mpbench, task_ids=[HELD])
+    tree = copy_examples(mpbench_dir, tmp_path / "run")
+    with scoring_here():
+        submission = submission_create(
+            benchmark=mpbench,
+            bundle_path=zip_tree(tree, tmp_path / "run.zip"),
+            system_name="Whole",
+            judge=mpbench.judges.get(slug="offline"),
+            allow_partial=True,
+            publish=True,
+        )
+    submission.refresh_from_db()
+    assert submission.status == Submission.Status.SCORED, submission.error
+    offline = mpbench.judges.get(slug="offline")
+    score = Score.objects.get(submission=submission, judge=offline)
+    outcomes, _, _ = task_outcomes(submission=submission, judge=offline)
+    hidden = [o for o in outcomes if o.task_id == HELD]
+    assert score.held_out_results == get_plugin("mp-bench").aggregate(hidden, facts={})
+
+    exact = score.held_out_results
+    detail = client.get(f"/api/submissions/{submission.pk}/").json()
+    shown = next(s for s in detail["scores"] if s["judge"] == "offline")["held_out_results"]
+    assert set(shown) == {"bands"} and "count" not in str(shown) and "total" not in str(shown)
+    # Hand-computed from the example's held-out task: 1 of 1 (100%) and 4.8 s.
+    assert exact["discussion"]["tt_acc"] == {"count": 1, "total": 1, "pct": 100.0}
+    assert shown["bands"]["discussion.tt_acc"] == "90–100"
+    assert shown["bands"]["discussion.latency_s"] == "0–10"
+    assert shown["bands"]["understanding.overall_acc"] == ""  # no such task held out
+    staff = User.objects.create_user("st", password="pw-staff-1234", is_staff=True)
+    client.force_login(staff)
+    detail = client.get(f"/api/submissions/{submission.pk}/").json()
+    assert next(s for s in detail["scores"] if s["judge"] == "offline")["held_out_results"] == (
+        exact
+    )
