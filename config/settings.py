@@ -380,6 +380,12 @@ FLOORBOARD_SITE_URL = env_str("FLOORBOARD_SITE_URL", "http://127.0.0.1:8000")
 NOTICE_STALL_SECONDS = env_int("FLOORBOARD_NOTICE_STALL_SECONDS", 30 * 60)
 NOTICE_LOOKBACK_DAYS = env_int("FLOORBOARD_NOTICE_LOOKBACK_DAYS", 14)
 PASSWORD_RESET_TIMEOUT = env_int("DJANGO_PASSWORD_RESET_TIMEOUT", 3 * 24 * 3600)
+# Links people ask for (address verification, password reset), per hour: about one account, from
+# one client address, and to one e-mail address. Past a limit nothing is sent and the page says
+# which limit and when to try again.
+EMAILS_PER_ACCOUNT_PER_HOUR = env_int("FLOORBOARD_EMAILS_PER_ACCOUNT_PER_HOUR", 5, minimum=1)
+EMAILS_PER_ADDRESS_PER_HOUR = env_int("FLOORBOARD_EMAILS_PER_ADDRESS_PER_HOUR", 20, minimum=1)
+EMAILS_PER_RECIPIENT_PER_HOUR = env_int("FLOORBOARD_EMAILS_PER_RECIPIENT_PER_HOUR", 3, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -6,6 +6,7 @@ from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm, Use
 from django.core.exceptions import ValidationError
 
 from evaluation.models import Membership
+from leaderboard.accounts.mail import MailRefused, mail_allowance_take
 from leaderboard.accounts.throttle import (
     attempt_record,
     attempts,
@@ -106,7 +107,23 @@ class EmailForm(forms.Form):
 
 class VerifiedPasswordResetForm(PasswordResetForm):
     """Reset links go to verified addresses only: an address nobody confirmed may not be its
-    account's owner's."""
+    account's owner's. Requests are limited per client address and per recipient (the form
+    says so), and per account (silently: the page never tells whether an address has one)."""
+
+    def __init__(self, *args, request=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.request = request
+
+    def clean(self):
+        cleaned = super().clean()
+        email = cleaned.get("email")
+        if email:
+            client = client_address(self.request) if self.request else ""
+            try:
+                mail_allowance_take(account="", client=client, recipient=email)
+            except MailRefused as error:
+                raise ValidationError(str(error), code="throttled") from None
+        return cleaned
 
     def get_users(self, email):
         users = get_user_model()._default_manager.filter(
@@ -115,4 +132,11 @@ class VerifiedPasswordResetForm(PasswordResetForm):
             email_address__verified_at__isnull=False,
             email_address__email__iexact=email,
         )
-        return (user for user in users if user.has_usable_password())
+        for user in users:
+            if not user.has_usable_password():
+                continue
+            try:
+                mail_allowance_take(account=str(user.pk), client="", recipient="")
+            except MailRefused:
+                continue
+            yield user

@@ -4,6 +4,7 @@ window, so a refused client waits until the window that it filled ends."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import unicodedata
@@ -58,6 +59,12 @@ def attempt_record(*, scope: str, who: str, window_seconds: int) -> int:
     except ValueError:  # expired between add and incr
         cache.set(key, 1, timeout=window_seconds)
         return 1
+
+
+def attempt_forget(*, scope: str, who: str) -> None:
+    """Take back one counted attempt (one that was refused and did nothing)."""
+    with contextlib.suppress(ValueError):  # expired meanwhile: nothing to take back
+        cache.decr(_key(scope, who))
 
 
 def turn_take(*, scope: str, who: str, every_seconds: int) -> bool:
