@@ -392,6 +392,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+    # Not a rule: told of every password change, it revokes the account's API tokens.
+    {"NAME": "leaderboard.accounts.passwords.RevokeApiTokensOnPasswordChange"},
 ]
 
 LOGIN_URL = "login"

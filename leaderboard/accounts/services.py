@@ -126,6 +126,14 @@ def api_token_revoke(*, token: ApiToken, by) -> ApiToken:
     return token
 
 
+def api_tokens_revoke_all(*, user) -> int:
+    """Revoke every active token of the account (its password changed: whoever held the old
+    one may hold a token too). Returns how many."""
+    return ApiToken.objects.filter(user_id=user.pk, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+
+
 def api_token_touch(*, token: ApiToken) -> None:
     now = timezone.now()
     if token.last_used_at and now - token.last_used_at < timedelta(seconds=TOKEN_TOUCH_SECONDS):
