@@ -67,7 +67,9 @@ class SubmissionCreateSerializer(serializers.Serializer):
         required=False, help_text="Judge slug; the official one if left out"
     )
     allow_partial = serializers.BooleanField(default=False)
-    publish = serializers.BooleanField(default=False)
+    publish = serializers.BooleanField(
+        default=False, help_text="Publish once scored; the team's owners only (403 otherwise)"
+    )
 
 
 class SubmissionCreatedSerializer(serializers.Serializer):
@@ -146,7 +148,9 @@ class SubmissionCreateView(APIView):
             200: OpenApiResponse(SubmissionCreatedSerializer, description="Idempotent replay"),
             400: OpenApiResponse(description="Invalid fields, or the bundle's validation report"),
             401: OpenApiResponse(description="Not authenticated"),
-            403: OpenApiResponse(description="Not a member of the team"),
+            403: OpenApiResponse(
+                description="Not a member of the team, or asked to publish without owning it"
+            ),
             409: OpenApiResponse(description="Idempotency-Key reused for a different request"),
             429: OpenApiResponse(description="A team limit is reached; says which and when"),
         },

@@ -69,6 +69,8 @@ class UploadError(Exception):
 
 
 class NotAMember(UploadError):
+    """Not a member of the team, or not one that may publish."""
+
     status = 403
 
 
@@ -210,9 +212,34 @@ def _lock(*, user, team: Team | None) -> None:
         Team.objects.select_for_update().filter(pk=team.pk).values_list("pk").get()
 
 
-def _check_member(user, team: Team) -> None:
-    if not Membership.objects.filter(team=team, user=user).exists():
-        raise NotAMember(f"you are not a member of team {team.name}")
+def _submit_refusal(user, team: Team, *, publish: bool, later: bool = False) -> str:
+    """Why the user may not submit to the team now (any member may), or publish with it (its
+    owners and staff may); "" when they may. ``later``: said by the worker finishing an upload
+    whose start passed this check, so what changed since is what it names."""
+    if user is None:
+        return "the account that started this upload no longer exists"
+    role = Membership.objects.filter(team=team, user=user).values_list("role", flat=True).first()
+    if role is None:
+        if later:
+            return f"you are no longer a member of team {team.name}; nothing was submitted"
+        return f"you are not a member of team {team.name}"
+    if publish and role != Membership.Role.OWNER and not user.is_staff:
+        if later:
+            return (
+                f"you are no longer an owner of team {team.name}, and only its owners may "
+                "publish; nothing was submitted: upload again without publishing"
+            )
+        return (
+            f"only owners of team {team.name} may publish a submission; leave publishing off "
+            "and ask an owner to publish it once it is scored"
+        )
+    return ""
+
+
+def _check_may_submit(user, team: Team, *, publish: bool) -> None:
+    refusal = _submit_refusal(user, team, publish=publish)
+    if refusal:
+        raise NotAMember(refusal)
 
 
 def judge_choice_message(benchmark: Benchmark, wanted: str = "") -> str:
@@ -285,7 +312,7 @@ def submission_create_via_api(
     """(upload record, created). The same Idempotency-Key with the same request returns the
     first result; with a different request it raises IdempotencyConflict. A rejected bundle
     raises BundleRejected and records nothing."""
-    _check_member(user, team)
+    _check_may_submit(user, team, publish=publish)
     _check_judge(benchmark, judge)
     sha, size = _file_sha256(bundle_path)
     fingerprint = hashlib.sha256(
@@ -423,7 +450,7 @@ def upload_start(
 ) -> Upload:
     """Open an upload: a partial file on the filesystem, or a multipart upload in the bucket.
     Refused at once when the team could not submit now, before any byte is sent."""
-    _check_member(user, team)
+    _check_may_submit(user, team, publish=publish)
     _check_judge(benchmark, judge)
     if size <= 0:
         raise UploadError("the bundle is empty")
