@@ -763,7 +763,9 @@ def _queue_finish(upload: Upload) -> None:
 
 def upload_finish(*, upload_id) -> Upload | None:
     """The worker's part of a finish. Validate the whole bundle; rejected: keep the report,
-    delete the bytes, create nothing. Accepted: put the bytes into bundles/ (no copy through
+    delete the bytes, create nothing. The same when the uploader is no longer a member of the
+    team (or no longer an owner, when the upload asked to publish): rejected with that reason.
+    Accepted: put the bytes into bundles/ (no copy through
     this process), then, under the team's row lock, count its limits and create the
     submission. Whatever goes wrong leaves no stored bundle and no submission, and the upload
     open with the reason, to be finished again or cancelled (a reason of the server's own is
@@ -795,7 +797,14 @@ def upload_finish(*, upload_id) -> Upload | None:
             if report.ok:
                 sha, size = file_sha256(path)
         submission = None
-        if report.ok:
+        # Membership may have changed while the upload waited: checked again before anything
+        # is stored, and refused for good (the upload is rejected with the reason).
+        refusal = (
+            _submit_refusal(upload.user, upload.team, publish=upload.publish, later=True)
+            if report.ok
+            else ""
+        )
+        if report.ok and not refusal:
             stored = _place(upload, sha256=sha, size=size)
             submission, _ = submission_create_within_limits(
                 team=upload.team,
@@ -813,11 +822,11 @@ def upload_finish(*, upload_id) -> Upload | None:
             )
             taken = submission.bundle.name == stored.name
         Upload.objects.filter(pk=upload.pk, status=Upload.Status.VALIDATING).update(
-            status=Upload.Status.ACCEPTED if report.ok else Upload.Status.REJECTED,
+            status=Upload.Status.ACCEPTED if submission else Upload.Status.REJECTED,
             submission=submission,
             report=report_json,
             finished_at=timezone.now(),
-            error="",
+            error=refusal,
             updated_at=timezone.now(),
         )
     except (UploadError, LimitReached) as exc:
