@@ -156,7 +156,11 @@ def email_verify(*, token: str) -> EmailAddress:
     if address.verified_at is not None:
         return address
     sent = address.sent_at.isoformat() if address.sent_at else ""
-    if payload.get("s") != sent:
+    if "s" not in payload:  # made before links carried their time
+        raise VerificationFailed(
+            "This link is no longer valid; ask for a new one from your profile."
+        )
+    if payload["s"] != sent:
         raise VerificationFailed(
             "A newer link was sent to this address since, and only the newest works: open "
             "that one, or ask for another from your profile."

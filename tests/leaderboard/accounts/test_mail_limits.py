@@ -158,3 +158,17 @@ def test_sign_up_says_when_no_link_could_be_sent(client, settings):
     assert "No link to confirm shared@example.org was sent" in page
     assert User.objects.filter(username="twin1").exists()
     assert len(mail.outbox) == 1
+
+
+def test_a_link_made_before_links_carried_their_time_asks_for_a_new_one(client, ann):
+    from django.core import signing
+
+    from leaderboard.accounts.mail import VERIFY_SALT
+
+    change(client, "ann@example.org")
+    address = EmailAddress.objects.get(user=ann)
+    old = signing.dumps({"u": ann.pk, "e": address.email}, salt=VERIFY_SALT)
+    response = client.get(f"/accounts/email/verify/{old}/")
+    assert response.status_code == 400
+    assert "This link is no longer valid; ask for a new one" in response.content.decode()
+    assert not EmailAddress.objects.get(user=ann).is_verified
