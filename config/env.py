@@ -24,14 +24,17 @@ def env_bool(name: str, default: bool = False) -> bool:
     raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use 1/0, true/false, yes/no)")
 
 
-def env_int(name: str, default: int) -> int:
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={raw!r} is below {minimum}, its smallest value")
+    return value
 
 
 def env_float(name: str, default: float) -> float:
@@ -42,6 +45,14 @@ def env_float(name: str, default: float) -> float:
         return float(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from None
+
+
+def env_retired(names: dict[str, str]) -> None:
+    """Refuse to start while the environment still sets a name no longer read: a limit that
+    was meant to apply would otherwise silently not."""
+    for name, instead in names.items():
+        if name in os.environ:
+            raise ImproperlyConfigured(f"{name} is no longer read: {instead}")
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

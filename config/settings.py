@@ -5,7 +5,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from config.env import env_bool, env_float, env_int, env_list, env_str
+from config.env import env_bool, env_float, env_int, env_list, env_retired, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("FLOORBOARD_VAR_DIR", str(BASE_DIR / "var")))
@@ -329,14 +329,39 @@ UPLOAD_TEMP_MAX_AGE_SECONDS = env_int("FLOORBOARD_UPLOAD_TEMP_MAX_AGE_SECONDS", 
 SIGNUPS_PER_ADDRESS_PER_HOUR = env_int("FLOORBOARD_SIGNUPS_PER_ADDRESS_PER_HOUR", 5)
 TEAMS_PER_ACCOUNT_PER_DAY = env_int("FLOORBOARD_TEAMS_PER_ACCOUNT_PER_DAY", 3)
 TEAMS_PER_ADDRESS_PER_DAY = env_int("FLOORBOARD_TEAMS_PER_ADDRESS_PER_DAY", 10)
-# Logins: after this many failures for one account (or from one address) within the window,
-# no password is checked for it until the window ends, not even the right one.
-LOGIN_MAX_FAILURES_PER_ACCOUNT = env_int("FLOORBOARD_LOGIN_MAX_FAILURES_PER_ACCOUNT", 10)
-LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("FLOORBOARD_LOGIN_MAX_FAILURES_PER_ADDRESS", 50)
-LOGIN_FAILURE_WINDOW_SECONDS = env_int("FLOORBOARD_LOGIN_FAILURE_WINDOW_SECONDS", 15 * 60)
-# The client's address comes from the proxy's X-Real-IP (docker/nginx.conf sets it) when
-# trusted, else from the connection.
-TRUST_X_REAL_IP = env_bool("FLOORBOARD_TRUST_X_REAL_IP", PRODUCTION)
+# Logins: after this many failures for one account from one address, or from one address for
+# any accounts, within the window, no password is checked for that account from that address
+# (or from that address at all) until the window ends, not even the right one. An account is
+# never locked everywhere: after LOGIN_ACCOUNT_BACKOFF_FAILURES failures from all addresses
+# within LOGIN_ACCOUNT_BACKOFF_WINDOW_SECONDS, its password is checked at most once every
+# LOGIN_ACCOUNT_BACKOFF_SECONDS, from anywhere, which slows guessing spread over many addresses.
+LOGIN_MAX_FAILURES_PER_ACCOUNT_ADDRESS = env_int(
+    "FLOORBOARD_LOGIN_MAX_FAILURES_PER_ACCOUNT_ADDRESS", 10, minimum=1
+)
+LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("FLOORBOARD_LOGIN_MAX_FAILURES_PER_ADDRESS", 50, minimum=1)
+LOGIN_FAILURE_WINDOW_SECONDS = env_int(
+    "FLOORBOARD_LOGIN_FAILURE_WINDOW_SECONDS", 15 * 60, minimum=1
+)
+LOGIN_ACCOUNT_BACKOFF_FAILURES = env_int("FLOORBOARD_LOGIN_ACCOUNT_BACKOFF_FAILURES", 30, minimum=1)
+LOGIN_ACCOUNT_BACKOFF_WINDOW_SECONDS = env_int(
+    "FLOORBOARD_LOGIN_ACCOUNT_BACKOFF_WINDOW_SECONDS", 24 * 3600, minimum=1
+)
+LOGIN_ACCOUNT_BACKOFF_SECONDS = env_int("FLOORBOARD_LOGIN_ACCOUNT_BACKOFF_SECONDS", 60, minimum=1)
+# The client's address: the connection's own, or, behind this many proxies that each append the
+# address they were reached from to X-Forwarded-For, the entry the outermost of them appended
+# (entries further left are whatever the client sent). The Compose stack's nginx is one proxy;
+# a TLS terminator in front of it is a second (docker/compose.yaml sets 2). Too few and every
+# client has the terminator's address; too many and a client can choose its own.
+TRUSTED_PROXY_COUNT = env_int("FLOORBOARD_TRUSTED_PROXY_COUNT", 1 if PRODUCTION else 0, minimum=0)
+env_retired(
+    {
+        "FLOORBOARD_TRUST_X_REAL_IP": "the client address comes from X-Forwarded-For, behind "
+        "FLOORBOARD_TRUSTED_PROXY_COUNT proxies",
+        "FLOORBOARD_LOGIN_MAX_FAILURES_PER_ACCOUNT": "failed logins lock an account per "
+        "address (FLOORBOARD_LOGIN_MAX_FAILURES_PER_ACCOUNT_ADDRESS) and slow it down "
+        "everywhere (FLOORBOARD_LOGIN_ACCOUNT_BACKOFF_FAILURES)",
+    }
+)
 # Raters are reminded to take a break after this many minutes of work in one batch.
 RATER_BREAK_MINUTES = env_float("FLOORBOARD_RATER_BREAK_MINUTES", 20.0)
 # Private audio and files are reached only through signed URLs that expire this soon.
@@ -373,12 +398,20 @@ FLOORBOARD_SITE_URL = env_str("FLOORBOARD_SITE_URL", "http://127.0.0.1:8000")
 NOTICE_STALL_SECONDS = env_int("FLOORBOARD_NOTICE_STALL_SECONDS", 30 * 60)
 NOTICE_LOOKBACK_DAYS = env_int("FLOORBOARD_NOTICE_LOOKBACK_DAYS", 14)
 PASSWORD_RESET_TIMEOUT = env_int("DJANGO_PASSWORD_RESET_TIMEOUT", 3 * 24 * 3600)
+# Links people ask for (address verification, password reset), per hour: about one account, from
+# one client address, and to one e-mail address. Past a limit nothing is sent and the page says
+# which limit and when to try again.
+EMAILS_PER_ACCOUNT_PER_HOUR = env_int("FLOORBOARD_EMAILS_PER_ACCOUNT_PER_HOUR", 5, minimum=1)
+EMAILS_PER_ADDRESS_PER_HOUR = env_int("FLOORBOARD_EMAILS_PER_ADDRESS_PER_HOUR", 20, minimum=1)
+EMAILS_PER_RECIPIENT_PER_HOUR = env_int("FLOORBOARD_EMAILS_PER_RECIPIENT_PER_HOUR", 3, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+    # Not a rule: told of every password change, it revokes the account's API tokens.
+    {"NAME": "leaderboard.accounts.passwords.RevokeApiTokensOnPasswordChange"},
 ]
 
 LOGIN_URL = "login"
@@ -407,6 +440,8 @@ REST_FRAMEWORK = {
         "rest_framework.throttling.AnonRateThrottle",
         "rest_framework.throttling.UserRateThrottle",
     ],
+    # The API's rate limits count per client address the same way (accounts/throttle.py).
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,
     "DEFAULT_THROTTLE_RATES": {
         "anon": env_str("FLOORBOARD_THROTTLE_ANON", "600/minute"),
         "user": env_str("FLOORBOARD_THROTTLE_USER", "3000/minute"),

@@ -32,6 +32,7 @@ from evaluation.selectors import (
 from evaluation.services import judgments_retry, submission_resume
 from evaluation.services.spending import spend_release
 from leaderboard.accounts import services as account_services
+from leaderboard.accounts.selectors import submission_change_refusal
 from leaderboard.audio import clip_for
 from leaderboard.selectors_submissions import (
     FINAL_STATUSES,
@@ -161,6 +162,10 @@ def submission_page(request, pk: int):
     progress = _progress_context(request, submission)
     context = {
         **progress,
+        # Members who are not owners see the owners' actions disabled, with this reason.
+        "change_refusal": submission_change_refusal(user=request.user, submission=submission)
+        if progress["may_manage"]
+        else "",
         # What judging costs the team is its own business (and staff's).
         "spending": submission_spending(submission=submission) if progress["may_manage"] else [],
         "plugin": plugin,
@@ -225,12 +230,15 @@ def _manage(action: str, submission: Submission, user) -> str:
 @require_http_methods(["GET", "POST"])
 def submission_manage(request, pk: int, action: str):
     """Publish, unpublish, show anonymously, reveal or delete: GET asks to confirm, POST does
-    it. The submission's team and staff only."""
+    it. The owners of the submission's team and staff only; its other members are told why."""
     submission = _visible_submission(request, pk)
     if action not in MANAGE_ACTIONS:
         raise Http404("no such action")
     if not user_may_manage(user=request.user, submission=submission):
         return HttpResponseForbidden("only the submission's team and staff may change it")
+    refusal = submission_change_refusal(user=request.user, submission=submission)
+    if refusal:
+        return HttpResponseForbidden(refusal, content_type="text/plain; charset=utf-8")
     label, consequence = MANAGE_ACTIONS[action]
     error = ""
     if request.method == "POST":

@@ -1,6 +1,7 @@
 """E-mail for accounts: verifying an address, and notices when a submission is scored, fails or
 stalls. Sent through Django's e-mail backend (the console in the demo, SMTP in production);
-links point at FLOORBOARD_SITE_URL when no request is at hand."""
+links point at FLOORBOARD_SITE_URL when no request is at hand. The links people ask for
+(verification, password reset) are limited per account, per client address and per recipient."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from django.utils import timezone
 
 from evaluation.models import Submission
 from leaderboard.accounts.models import EmailAddress, SubmissionNotice
+from leaderboard.accounts.throttle import attempt_forget, attempt_record, client_address
 
 VERIFY_SALT = "floorboard.email-verify"
 VERIFY_MAX_AGE = 3 * 24 * 3600
@@ -27,13 +29,68 @@ def site_url(path: str, request=None) -> str:
     return settings.FLOORBOARD_SITE_URL.rstrip("/") + path
 
 
+# --- How many e-mails a request may cause ------------------------------------------------------
+
+MAIL_WINDOW_SECONDS = 3600
+
+
+class MailRefused(ValueError):
+    """Too many e-mails for the account, from the client's address or to the recipient; the
+    message says which."""
+
+
+def mail_allowance_take(*, account: str, client: str, recipient: str) -> None:
+    """Count one e-mail (a verification or password-reset link) against the account it is
+    about, the client address that asked for it and the address it goes to, each over the
+    last hour; MailRefused names the first limit passed. Counted before checking, so requests
+    racing each other cannot pass a limit together; a refused one takes its counts back."""
+    limits = [
+        (
+            "mail-account",
+            account,
+            settings.EMAILS_PER_ACCOUNT_PER_HOUR,
+            "{limit} e-mails for your account were asked for in the last hour, the most it gets",
+        ),
+        (
+            "mail-address",
+            client,
+            settings.EMAILS_PER_ADDRESS_PER_HOUR,
+            "{limit} e-mails were asked for from your address in the last hour, the most it may",
+        ),
+        (
+            "mail-recipient",
+            recipient.strip().casefold(),
+            settings.EMAILS_PER_RECIPIENT_PER_HOUR,
+            f"{{limit}} e-mails to {recipient} were asked for in the last hour, the most it gets",
+        ),
+    ]
+    taken = []
+    for scope, who, limit, said in limits:
+        if not who:
+            continue
+        taken.append((scope, who))
+        if attempt_record(scope=scope, who=who, window_seconds=MAIL_WINDOW_SECONDS) > limit:
+            for counted in taken:  # a refused request uses up nothing
+                attempt_forget(scope=counted[0], who=counted[1])
+            raise MailRefused(
+                said.format(limit=limit) + "; nothing was sent. Try again in an hour."
+            )
+
+
+def _client(request) -> str:
+    return client_address(request) if request is not None else ""
+
+
 # --- Verifying an address ---------------------------------------------------------------------
 
 
 def email_address_set(*, user, email: str, request=None) -> EmailAddress | None:
     """Record the account's address (unverified) and send the link that verifies it. An empty
-    address removes it."""
+    address removes it. Raises MailRefused, changing nothing, when the link may not be sent.
+    Only the newest link works: one sent earlier, to this address or another, stops working."""
     email = email.strip()
+    if email:
+        mail_allowance_take(account=str(user.pk), client=_client(request), recipient=email)
     if user.email != email:
         user.email = email
         user.save(update_fields=["email"])
@@ -43,26 +100,40 @@ def email_address_set(*, user, email: str, request=None) -> EmailAddress | None:
     address, _ = EmailAddress.objects.update_or_create(
         user=user, defaults={"email": email, "verified_at": None}
     )
-    email_verification_send(address=address, request=request)
+    _verification_send(address, request)
     return address
 
 
 def verification_token(address: EmailAddress) -> str:
-    return signing.dumps({"u": address.user_id, "e": address.email}, salt=VERIFY_SALT)
+    """Names the account, the address and when the link was sent: a later link replaces it."""
+    sent = address.sent_at.isoformat() if address.sent_at else ""
+    return signing.dumps({"u": address.user_id, "e": address.email, "s": sent}, salt=VERIFY_SALT)
 
 
 def email_verification_send(*, address: EmailAddress, request=None) -> None:
-    link = site_url(reverse("email-verify", args=[verification_token(address)]), request)
-    send_mail(
-        "Floorboard: confirm your e-mail address",
-        f"Hello {address.user.get_username()},\n\n"
-        f"Open this link to confirm that {address.email} is yours:\n\n{link}\n\n"
-        "It works for three days. Floorboard sends notices about your submissions and "
-        "password-reset links to confirmed addresses only.\n",
-        settings.DEFAULT_FROM_EMAIL,
-        [address.email],
+    """A new link to the address; the one sent before stops working. Raises MailRefused when
+    no more may be sent for now (the earlier link keeps working then)."""
+    mail_allowance_take(
+        account=str(address.user_id), client=_client(request), recipient=address.email
     )
-    EmailAddress.objects.filter(pk=address.pk).update(sent_at=timezone.now())
+    _verification_send(address, request)
+
+
+def _verification_send(address: EmailAddress, request) -> None:
+    with transaction.atomic():
+        # The link carries this time; the row keeps the newest, which alone verifies.
+        address.sent_at = timezone.now()
+        EmailAddress.objects.filter(pk=address.pk).update(sent_at=address.sent_at)
+        link = site_url(reverse("email-verify", args=[verification_token(address)]), request)
+        send_mail(
+            "Floorboard: confirm your e-mail address",
+            f"Hello {address.user.get_username()},\n\n"
+            f"Open this link to confirm that {address.email} is yours:\n\n{link}\n\n"
+            "It works for three days, until a newer link is sent. Floorboard sends notices "
+            "about your submissions and password-reset links to confirmed addresses only.\n",
+            settings.DEFAULT_FROM_EMAIL,
+            [address.email],
+        )
 
 
 class VerificationFailed(ValueError):
@@ -82,9 +153,20 @@ def email_verify(*, token: str) -> EmailAddress:
     address = EmailAddress.objects.filter(user_id=payload.get("u"), email=payload.get("e")).first()
     if address is None:
         raise VerificationFailed("This link is for an address the account no longer uses.")
-    if address.verified_at is None:
-        address.verified_at = timezone.now()
-        address.save(update_fields=["verified_at"])
+    if address.verified_at is not None:
+        return address
+    sent = address.sent_at.isoformat() if address.sent_at else ""
+    if "s" not in payload:  # made before links carried their time
+        raise VerificationFailed(
+            "This link is no longer valid; ask for a new one from your profile."
+        )
+    if payload["s"] != sent:
+        raise VerificationFailed(
+            "A newer link was sent to this address since, and only the newest works: open "
+            "that one, or ask for another from your profile."
+        )
+    address.verified_at = timezone.now()
+    address.save(update_fields=["verified_at"])
     return address
 
 

@@ -1,5 +1,6 @@
 """Writes for accounts: sign-up, teams and their members, API tokens, and what a team may do to
-its own submissions (publish them, retry their failed judgments).
+its own submissions (its owners: publish, unpublish, anonymity, delete; every member: retry their
+failed judgments).
 
 Bad input raises ValidationError with a message naming the problem; acting without the right
 role raises PermissionDenied. Callers decide whether the object was visible in the first place.
@@ -21,7 +22,12 @@ from evaluation.models import Judge, Judgment, Membership, Submission, System, T
 from evaluation.services import judgments_retry as judgments_retry_failed
 from evaluation.services.submissions import stored_keys_delete, submission_stored_keys
 from leaderboard.accounts.models import ApiToken
-from leaderboard.accounts.selectors import secret_sha256, team_role, user_in_submission_team
+from leaderboard.accounts.selectors import (
+    secret_sha256,
+    submission_change_refusal,
+    team_role,
+    user_in_submission_team,
+)
 
 TOKEN_PREFIX = "fb_"
 # last_used_at is a hint for its owner, not an audit log: one write a minute per token is enough.
@@ -126,6 +132,14 @@ def api_token_revoke(*, token: ApiToken, by) -> ApiToken:
     return token
 
 
+def api_tokens_revoke_all(*, user) -> int:
+    """Revoke every active token of the account (its password changed: whoever held the old
+    one may hold a token too). Returns how many."""
+    return ApiToken.objects.filter(user_id=user.pk, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+
+
 def api_token_touch(*, token: ApiToken) -> None:
     now = timezone.now()
     if token.last_used_at and now - token.last_used_at < timedelta(seconds=TOKEN_TOUCH_SECONDS):
@@ -138,9 +152,9 @@ def api_token_touch(*, token: ApiToken) -> None:
 
 
 def submission_publish(*, submission: Submission, by) -> Submission:
-    """Make a team's submission public. Publishing twice keeps the first date."""
-    if not user_in_submission_team(user=by, submission=submission):
-        raise PermissionDenied("Only members of the submission's team can publish it.")
+    """Make a team's submission public (its owners and staff). Publishing twice keeps the
+    first date."""
+    _require_submission_owner(submission, by, "publish")
     Submission.objects.filter(pk=submission.pk, is_published=False).update(
         is_published=True, published_at=timezone.now()
     )
@@ -167,16 +181,18 @@ def submission_retry_failed(*, submission: Submission, by, judge: Judge | None =
     return judgments_retry_failed(submission=submission, judge=judge)
 
 
-def _require_team(submission: Submission, by, what: str) -> None:
+def _require_submission_owner(submission: Submission, by, what: str) -> None:
+    """What others see of a submission is decided by its team's owners and staff."""
+    refusal = submission_change_refusal(user=by, submission=submission, what=what)
+    if refusal:
+        raise PermissionDenied(refusal)
     if submission.is_reported:
-        raise ValidationError(f"Rows reported in a paper cannot be {what}.")
-    if not (by.is_staff or user_in_submission_team(user=by, submission=submission)):
-        raise PermissionDenied(f"Only members of the submission's team can {what} it.")
+        raise ValidationError(f"Rows reported in a paper are not a team's to {what}.")
 
 
 def submission_unpublish(*, submission: Submission, by) -> Submission:
     """Back to team-only: the board, exports and charts no longer show it to others."""
-    _require_team(submission, by, "unpublish")
+    _require_submission_owner(submission, by, "unpublish")
     Submission.objects.filter(pk=submission.pk).update(is_published=False, published_at=None)
     submission.refresh_from_db()
     return submission
@@ -185,7 +201,7 @@ def submission_unpublish(*, submission: Submission, by) -> Submission:
 def submission_set_anonymous(*, submission: Submission, by, anonymous: bool) -> Submission:
     """Show the submission as "Anonymous (under review)" to everyone outside its team, or
     reveal it (its system, team and links) again."""
-    _require_team(submission, by, "change the anonymity of")
+    _require_submission_owner(submission, by, "show anonymously or reveal")
     Submission.objects.filter(pk=submission.pk).update(is_anonymous=anonymous)
     submission.refresh_from_db()
     return submission
@@ -195,7 +211,7 @@ def submission_delete(*, submission: Submission, by) -> int:
     """Withdraw a team's unpublished, finished submission for good: its rows, its stored files,
     the judgments no other submission uses, and its system when nothing else uses it. Returns
     how many stored files were deleted."""
-    _require_team(submission, by, "delete")
+    _require_submission_owner(submission, by, "delete")
     if submission.is_published:
         raise ValidationError("Unpublish the submission before deleting it.")
     if submission.status not in (Submission.Status.SCORED, Submission.Status.FAILED):

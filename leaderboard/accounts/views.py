@@ -4,6 +4,7 @@ Django's own views (see leaderboard/urls_accounts.py)."""
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
@@ -39,8 +40,12 @@ def signup(request):
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         welcome = f"Welcome, {user.get_username()}. Create or join a team next."
         if user.email:
-            mail.email_address_set(user=user, email=user.email, request=request)
-            welcome += f" We sent a link to {user.email}: open it to confirm the address."
+            try:
+                mail.email_address_set(user=user, email=user.email, request=request)
+            except mail.MailRefused as error:
+                welcome += f" No link to confirm {user.email} was sent: {error}"
+            else:
+                welcome += f" We sent a link to {user.email}: open it to confirm the address."
         messages.success(request, welcome)
         return redirect("profile")
     return render(
@@ -55,22 +60,21 @@ def signup(request):
 def profile(request):
     address = EmailAddress.objects.filter(user=request.user).first()
     form = EmailForm(initial={"email": request.user.email})
+    status = 200
     if request.method == "POST":
         form = EmailForm(request.POST)
         if form.is_valid():
-            email = form.cleaned_data["email"]
-            if request.POST.get("action") == "resend" and address and not address.is_verified:
-                mail.email_verification_send(address=address, request=request)
-                messages.success(request, f"A new link is on its way to {address.email}.")
-            elif email != (address.email if address else request.user.email) or not address:
-                mail.email_address_set(user=request.user, email=email, request=request)
-                messages.success(
-                    request,
-                    f"We sent a link to {email}: open it to confirm the address."
-                    if email
-                    else "Your e-mail address is removed.",
-                )
-            return redirect("profile")
+            try:
+                done = _email_change(request, address, form.cleaned_data["email"])
+            except mail.MailRefused as error:
+                form.add_error(None, str(error))
+                status = 429
+            else:
+                if done:
+                    messages.success(request, done)
+                return redirect("profile")
+        else:
+            status = 400
     return render(
         request,
         "accounts/profile.html",
@@ -83,7 +87,42 @@ def profile(request):
             .filter(revoked_at__isnull=True)
             .count(),
         },
+        status=status,
     )
+
+
+def _email_change(request, address: EmailAddress | None, email: str) -> str:
+    """Send a new link, change or remove the address; what to tell the user. One link waits
+    at a time: a new one replaces the link sent before, which the message says."""
+    unconfirmed = address if address and not address.is_verified else None
+    replaced = (
+        f" The link sent to {unconfirmed.email} before no longer works: only the newest does."
+        if unconfirmed and unconfirmed.sent_at
+        else ""
+    )
+    if request.POST.get("action") == "resend" and unconfirmed:
+        mail.email_verification_send(address=unconfirmed, request=request)
+        return f"A new link is on its way to {unconfirmed.email}.{replaced}"
+    if address and email == address.email:
+        return ""
+    mail.email_address_set(user=request.user, email=email, request=request)
+    if not email:
+        return "Your e-mail address is removed."
+    return f"We sent a link to {email}: open it to confirm the address.{replaced}"
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    """Django's, with the client's address handed to the form (its limits count by it), and a
+    429 when a limit refused the request."""
+
+    def get_form_kwargs(self):
+        return {**super().get_form_kwargs(), "request": self.request}
+
+    def form_invalid(self, form):
+        response = super().form_invalid(form)
+        if any(error.code == "throttled" for error in form.non_field_errors().as_data()):
+            response.status_code = 429
+        return response
 
 
 def email_verify(request, token: str):

@@ -72,7 +72,9 @@ class SubmissionCreateSerializer(serializers.Serializer):
         required=False, help_text="Judge slug; the official one if left out"
     )
     allow_partial = serializers.BooleanField(default=False)
-    publish = serializers.BooleanField(default=False)
+    publish = serializers.BooleanField(
+        default=False, help_text="Publish once scored; the team's owners only (403 otherwise)"
+    )
 
 
 class UploadSubmissionSerializer(serializers.Serializer):
@@ -194,7 +196,9 @@ class SubmissionCreateView(APIView):
             ),
             400: OpenApiResponse(description="Invalid fields"),
             401: OpenApiResponse(description="Not authenticated"),
-            403: OpenApiResponse(description="Not a member of the team"),
+            403: OpenApiResponse(
+                description="Not a member of the team, or asked to publish without owning it"
+            ),
             409: OpenApiResponse(description="Idempotency-Key reused for a different request"),
             429: OpenApiResponse(description="A team limit is reached; says which and when"),
         },

@@ -181,7 +181,8 @@ class SubmissionRetryFailed(APIView):
 
 
 class SubmissionPublish(APIView):
-    """Make your team's submission public. Publishing again changes nothing."""
+    """Make your team's submission public (its owners and staff; other members get 403 with
+    the reason). Publishing again changes nothing."""
 
     permission_classes = [IsAuthenticated]
 

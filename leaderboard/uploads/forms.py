@@ -30,7 +30,9 @@ class UploadStartForm(forms.Form):
         "absent answer)",
     )
     publish = forms.BooleanField(
-        required=False, label="Publish on the leaderboard once scored (otherwise team-only)"
+        required=False,
+        label="Publish on the leaderboard once scored (otherwise team-only)",
+        help_text="Team owners only: other members leave it off and ask an owner to publish.",
     )
     filename = forms.CharField(max_length=255, widget=forms.HiddenInput, required=False)
     size = forms.IntegerField(

@@ -69,6 +69,8 @@ class UploadError(Exception):
 
 
 class NotAMember(UploadError):
+    """Not a member of the team, or not one that may publish."""
+
     status = 403
 
 
@@ -212,9 +214,34 @@ def _lock(*, user, team: Team | None) -> None:
         Team.objects.select_for_update().filter(pk=team.pk).values_list("pk").get()
 
 
-def _check_member(user, team: Team) -> None:
-    if not Membership.objects.filter(team=team, user=user).exists():
-        raise NotAMember(f"you are not a member of team {team.name}")
+def _submit_refusal(user, team: Team, *, publish: bool, later: bool = False) -> str:
+    """Why the user may not submit to the team now (any member may), or publish with it (its
+    owners and staff may); "" when they may. ``later``: said by the worker finishing an upload
+    whose start passed this check, so what changed since is what it names."""
+    if user is None:
+        return "the account that started this upload no longer exists"
+    role = Membership.objects.filter(team=team, user=user).values_list("role", flat=True).first()
+    if role is None:
+        if later:
+            return f"you are no longer a member of team {team.name}; nothing was submitted"
+        return f"you are not a member of team {team.name}"
+    if publish and role != Membership.Role.OWNER and not user.is_staff:
+        if later:
+            return (
+                f"you are no longer an owner of team {team.name}, and only its owners may "
+                "publish; nothing was submitted: upload again without publishing"
+            )
+        return (
+            f"only owners of team {team.name} may publish a submission; leave publishing off "
+            "and ask an owner to publish it once it is scored"
+        )
+    return ""
+
+
+def _check_may_submit(user, team: Team, *, publish: bool) -> None:
+    refusal = _submit_refusal(user, team, publish=publish)
+    if refusal:
+        raise NotAMember(refusal)
 
 
 def judge_choice_message(benchmark: Benchmark, wanted: str = "") -> str:
@@ -294,7 +321,7 @@ def upload_from_api(
     finish that failed for a reason of the server's own is queued again); with a different
     request it raises IdempotencyConflict. What can be told at once (not a member, an unknown
     judge, too large, a limit reached) raises before anything is stored."""
-    _check_member(user, team)
+    _check_may_submit(user, team, publish=publish)
     _check_judge(benchmark, judge)
     if judge is None and not benchmark.judges.filter(is_official=True).exists():
         known = ", ".join(benchmark.judges.values_list("slug", flat=True)) or "none"
@@ -400,7 +427,7 @@ def upload_start(
     """Open an upload: a partial file on the filesystem, or a multipart upload in the bucket
     (``whole``: an object the server puts there in one go, for an API request's file).
     Refused at once when the team could not submit now, before any byte is sent."""
-    _check_member(user, team)
+    _check_may_submit(user, team, publish=publish)
     _check_judge(benchmark, judge)
     if size <= 0:
         raise UploadError("the bundle is empty")
@@ -719,7 +746,9 @@ def _queue_finish(upload: Upload) -> None:
 
 def upload_finish(*, upload_id) -> Upload | None:
     """The worker's part of a finish. Validate the whole bundle; rejected: keep the report,
-    delete the bytes, create nothing. Accepted: put the bytes into bundles/ (no copy through
+    delete the bytes, create nothing. The same when the uploader is no longer a member of the
+    team (or no longer an owner, when the upload asked to publish): rejected with that reason.
+    Accepted: put the bytes into bundles/ (no copy through
     this process), then, under the team's row lock, count its limits and create the
     submission. Whatever goes wrong leaves no stored bundle and no submission, and the upload
     open with the reason, to be finished again or cancelled (a reason of the server's own is
@@ -751,7 +780,14 @@ def upload_finish(*, upload_id) -> Upload | None:
             if report.ok:
                 sha, size = file_sha256(path)
         submission = None
-        if report.ok:
+        # Membership may have changed while the upload waited: checked again before anything
+        # is stored, and refused for good (the upload is rejected with the reason).
+        refusal = (
+            _submit_refusal(upload.user, upload.team, publish=upload.publish, later=True)
+            if report.ok
+            else ""
+        )
+        if report.ok and not refusal:
             stored = _place(upload, sha256=sha, size=size)
             submission, _ = submission_create_within_limits(
                 team=upload.team,
@@ -769,11 +805,11 @@ def upload_finish(*, upload_id) -> Upload | None:
             )
             taken = submission.bundle.name == stored.name
         Upload.objects.filter(pk=upload.pk, status=Upload.Status.VALIDATING).update(
-            status=Upload.Status.ACCEPTED if report.ok else Upload.Status.REJECTED,
+            status=Upload.Status.ACCEPTED if submission else Upload.Status.REJECTED,
             submission=submission,
             report=report_json,
             finished_at=timezone.now(),
-            error="",
+            error=refusal,
             updated_at=timezone.now(),
         )
     except (UploadError, LimitReached) as exc:

@@ -468,8 +468,9 @@ def test_the_body_limit_takes_a_chunk_and_a_whole_api_bundle(resolved_env):
 
 def test_the_proxy_sets_the_headers_the_settings_trust(resolved_env):
     headers = {args[0]: args[1] for args in nginx_values("proxy_set_header")}
-    assert headers["X-Real-IP"] == "$remote_addr"
-    assert headers["X-Forwarded-For"] == "$remote_addr"
+    # Appended to, never overwritten: the terminator in front put the client's address there.
+    assert headers["X-Forwarded-For"] == "$proxy_add_x_forwarded_for"
+    assert "X-Real-IP" not in headers  # it would hold the terminator's address
     assert headers["X-Forwarded-Proto"] == "$forwarded_proto"
     assert headers["Host"] == "$host"
     env = {k: v for k, v in os.environ.items() if k not in settings_env_names()}
@@ -477,7 +478,8 @@ def test_the_proxy_sets_the_headers_the_settings_trust(resolved_env):
     env["DJANGO_SETTINGS_MODULE"] = "config.settings"
     probe = (
         "import json, django; django.setup(); from django.conf import settings as s; "
-        "print(json.dumps([s.SECURE_PROXY_SSL_HEADER, s.TRUST_X_REAL_IP, s.UPLOAD_CHUNK_BYTES]))"
+        "print(json.dumps([s.SECURE_PROXY_SSL_HEADER, s.TRUSTED_PROXY_COUNT, "
+        "s.REST_FRAMEWORK['NUM_PROXIES'], s.UPLOAD_CHUNK_BYTES]))"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe],
@@ -488,8 +490,10 @@ def test_the_proxy_sets_the_headers_the_settings_trust(resolved_env):
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    header, real_ip, chunk = json.loads(result.stdout.strip().splitlines()[-1])
-    assert header == ["HTTP_X_FORWARDED_PROTO", "https"] and real_ip is True
+    header, proxies, api_proxies, chunk = json.loads(result.stdout.strip().splitlines()[-1])
+    assert header == ["HTTP_X_FORWARDED_PROTO", "https"]
+    # The documented shape: a TLS terminator, then the proxy service, each appending.
+    assert proxies == api_proxies == 2
     assert chunk == int(resolved_env["FLOORBOARD_UPLOAD_CHUNK_BYTES"])
 
 

@@ -90,3 +90,33 @@ def test_make_runs_debug_or_gives_a_key_to_every_manage_command():
             if "manage.py" in command or "/celery " in command:
                 assert "DJANGO_DEBUG=1" in command or "$(LOCAL_KEY)" in command, command
     assert 'LOCAL_KEY := DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-' in makefile
+
+
+@pytest.mark.parametrize(
+    ("env", "said"),
+    [
+        (
+            {"FLOORBOARD_TRUSTED_PROXY_COUNT": "-1"},
+            "FLOORBOARD_TRUSTED_PROXY_COUNT='-1' is below 0, its smallest value",
+        ),
+        (
+            {"FLOORBOARD_LOGIN_ACCOUNT_BACKOFF_SECONDS": "0"},
+            "FLOORBOARD_LOGIN_ACCOUNT_BACKOFF_SECONDS='0' is below 1, its smallest value",
+        ),
+        # A name no longer read must not be ignored in silence: it was meant to apply.
+        (
+            {"FLOORBOARD_TRUST_X_REAL_IP": "1"},
+            "FLOORBOARD_TRUST_X_REAL_IP is no longer read: the client address comes from "
+            "X-Forwarded-For, behind FLOORBOARD_TRUSTED_PROXY_COUNT proxies",
+        ),
+        (
+            {"FLOORBOARD_LOGIN_MAX_FAILURES_PER_ACCOUNT": "10"},
+            "FLOORBOARD_LOGIN_MAX_FAILURES_PER_ACCOUNT is no longer read",
+        ),
+    ],
+)
+def test_client_address_and_login_settings_refuse_what_cannot_work(env, said):
+    result = settings_in_a_subprocess(DJANGO_SECRET_KEY="from-the-environment", **env)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert said in result.stderr

@@ -120,19 +120,38 @@ def test_retry_failed_is_for_the_team_and_staff(world, which, django_capture_on_
 
 
 @pytest.mark.parametrize("which", ["published", "private"])
-def test_publish_is_for_the_team(world, which):
+def test_publish_is_for_the_teams_owners_and_staff(world, which):
     submission = world.submission(which)
     path = f"/api/submissions/{submission.pk}/publish/"
     got = answers(world, "post", path)
     assert got == {
         "anonymous": 401,
         "charlie": 403 if which == "published" else 404,
-        "staff": 403,  # staff moderate in the admin; publishing is the team's decision
-        "bob": 200,
+        "staff": 200,
+        "bob": 403,  # a member, not an owner
         "alice": 200,
     }
     submission.refresh_from_db()
     assert submission.is_published and submission.published_at is not None
+
+
+def test_a_member_is_told_why_publishing_is_refused(world):
+    response = world.client("bob").post(f"/api/submissions/{world.private.pk}/publish/")
+    assert response.status_code == 403
+    assert response.json()["detail"] == (
+        "Only owners of Lab A and staff can publish its submissions; you are a member. "
+        "Ask an owner: alice."
+    )
+    assert not Submission.objects.get(pk=world.private.pk).is_published
+
+
+def test_an_outsider_is_not_told_whose_submission_it_is(world):
+    """An outsider may see a published (perhaps anonymous) row: the refusal names no team."""
+    Submission.objects.filter(pk=world.published.pk).update(is_anonymous=True)
+    response = world.client("charlie").post(f"/api/submissions/{world.published.pk}/publish/")
+    assert response.status_code == 403
+    detail = response.json()["detail"]
+    assert detail == "Only owners of the submission's team and staff can publish it."
 
 
 def test_anonymous_is_told_how_to_authenticate(world):

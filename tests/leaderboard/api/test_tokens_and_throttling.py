@@ -39,7 +39,7 @@ def test_a_token_acts_as_its_user(world):
 
 
 def test_a_token_can_publish_without_a_session(world):
-    _, secret = api_token_create(user=world.users["bob"], name="ci")
+    _, secret = api_token_create(user=world.users["alice"], name="ci")
     response = bearer(secret).post(f"/api/submissions/{world.private.pk}/publish/")
     assert response.status_code == 200
     assert response.json()["is_published"] is True
