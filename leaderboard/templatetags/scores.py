@@ -5,6 +5,7 @@ from django import template
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
+from evaluation.links import web_url
 from evaluation.scorer import PART_LABELS
 
 register = template.Library()
@@ -20,6 +21,23 @@ def _url_pattern(name: str) -> str:
 
 def url_for(name: str, pk: int) -> str:
     return _url_pattern(name).format(int(pk))
+
+
+def web_link_html(value, text: str = "", css_class: str = "") -> str:
+    """An address as HTML: a link (rel nofollow noopener) when it is an http(s) address
+    (evaluation/links.py), else the value as plain text. Escaped here."""
+    url = web_url(value)
+    shown = escape(text or str(value or ""))
+    if not url:
+        return shown
+    css = f' class="{escape(css_class)}"' if css_class else ""
+    return f'<a{css} href="{escape(url)}" rel="nofollow noopener">{shown}</a>'
+
+
+@register.filter
+def web_link(value) -> str:
+    """``{{ system.paper_url|web_link }}``: a link for an http(s) address, text otherwise."""
+    return mark_safe(web_link_html(value))  # escaped by web_link_html
 
 
 @register.filter
@@ -196,9 +214,10 @@ def _links(entry) -> str:
     """The system's paper and code, where its owner (or the paper) gave them."""
     links = []
     for key, text in (("paper_url", "paper"), ("code_url", "code")):
-        url = entry.facets.get(key) or ""
-        if url.startswith(("https://", "http://")):
-            links.append(f'<a class="ext" href="{escape(url)}" rel="nofollow noopener">{text}</a>')
+        # Only a web address makes a link; anything else is left out of the row.
+        url = web_url(entry.facets.get(key))
+        if url:
+            links.append(web_link_html(url, text, "ext"))
     return f' <span class="links">{" · ".join(links)}</span>' if links else ""
 
 
