@@ -36,13 +36,17 @@ SECURE_HSTS_PRELOAD = env_bool("FLOORBOARD_HSTS_PRELOAD", PRODUCTION)
 SECURE_SSL_REDIRECT = env_bool("FLOORBOARD_SSL_REDIRECT", PRODUCTION)
 SESSION_COOKIE_SECURE = env_bool("FLOORBOARD_SECURE_COOKIES", PRODUCTION)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
-# Trust the proxy's X-Forwarded-Proto (docker/nginx.conf sets it; never enable it without a
-# proxy that overwrites the header, or clients could claim HTTPS).
+# Trust the proxy's X-Forwarded-Proto (docker/nginx.conf ends TLS and sets it to the scheme it
+# served; never enable it without a proxy that overwrites the header, or clients could claim
+# HTTPS). The Host header is the client's, port included (nginx passes $http_host), so
+# X-Forwarded-Host is never read (USE_X_FORWARDED_HOST stays off).
 SECURE_PROXY_SSL_HEADER = (
     ("HTTP_X_FORWARDED_PROTO", "https")
     if env_bool("FLOORBOARD_TRUST_X_FORWARDED_PROTO", PRODUCTION)
     else None
 )
+USE_X_FORWARDED_HOST = False
+USE_X_FORWARDED_PORT = False
 # Scripts only from this site (plotly.js included); inline styles for the timeline and plotly;
 # media and uploads may go to the S3 bucket's presigned URLs. Empty: no header.
 CONTENT_SECURITY_POLICY = env_str(
@@ -393,6 +397,10 @@ REST_FRAMEWORK = {
         "anon": env_str("FLOORBOARD_THROTTLE_ANON", "600/minute"),
         "user": env_str("FLOORBOARD_THROTTLE_USER", "3000/minute"),
     },
+    # The throttles' client address, read as client_address() reads it: behind the proxy the
+    # X-Forwarded-For entry it wrote (docker/nginx.conf overwrites the header with the
+    # connection's address), else the connection's own; never a value the client sent.
+    "NUM_PROXIES": 1 if TRUST_X_REAL_IP else 0,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Floorboard API",

@@ -432,9 +432,9 @@ def test_the_proxy_fronts_gunicorn_with_the_config_file(services):
     mounts = [volume.split(":") for volume in proxy["volumes"]]
     assert ["./nginx.conf", "/etc/nginx/nginx.conf", "ro"] in mounts
     assert (DOCKER_DIR / "nginx.conf").is_file()
-    assert [p.split(":")[-1] for p in proxy["ports"]] == [nginx_values("listen")[0][0]], (
-        "the published port is the one nginx listens on"
-    )
+    assert [p.split(":")[-1] for p in proxy["ports"]] == [
+        args[0] for args in nginx_values("listen")
+    ], "the published ports are the ones nginx listens on"
     assert proxy["depends_on"]["web"]["condition"] == "service_healthy"
     assert "ports" not in services["web"]
 
@@ -466,18 +466,18 @@ def test_the_body_limit_takes_a_chunk_and_a_whole_api_bundle(resolved_env):
     assert limit >= MAX_BUNDLE_UNCOMPRESSED_BYTES + ZIP_OVERHEAD_BYTES + 1024**2
 
 
-def test_the_proxy_sets_the_headers_the_settings_trust(resolved_env):
-    headers = {args[0]: args[1] for args in nginx_values("proxy_set_header")}
-    assert headers["X-Real-IP"] == "$remote_addr"
-    assert headers["X-Forwarded-For"] == "$remote_addr"
-    assert headers["X-Forwarded-Proto"] == "$forwarded_proto"
-    assert headers["Host"] == "$host"
+def _proxy_settings(resolved_env) -> dict:
+    """The settings the web service runs with under the compose environment."""
     env = {k: v for k, v in os.environ.items() if k not in settings_env_names()}
     env.update(resolved_env)
     env["DJANGO_SETTINGS_MODULE"] = "config.settings"
     probe = (
         "import json, django; django.setup(); from django.conf import settings as s; "
-        "print(json.dumps([s.SECURE_PROXY_SSL_HEADER, s.TRUST_X_REAL_IP, s.UPLOAD_CHUNK_BYTES]))"
+        "print(json.dumps({'proxy_ssl_header': s.SECURE_PROXY_SSL_HEADER, "
+        "'trust_x_real_ip': s.TRUST_X_REAL_IP, 'chunk': s.UPLOAD_CHUNK_BYTES, "
+        "'forwarded_host': s.USE_X_FORWARDED_HOST, 'forwarded_port': s.USE_X_FORWARDED_PORT, "
+        "'ssl_redirect': s.SECURE_SSL_REDIRECT, "
+        "'num_proxies': s.REST_FRAMEWORK.get('NUM_PROXIES')}))"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe],
@@ -488,9 +488,57 @@ def test_the_proxy_sets_the_headers_the_settings_trust(resolved_env):
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    header, real_ip, chunk = json.loads(result.stdout.strip().splitlines()[-1])
-    assert header == ["HTTP_X_FORWARDED_PROTO", "https"] and real_ip is True
-    assert chunk == int(resolved_env["FLOORBOARD_UPLOAD_CHUNK_BYTES"])
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_the_proxy_sets_the_headers_the_settings_trust(resolved_env):
+    """What the application trusts, nginx writes from its own connection: the scheme it
+    served, the peer's address (overwritten, so a client's own X-Forwarded-For or
+    X-Forwarded-Proto never reaches gunicorn), and the Host the client asked for with its
+    port, which Django validates and builds links from."""
+    headers = {args[0]: args[1] for args in nginx_values("proxy_set_header")}
+    assert headers["X-Forwarded-Proto"] == "$scheme"
+    assert headers["X-Real-IP"] == "$remote_addr"
+    assert headers["X-Forwarded-For"] == "$remote_addr"
+    assert headers["Host"] == "$http_host"
+    assert headers["X-Forwarded-Host"] == ""  # an empty value: nginx passes no such header
+    # No value the client sent is read into a header the application trusts.
+    every_argument = [arg for _, args in nginx_directives() for arg in args]
+    assert not [arg for arg in every_argument if arg.startswith("$http_x_forwarded")]
+
+    seen = _proxy_settings(resolved_env)
+    # X-Forwarded-Proto: https is what nginx sends on the connections whose TLS it ended.
+    assert seen["proxy_ssl_header"] == ["HTTP_X_FORWARDED_PROTO", "https"]
+    assert seen["ssl_redirect"] is True
+    # The Host header carries host and port; X-Forwarded-Host/-Port are not read.
+    assert seen["forwarded_host"] is False and seen["forwarded_port"] is False
+    # The client address: X-Real-IP for the account throttles, and for the API's the one
+    # X-Forwarded-For entry nginx wrote (the last, with one proxy).
+    assert seen["trust_x_real_ip"] is True
+    assert seen["num_proxies"] == 1
+    assert seen["chunk"] == int(resolved_env["FLOORBOARD_UPLOAD_CHUNK_BYTES"])
+
+
+def test_the_proxy_ends_tls_on_a_published_port(services):
+    """$scheme is "https" only on a listener nginx serves TLS on, with the certificate and key
+    compose mounts; the plain listener stays for the redirect to HTTPS."""
+    listens = nginx_values("listen")
+    tls = [args for args in listens if "ssl" in args[1:]]
+    plain = [args for args in listens if "ssl" not in args[1:]]
+    assert len(tls) == 1 and len(plain) == 1
+    published = {port.split(":")[-1] for port in services[PROXY]["ports"]}
+    assert {tls[0][0], plain[0][0]} == published
+    mounts = {volume.split(":")[1]: volume.split(":")[0] for volume in services[PROXY]["volumes"]}
+    for directive in ("ssl_certificate", "ssl_certificate_key"):
+        [[path]] = nginx_values(directive)
+        folder = str(Path(path).parent)
+        assert folder in mounts, (directive, path)
+        # Keys stay out of git and out of the image.
+        assert mounts[folder] == "./tls"
+    assert "docker/tls/" in (ROOT / ".gitignore").read_text().splitlines()
+    assert "docker/tls" in (ROOT / ".dockerignore").read_text().splitlines()
+    [[protocols_first, *protocols_rest]] = nginx_values("ssl_protocols")
+    assert {protocols_first, *protocols_rest} <= {"TLSv1.2", "TLSv1.3"}
 
 
 # --- Healthchecks ---------------------------------------------------------------------------
