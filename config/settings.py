@@ -224,6 +224,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 30 * 60)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 35 * 60)
 CELERY_TASK_DEFAULT_QUEUE = env_str("FLOORBOARD_QUEUE", "floorboard")
+# Finishing a browser upload (validating it, answering the team whether it was accepted) has a
+# queue of its own, so that a backlog of judging (a judge outage, a large re-score) does not
+# keep it waiting. Every worker command consumes it as well (-Q: docker/compose.yaml, run_demo),
+# and compose runs a worker for it alone; tests/config/test_celery.py checks both.
+UPLOAD_QUEUE = env_str("FLOORBOARD_UPLOAD_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-uploads")
+CELERY_TASK_ROUTES = {"leaderboard.uploads.tasks.finish_upload": {"queue": UPLOAD_QUEUE}}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # What the beat service schedules.
 CELERY_BEAT_SCHEDULE = {

@@ -22,7 +22,8 @@ DOCKER_DIR = ROOT / "docker"
 COMPOSE_FILE = DOCKER_DIR / "compose.yaml"
 DOCKERFILE = DOCKER_DIR / "Dockerfile"
 
-APP_SERVICES = ("migrate", "web", "worker", "beat")
+APP_SERVICES = ("migrate", "web", "worker", "upload-worker", "beat")
+WORKERS = ("worker", "upload-worker")
 BACKING_SERVICES = ("postgres", "redis", "s3")
 PROXY = "proxy"
 NGINX_CONF = DOCKER_DIR / "nginx.conf"
@@ -155,10 +156,11 @@ def test_worker_and_beat_run_the_config_celery_app(services):
 
 
 def test_worker_is_scalable(services):
-    worker = services["worker"]
-    assert "container_name" not in worker
-    assert "ports" not in worker
-    assert "hostname" not in worker
+    for name in WORKERS:
+        worker = services[name]
+        assert "container_name" not in worker
+        assert "ports" not in worker
+        assert "hostname" not in worker
     for name, service in services.items():
         for port in service.get("ports", []):
             # Only the proxy publishes a port: gunicorn and the backing services stay inside.
@@ -178,11 +180,11 @@ def test_depends_on_waits_for_health_or_completion(services):
         for target, spec in depends_on.items():
             assert target in services, (name, target)
             assert spec["condition"] == expected_condition[target], (name, target)
-    for name in ("web", "worker", "beat"):
+    for name in ("web", *WORKERS, "beat"):
         assert (
             services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
         )
-    for name in ("web", "worker"):
+    for name in ("web", *WORKERS):
         for backing in ("postgres", "redis"):
             assert services[name]["depends_on"][backing]["condition"] == "service_healthy"
         assert "createbucket" in services[name]["depends_on"]
@@ -331,6 +333,74 @@ def test_settings_resolve_to_postgres_s3_and_redis_with_the_compose_env(resolved
     assert seen["visibility_timeout"] == int(resolved_env["CELERY_VISIBILITY_TIMEOUT"])
     assert seen["debug"] is False
     assert seen["secret_key"] == HOST_ENV["DJANGO_SECRET_KEY"]
+
+
+# --- Queues ---------------------------------------------------------------------------------
+
+_QUEUES_PROBE = """
+import json
+from celery.app.utils import find_app
+
+app = find_app("config")  # what `celery -A config` loads
+print(json.dumps([app.conf.task_default_queue,
+                  *(route["queue"] for route in app.conf.task_routes.values())]))
+"""
+
+
+def _routed_queues(env_overrides: dict[str, str]) -> list[str]:
+    """The queues tasks are sent to, as the settings give them under compose's environment."""
+    host = {**HOST_ENV, **env_overrides}
+    compose_env = {
+        name: interpolate(value, host)
+        for name, value in as_mapping(
+            yaml.safe_load(COMPOSE_FILE.read_text())["x-floorboard-env"]
+        ).items()
+    }
+    env = {k: v for k, v in os.environ.items() if k not in settings_env_names()}
+    env.update(compose_env)
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    result = subprocess.run(
+        [sys.executable, "-c", _QUEUES_PROBE],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _consumed(service: dict, host: dict[str, str]) -> list[str]:
+    argv = [interpolate(arg, host) for arg in as_argv(service["command"])]
+    assert argv[:4] == ["celery", "-A", "config", "worker"]
+    assert argv.count("-Q") == 1, "a worker without -Q consumes the default queue only"
+    return argv[argv.index("-Q") + 1].split(",")
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"FLOORBOARD_QUEUE": "judging-a", "FLOORBOARD_UPLOAD_QUEUE": "finishing-b"}],
+)
+def test_the_workers_consume_every_queue_tasks_are_routed_to(services, overrides):
+    """`worker` consumes every queue a task is sent to; `upload-worker` the upload queue
+    alone, so finishing an upload never waits behind judging. With the defaults, and with the
+    queue names changed on the host (both sides read the same variables)."""
+    routed = _routed_queues(overrides)
+    default_queue, upload_queue = (
+        overrides.get("FLOORBOARD_QUEUE", "floorboard"),
+        overrides.get("FLOORBOARD_UPLOAD_QUEUE", "floorboard-uploads"),
+    )
+    assert routed == [default_queue, upload_queue]
+    host = {**HOST_ENV, **overrides}
+    assert sorted(_consumed(services["worker"], host)) == sorted(routed)
+    assert _consumed(services["upload-worker"], host) == [upload_queue]
+    consumers = [
+        name
+        for name, service in services.items()
+        if "worker" in as_argv(service.get("command"))[:4]
+    ]
+    assert sorted(consumers) == sorted(WORKERS)
 
 
 # --- Dockerfile -----------------------------------------------------------------------------
@@ -568,8 +638,9 @@ def test_web_is_healthy_while_healthz_answers(services):
     assert check["retries"] >= 1
 
 
-def test_worker_is_healthy_while_it_answers_a_ping(services):
-    check = services["worker"]["healthcheck"]
+@pytest.mark.parametrize("name", WORKERS)
+def test_worker_is_healthy_while_it_answers_a_ping(services, name):
+    check = services[name]["healthcheck"]
     argv = as_argv(check["test"])
     assert argv[0] == "CMD-SHELL"
     command = shlex.split(interpolate(argv[1], HOST_ENV))
