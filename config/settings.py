@@ -289,6 +289,9 @@ PIPELINE_QUEUED_STALL_SECONDS = env_float("FLOORBOARD_QUEUED_STALL_SECONDS", 300
 # WORKER_SILENT_SECONDS counts as gone: pages, /healthz and `submit --wait` say so.
 WORKER_BEAT_SECONDS = env_float("FLOORBOARD_WORKER_BEAT_SECONDS", 5.0)
 WORKER_SILENT_SECONDS = env_float("FLOORBOARD_WORKER_SILENT_SECONDS", 60.0)
+# /healthz writes, reads back and deletes a storage object at most this often (seconds); the
+# requests in between are answered with that probe's outcome (config/health.py).
+HEALTH_STORAGE_PROBE_SECONDS = env_float("FLOORBOARD_HEALTH_STORAGE_SECONDS", 60.0)
 # A score with failed judgments (a judge outage that outlasted the call's own retries) is
 # re-judged after this pause, up to this many times, before its numbers count as final.
 FAILED_RETRY_PAUSE_SECONDS = env_float("FLOORBOARD_FAILED_RETRY_PAUSE_SECONDS", 300.0)
