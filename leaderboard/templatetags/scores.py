@@ -221,6 +221,42 @@ def _links(entry) -> str:
     return f' <span class="links">{" · ".join(links)}</span>' if links else ""
 
 
+def _team(entry) -> str:
+    """Who submitted the row: the team's name on this site (which no other team can take, as
+    any team can declare any system name or organisation). Nothing on an anonymous row (its
+    team is hidden like its system) or a paper's row."""
+    if entry.anonymous or entry.reported_in_paper:
+        return ""
+    if not entry.team:
+        return (
+            '<span class="team" title="submitted by the site&#x27;s staff, with no team">'
+            "team: site staff</span>"
+        )
+    return (
+        '<span class="team" title="the team that submitted this row">'
+        f"team: {escape(entry.team)}</span>"
+    )
+
+
+ORGANISATION_UNVERIFIED = "organisation as declared by the team, not verified"
+ORGANISATION_FROM_PAPER = "organisation as the paper reports it, not verified"
+ORGANISATION_VERIFIED = "organisation checked by the benchmark's staff"
+
+
+def _organisation(entry) -> str:
+    """The organisation a row claims, marked unverified unless staff verified the row."""
+    organization = entry.facets.get("organization") or ""
+    if not organization:
+        return ""
+    if entry.staff_verified:
+        return f'<span title="{escape(ORGANISATION_VERIFIED)}">{escape(organization)}</span>'
+    title = ORGANISATION_FROM_PAPER if entry.reported_in_paper else ORGANISATION_UNVERIFIED
+    return (
+        f'<span class="declared" title="{escape(title)}">{escape(organization)}</span> '
+        f'<span class="unverified" title="{escape(title)}">(unverified)</span>'
+    )
+
+
 def _submitted(entry) -> str:
     if entry.created_at is None:
         return '<td class="date muted" title="reported in a paper">paper</td>'
@@ -294,13 +330,12 @@ def board_row(entry, columns, judge_name: str = "", held_out_column=None):
         )
     else:
         cells = "".join(_td(entry.results, c, entry.intervals) for c in columns)
-    organization = escape(entry.facets.get("organization") or "")
-    return mark_safe(  # every part escaped above
+    return mark_safe(  # every part escaped above or in its helper
         f'<tr class="{" ".join(classes)}" data-system="{name}" '
         f'data-submission="{int(entry.submission_id)}">{_rank_cell(entry)}'
         f'<td class="system">{_pick(entry, name)}{shown}{_links(entry)} '
-        f"{' '.join(_badges(entry, judge_name))}</td>"
-        f'<td>{escape(entry.system_type_label)}</td><td class="org">{organization}</td>'
+        f"{' '.join(filter(None, [_team(entry), *_badges(entry, judge_name)]))}</td>"
+        f'<td>{escape(entry.system_type_label)}</td><td class="org">{_organisation(entry)}</td>'
         f"{_submitted(entry)}{cells}{_held_out_cells(entry, held_out_column)}</tr>"
     )
 
