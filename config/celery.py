@@ -14,3 +14,10 @@ app = Celery("floorboard")
 # timeout) are silently ignored. tests/config/test_celery.py asserts the loaded values.
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+def worker_queues() -> list[str]:
+    """Every queue a task is sent to, the default first: what a worker that runs all of
+    Floorboard's work consumes (``celery worker -Q``, comma-separated)."""
+    routed = [route["queue"] for route in (app.conf.task_routes or {}).values()]
+    return list(dict.fromkeys([app.conf.task_default_queue, *routed]))

@@ -3,6 +3,11 @@ default storage, each tried for real (a query, a broker connection, a small file
 back and deleted). 200 when all answer, 503 naming the ones that did not. The answer names
 checks only: an error's text (which may hold a host or a key) goes to the log, not the client.
 
+The endpoint answers anyone, so the storage probe (an object written and deleted: a request to
+the bucket, billed) runs at most once per HEALTH_STORAGE_PROBE_SECONDS: the first request of an
+interval claims the probe in the cache (shared by every process when it is Redis) and records
+its outcome, which the other requests of the interval read.
+
 Beside the checks, ``workers`` says whether a Celery worker has been seen on the task queue
 within WORKER_SILENT_SECONDS. It never makes the answer 503: this is the web container's own
 health check, and a missing worker must not take the web tier down with it.
@@ -15,9 +20,12 @@ and FLOORBOARD_SSL_REDIRECT say.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Callable
 
+from django.conf import settings
+from django.core.cache import cache
 from django.core.files.base import ContentFile
 from django.core.files.storage import storages
 from django.db import DatabaseError, connection
@@ -50,7 +58,15 @@ def broker_check() -> None:
         broker.default_channel.queue_declare(queue=app.conf.task_default_queue)
 
 
-def storage_check() -> None:
+# The outcome of the last storage probe ("ok" or "failing"), and the claim on the next one.
+STORAGE_STATE_KEY = "floorboard:health:storage:state"
+STORAGE_CLAIM_KEY = "floorboard:health:storage:claim"
+# A request that finds another's first probe in flight waits this long for its outcome.
+STORAGE_WAIT_SECONDS = 5.0
+
+
+def storage_probe() -> None:
+    """Write a small object, read it back, delete it."""
     storage = storages["default"]
     name = storage.save(f"healthz/{uuid.uuid4().hex}.txt", ContentFile(PROBE))
     try:
@@ -59,6 +75,31 @@ def storage_check() -> None:
                 raise RuntimeError("the probe read back differs from what was written")
     finally:
         storage.delete(name)
+
+
+def storage_check() -> None:
+    """The storage probe's outcome, probed by the first request of each interval."""
+    interval = settings.HEALTH_STORAGE_PROBE_SECONDS
+    try:
+        claimed = cache.add(STORAGE_CLAIM_KEY, True, timeout=interval)
+    except Exception:
+        # No cache to share the outcome through: probe, as a check with no cache must.
+        logger.exception("health check: the cache did not answer; probing the storage")
+        storage_probe()
+        return
+    if claimed:
+        try:
+            storage_probe()
+        except Exception:
+            cache.set(STORAGE_STATE_KEY, "failing", timeout=None)
+            raise
+        cache.set(STORAGE_STATE_KEY, "ok", timeout=None)
+        return
+    deadline = time.monotonic() + STORAGE_WAIT_SECONDS
+    while (state := cache.get(STORAGE_STATE_KEY)) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if state != "ok":
+        raise RuntimeError(f"the storage probe of this interval: {state or 'no outcome yet'}")
 
 
 def workers_state() -> str:

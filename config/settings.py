@@ -36,13 +36,17 @@ SECURE_HSTS_PRELOAD = env_bool("FLOORBOARD_HSTS_PRELOAD", PRODUCTION)
 SECURE_SSL_REDIRECT = env_bool("FLOORBOARD_SSL_REDIRECT", PRODUCTION)
 SESSION_COOKIE_SECURE = env_bool("FLOORBOARD_SECURE_COOKIES", PRODUCTION)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
-# Trust the proxy's X-Forwarded-Proto (docker/nginx.conf sets it; never enable it without a
-# proxy that overwrites the header, or clients could claim HTTPS).
+# Trust the proxy's X-Forwarded-Proto (docker/nginx.conf ends TLS and sets it to the scheme it
+# served; never enable it without a proxy that overwrites the header, or clients could claim
+# HTTPS). The Host header is the client's, port included (nginx passes $http_host), so
+# X-Forwarded-Host is never read (USE_X_FORWARDED_HOST stays off).
 SECURE_PROXY_SSL_HEADER = (
     ("HTTP_X_FORWARDED_PROTO", "https")
     if env_bool("FLOORBOARD_TRUST_X_FORWARDED_PROTO", PRODUCTION)
     else None
 )
+USE_X_FORWARDED_HOST = False
+USE_X_FORWARDED_PORT = False
 # Scripts only from this site (plotly.js included); inline styles for the timeline and plotly;
 # media and uploads may go to the S3 bucket's presigned URLs. Empty: no header.
 CONTENT_SECURITY_POLICY = env_str(
@@ -220,6 +224,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 30 * 60)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 35 * 60)
 CELERY_TASK_DEFAULT_QUEUE = env_str("FLOORBOARD_QUEUE", "floorboard")
+# Finishing a browser upload (validating it, answering the team whether it was accepted) has a
+# queue of its own, so that a backlog of judging (a judge outage, a large re-score) does not
+# keep it waiting. Every worker command consumes it as well (-Q: docker/compose.yaml, run_demo),
+# and compose runs a worker for it alone; tests/config/test_celery.py checks both.
+UPLOAD_QUEUE = env_str("FLOORBOARD_UPLOAD_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-uploads")
+CELERY_TASK_ROUTES = {"leaderboard.uploads.tasks.finish_upload": {"queue": UPLOAD_QUEUE}}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # What the beat service schedules.
 CELERY_BEAT_SCHEDULE = {
@@ -286,6 +296,9 @@ PIPELINE_QUEUED_STALL_SECONDS = env_float("FLOORBOARD_QUEUED_STALL_SECONDS", 300
 # WORKER_SILENT_SECONDS counts as gone: pages, /healthz and `submit --wait` say so.
 WORKER_BEAT_SECONDS = env_float("FLOORBOARD_WORKER_BEAT_SECONDS", 5.0)
 WORKER_SILENT_SECONDS = env_float("FLOORBOARD_WORKER_SILENT_SECONDS", 60.0)
+# /healthz writes, reads back and deletes a storage object at most this often (seconds); the
+# requests in between are answered with that probe's outcome (config/health.py).
+HEALTH_STORAGE_PROBE_SECONDS = env_float("FLOORBOARD_HEALTH_STORAGE_SECONDS", 60.0)
 # A score with failed judgments (a judge outage that outlasted the call's own retries) is
 # re-judged after this pause, up to this many times, before its numbers count as final.
 FAILED_RETRY_PAUSE_SECONDS = env_float("FLOORBOARD_FAILED_RETRY_PAUSE_SECONDS", 300.0)

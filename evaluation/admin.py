@@ -1,5 +1,7 @@
+from django import forms
 from django.contrib import admin, messages
 
+from evaluation.links import web_url_problem
 from evaluation.models import (
     Benchmark,
     Judge,
@@ -39,8 +41,22 @@ class JudgeAdmin(admin.ModelAdmin):
     list_display = ["benchmark", "slug", "name", "provider", "is_official"]
 
 
+class SystemForm(forms.ModelForm):
+    """URLField alone would take ftp:// too: pages link only to http(s) (evaluation/links.py).
+    The admin gives the model and fields."""
+
+    def clean(self):
+        cleaned = super().clean()
+        for name in ("paper_url", "code_url"):
+            problem = web_url_problem(name, cleaned.get(name))
+            if problem:
+                self.add_error(name, problem)
+        return cleaned
+
+
 @admin.register(System)
 class SystemAdmin(admin.ModelAdmin):
+    form = SystemForm
     list_display = ["name", "team", "organization", "architecture"]
     search_fields = ["name", "organization"]
 

@@ -448,11 +448,14 @@ def manifest_check(
     *,
     choices: dict[str, list[str]],
     max_lengths: dict[str, int],
+    web_urls: tuple[str, ...] = (),
 ) -> None:
     """The root manifest's fields that become columns: each of `choices` must be one of its
-    values, each of `max_lengths` a string that fits; and nothing a database refuses anywhere
-    (NaN or Infinity, NUL characters)."""
+    values, each of `max_lengths` a string that fits, each of `web_urls` an http(s) address
+    (pages link to them: evaluation/links.py); and nothing a database refuses anywhere (NaN or
+    Infinity, NUL characters)."""
     from evaluation.jsonbounds import non_finite_path, unstorable_path
+    from evaluation.links import web_url_problem
 
     where = non_finite_path(manifest)
     if where:
@@ -482,6 +485,11 @@ def manifest_check(
                 f"field '{name}' has {len(value):,} characters; at most {limit}",
                 file="manifest.json",
             )
+    for name in web_urls:
+        value = manifest.get(name)
+        problem = web_url_problem(name, value) if isinstance(value, str) else None
+        if problem:
+            report.add(problem, file="manifest.json")
 
 
 def zip_directory(directory: Path) -> Path:

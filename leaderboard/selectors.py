@@ -220,6 +220,10 @@ class Entry:
     created_at: object = None  # when the submission was made; None for a paper's row
     # Anonymous to this viewer (a paper under review): no system, team or link is shown.
     anonymous: bool = False
+    # The team that submitted the row, by its name on this site: another team can declare any
+    # system name and organisation, not this. "" for a paper's row, a row without a team (staff's,
+    # from the command line) and an anonymous one.
+    team: str = ""
     # The team's own anonymous row: shown to them, marked as hidden from others.
     under_review: bool = False
     # Judgments that failed under this judge (counted as wrong); retrying: another try is due.
@@ -358,7 +362,7 @@ def _board_queryset(*, benchmark: Benchmark, judge: Judge | None, user, filters:
         queryset = queryset.annotate(board_failed=F("judged__judgments_failed"))
     return (
         queryset.annotate(board_results=results)
-        .select_related("system")
+        .select_related("system", "team")
         # Never shown on the board; manifests can be large.
         .defer("manifest", "error", "reported_results", "system__metadata", "system__description")
     )
@@ -497,6 +501,8 @@ def _entry(submission: Submission, judge: Judge | None, judge_slug: str, columns
         rank=submission.board_rank,
         system=ANONYMOUS_NAME if hidden else system.name,
         anonymous=hidden,
+        # Hidden rows name no team (evaluation/identity.py), as they name no system.
+        team="" if hidden or submission.team_id is None else submission.team.name,
         under_review=submission.is_anonymous and not hidden,
         system_type=submission.row_group,
         system_type_label=plugin.row_group_label(submission.row_group),

@@ -538,6 +538,11 @@ def _entry_json(entry, columns) -> dict:
         "rank": entry.rank,
         "system": entry.system,
         "system_id": entry.system_id or None,  # None: anonymous (under review) to this viewer
+        # The submitting team's name on this site; None on a paper's row, a row without a
+        # team and an anonymous one.
+        "team": entry.team or None,
+        # The organisation (facets) is the team's declaration unless staff verified the row.
+        "organization_verified": entry.staff_verified,
         "system_type": entry.system_type,
         "submitted_at": entry.created_at.isoformat() if entry.created_at else None,
         "submission": entry.submission_id,
@@ -736,7 +741,8 @@ def leaderboard_csv(request, slug: str):
     entries = _entries(board, request.user)
     split = f"-{board.state.split}" if board.state.split else ""
     name = f"{board.benchmark.slug}{split}-{board.judge.slug if board.judge else 'reported'}.csv"
-    header = ["rank", "group", "system", "system_id", "submission", "judge"]
+    header = ["rank", "group", "system", "system_id", "team", "organization"]
+    header += ["organization_verified", "submission", "judge"]
     header += ["scored_here", "staff_verified", "reported_in_paper", "incomplete"]
     header += ["offline_judge", "private", "flagged", "flag_reason", "failed_judgments"]
     header += ["architecture", "open_weights", "full_duplex"]
@@ -751,8 +757,9 @@ def leaderboard_csv(request, slug: str):
             header += [f"{column.key}.{p}" for p in ("ci_low", "ci_high")]
     rows = []
     for e in entries:
-        row = [e.rank, e.system_type_label, e.system]
-        row += [e.system_id, e.submission_id, e.judge]
+        row = [e.rank, e.system_type_label, e.system, e.system_id, e.team]
+        row += [e.facets.get("organization") or "", _yes_no_cell(e.staff_verified)]
+        row += [e.submission_id, e.judge]
         flags = (e.verified, e.staff_verified, e.reported_in_paper, e.incomplete)
         row += [_yes_no_cell(v) for v in (*flags, e.offline_judge, e.private, e.flagged)]
         row += [e.flag_reason, e.failed_judgments, e.facets.get("architecture", "")]

@@ -13,7 +13,8 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 
 from evaluation.benchmarks import get_plugin
-from evaluation.benchmarks.base import BenchmarkPlugin, PromptSource
+from evaluation.benchmarks.base import BenchmarkPlugin, PromptSource, SourceError
+from evaluation.links import web_url_problem
 from evaluation.models import Benchmark, Judge, PromptVersion, Submission, System, Task
 from evaluation.selectors import current_prompts
 
@@ -167,7 +168,7 @@ def reported_rows_load(*, benchmark: Benchmark) -> int:
     loaded = 0
     for row in plugin.reported_rows():
         system, _ = System.objects.get_or_create(
-            name=row.system, team=None, defaults=_system_facts(row.facts)
+            name=row.system, team=None, defaults=_system_facts(row.facts, system=row.system)
         )
         _, created = Submission.objects.update_or_create(
             benchmark=benchmark,
@@ -200,5 +201,10 @@ SYSTEM_FACTS = (
 )
 
 
-def _system_facts(facts) -> dict:
+def _system_facts(facts, *, system: str = "") -> dict:
+    """A paper row's system facts; an address that is not http(s) is refused, named."""
+    for key in ("paper_url", "code_url"):
+        problem = web_url_problem(key, facts.get(key))
+        if problem:
+            raise SourceError(f"reported row {system!r}: {problem}")
     return {key: facts[key] for key in SYSTEM_FACTS if key in facts}

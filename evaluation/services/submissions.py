@@ -24,6 +24,7 @@ from evaluation.bundles import (
     unpacked_bytes,
     zip_entry_count,
 )
+from evaluation.links import URL_FIELDS, web_url
 from evaluation.models import Benchmark, Judge, Submission, System, Team
 from evaluation.run_config import (
     RunConfigInvalid,
@@ -152,6 +153,7 @@ def bundle_validate(
         report,
         choices={"system_type": [group.key for group in plugin.row_groups]},
         max_lengths={"system_type": 50, **MANIFEST_TEXT_FIELDS},
+        web_urls=URL_FIELDS,
     )
     try:
         manifest_disclosures(contents.manifest or {})
@@ -195,12 +197,16 @@ def system_facts_from_manifest(manifest: dict) -> dict:
         value = manifest.get(name)
         if isinstance(value, str) and "\x00" not in value:
             facts[name] = value[:limit]
+    for name in ("paper_url", "code_url"):
+        # Refused at validation; never stored whatever the caller checked.
+        if name in facts and not web_url(facts[name]):
+            del facts[name]
     if manifest.get("architecture") in System.Architecture.values:
         facts["architecture"] = manifest["architecture"]
     for name in ("open_weights", "full_duplex"):
         if isinstance(manifest.get(name), bool):
             facts[name] = manifest[name]
-    if "url" in manifest and "code_url" not in facts and isinstance(manifest["url"], str):
+    if "url" in manifest and "code_url" not in facts and web_url(manifest["url"]):
         facts["code_url"] = manifest["url"][:200]
     return facts
 

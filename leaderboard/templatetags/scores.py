@@ -6,6 +6,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 
 from evaluation.held_out import held_out_column_band
+from evaluation.links import web_url
 from evaluation.scorer import PART_LABELS
 
 register = template.Library()
@@ -21,6 +22,23 @@ def _url_pattern(name: str) -> str:
 
 def url_for(name: str, pk: int) -> str:
     return _url_pattern(name).format(int(pk))
+
+
+def web_link_html(value, text: str = "", css_class: str = "") -> str:
+    """An address as HTML: a link (rel nofollow noopener) when it is an http(s) address
+    (evaluation/links.py), else the value as plain text. Escaped here."""
+    url = web_url(value)
+    shown = escape(text or str(value or ""))
+    if not url:
+        return shown
+    css = f' class="{escape(css_class)}"' if css_class else ""
+    return f'<a{css} href="{escape(url)}" rel="nofollow noopener">{shown}</a>'
+
+
+@register.filter
+def web_link(value) -> str:
+    """``{{ system.paper_url|web_link }}``: a link for an http(s) address, text otherwise."""
+    return mark_safe(web_link_html(value))  # escaped by web_link_html
 
 
 @register.filter
@@ -197,10 +215,47 @@ def _links(entry) -> str:
     """The system's paper and code, where its owner (or the paper) gave them."""
     links = []
     for key, text in (("paper_url", "paper"), ("code_url", "code")):
-        url = entry.facets.get(key) or ""
-        if url.startswith(("https://", "http://")):
-            links.append(f'<a class="ext" href="{escape(url)}" rel="nofollow noopener">{text}</a>')
+        # Only a web address makes a link; anything else is left out of the row.
+        url = web_url(entry.facets.get(key))
+        if url:
+            links.append(web_link_html(url, text, "ext"))
     return f' <span class="links">{" · ".join(links)}</span>' if links else ""
+
+
+def _team(entry) -> str:
+    """Who submitted the row: the team's name on this site (which no other team can take, as
+    any team can declare any system name or organisation). Nothing on an anonymous row (its
+    team is hidden like its system) or a paper's row."""
+    if entry.anonymous or entry.reported_in_paper:
+        return ""
+    if not entry.team:
+        return (
+            '<span class="team" title="submitted by the site&#x27;s staff, with no team">'
+            "team: site staff</span>"
+        )
+    return (
+        '<span class="team" title="the team that submitted this row">'
+        f"team: {escape(entry.team)}</span>"
+    )
+
+
+ORGANISATION_UNVERIFIED = "organisation as declared by the team, not verified"
+ORGANISATION_FROM_PAPER = "organisation as the paper reports it, not verified"
+ORGANISATION_VERIFIED = "organisation checked by the benchmark's staff"
+
+
+def _organisation(entry) -> str:
+    """The organisation a row claims, marked unverified unless staff verified the row."""
+    organization = entry.facets.get("organization") or ""
+    if not organization:
+        return ""
+    if entry.staff_verified:
+        return f'<span title="{escape(ORGANISATION_VERIFIED)}">{escape(organization)}</span>'
+    title = ORGANISATION_FROM_PAPER if entry.reported_in_paper else ORGANISATION_UNVERIFIED
+    return (
+        f'<span class="declared" title="{escape(title)}">{escape(organization)}</span> '
+        f'<span class="unverified" title="{escape(title)}">(unverified)</span>'
+    )
 
 
 def _submitted(entry) -> str:
@@ -280,13 +335,12 @@ def board_row(entry, columns, judge_name: str = "", held_out_column=None):
         )
     else:
         cells = "".join(_td(entry.results, c, entry.intervals) for c in columns)
-    organization = escape(entry.facets.get("organization") or "")
-    return mark_safe(  # every part escaped above
+    return mark_safe(  # every part escaped above or in its helper
         f'<tr class="{" ".join(classes)}" data-system="{name}" '
         f'data-submission="{int(entry.submission_id)}">{_rank_cell(entry)}'
         f'<td class="system">{_pick(entry, name)}{shown}{_links(entry)} '
-        f"{' '.join(_badges(entry, judge_name))}</td>"
-        f'<td>{escape(entry.system_type_label)}</td><td class="org">{organization}</td>'
+        f"{' '.join(filter(None, [_team(entry), *_badges(entry, judge_name)]))}</td>"
+        f'<td>{escape(entry.system_type_label)}</td><td class="org">{_organisation(entry)}</td>'
         f"{_submitted(entry)}{cells}{_held_out_cells(entry, held_out_column)}</tr>"
     )
 

@@ -123,3 +123,42 @@ def test_a_worker_process_loads_the_judge_client_modules_before_its_first_task()
         "print(before, ('httpcore' in sys.modules, tls_context.cache_info().currsize))"
     )
     assert _printed_by_fresh_process(code) == "(False, 0) (True, 1)"
+
+
+def test_finishing_an_upload_has_a_queue_of_its_own():
+    """A judging backlog (a judge outage, a large re-score) queues on "floorboard"; the finish
+    of a browser upload goes to "floorboard-uploads" (the settings' defaults), so a worker on
+    that queue takes it at once."""
+    from evaluation import tasks
+    from leaderboard.uploads import tasks as upload_tasks
+
+    assert app.conf.task_routes == {
+        "leaderboard.uploads.tasks.finish_upload": {"queue": "floorboard-uploads"}
+    }
+
+    def queue_of(task) -> str:
+        return app.amqp.router.route({}, task.name)["queue"].name
+
+    assert queue_of(upload_tasks.finish_upload) == "floorboard-uploads"
+    for task in (
+        tasks.ingest_submission,
+        tasks.run_step,
+        tasks.judge_submission,
+        tasks.judge_work,
+        tasks.finish_judging,
+        tasks.sweep_stalled,
+    ):
+        assert queue_of(task) == "floorboard", task.name
+
+
+def test_the_demos_worker_consumes_every_queue():
+    from evaluation.management.commands.run_demo import worker_command
+
+    command = worker_command()
+    assert command[1:6] == ["-m", "celery", "-A", "config", "worker"]
+    assert command.count("-Q") == 1
+    consumed = command[command.index("-Q") + 1].split(",")
+    routed = {app.conf.task_default_queue} | {
+        route["queue"] for route in app.conf.task_routes.values()
+    }
+    assert sorted(consumed) == sorted(routed) == ["floorboard", "floorboard-uploads"]

@@ -22,7 +22,8 @@ DOCKER_DIR = ROOT / "docker"
 COMPOSE_FILE = DOCKER_DIR / "compose.yaml"
 DOCKERFILE = DOCKER_DIR / "Dockerfile"
 
-APP_SERVICES = ("migrate", "web", "worker", "beat")
+APP_SERVICES = ("migrate", "web", "worker", "upload-worker", "beat")
+WORKERS = ("worker", "upload-worker")
 BACKING_SERVICES = ("postgres", "redis", "s3")
 PROXY = "proxy"
 NGINX_CONF = DOCKER_DIR / "nginx.conf"
@@ -155,10 +156,11 @@ def test_worker_and_beat_run_the_config_celery_app(services):
 
 
 def test_worker_is_scalable(services):
-    worker = services["worker"]
-    assert "container_name" not in worker
-    assert "ports" not in worker
-    assert "hostname" not in worker
+    for name in WORKERS:
+        worker = services[name]
+        assert "container_name" not in worker
+        assert "ports" not in worker
+        assert "hostname" not in worker
     for name, service in services.items():
         for port in service.get("ports", []):
             # Only the proxy publishes a port: gunicorn and the backing services stay inside.
@@ -178,11 +180,11 @@ def test_depends_on_waits_for_health_or_completion(services):
         for target, spec in depends_on.items():
             assert target in services, (name, target)
             assert spec["condition"] == expected_condition[target], (name, target)
-    for name in ("web", "worker", "beat"):
+    for name in ("web", *WORKERS, "beat"):
         assert (
             services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
         )
-    for name in ("web", "worker"):
+    for name in ("web", *WORKERS):
         for backing in ("postgres", "redis"):
             assert services[name]["depends_on"][backing]["condition"] == "service_healthy"
         assert "createbucket" in services[name]["depends_on"]
@@ -333,6 +335,74 @@ def test_settings_resolve_to_postgres_s3_and_redis_with_the_compose_env(resolved
     assert seen["secret_key"] == HOST_ENV["DJANGO_SECRET_KEY"]
 
 
+# --- Queues ---------------------------------------------------------------------------------
+
+_QUEUES_PROBE = """
+import json
+from celery.app.utils import find_app
+
+app = find_app("config")  # what `celery -A config` loads
+print(json.dumps([app.conf.task_default_queue,
+                  *(route["queue"] for route in app.conf.task_routes.values())]))
+"""
+
+
+def _routed_queues(env_overrides: dict[str, str]) -> list[str]:
+    """The queues tasks are sent to, as the settings give them under compose's environment."""
+    host = {**HOST_ENV, **env_overrides}
+    compose_env = {
+        name: interpolate(value, host)
+        for name, value in as_mapping(
+            yaml.safe_load(COMPOSE_FILE.read_text())["x-floorboard-env"]
+        ).items()
+    }
+    env = {k: v for k, v in os.environ.items() if k not in settings_env_names()}
+    env.update(compose_env)
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    result = subprocess.run(
+        [sys.executable, "-c", _QUEUES_PROBE],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _consumed(service: dict, host: dict[str, str]) -> list[str]:
+    argv = [interpolate(arg, host) for arg in as_argv(service["command"])]
+    assert argv[:4] == ["celery", "-A", "config", "worker"]
+    assert argv.count("-Q") == 1, "a worker without -Q consumes the default queue only"
+    return argv[argv.index("-Q") + 1].split(",")
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"FLOORBOARD_QUEUE": "judging-a", "FLOORBOARD_UPLOAD_QUEUE": "finishing-b"}],
+)
+def test_the_workers_consume_every_queue_tasks_are_routed_to(services, overrides):
+    """`worker` consumes every queue a task is sent to; `upload-worker` the upload queue
+    alone, so finishing an upload never waits behind judging. With the defaults, and with the
+    queue names changed on the host (both sides read the same variables)."""
+    routed = _routed_queues(overrides)
+    default_queue, upload_queue = (
+        overrides.get("FLOORBOARD_QUEUE", "floorboard"),
+        overrides.get("FLOORBOARD_UPLOAD_QUEUE", "floorboard-uploads"),
+    )
+    assert routed == [default_queue, upload_queue]
+    host = {**HOST_ENV, **overrides}
+    assert sorted(_consumed(services["worker"], host)) == sorted(routed)
+    assert _consumed(services["upload-worker"], host) == [upload_queue]
+    consumers = [
+        name
+        for name, service in services.items()
+        if "worker" in as_argv(service.get("command"))[:4]
+    ]
+    assert sorted(consumers) == sorted(WORKERS)
+
+
 # --- Dockerfile -----------------------------------------------------------------------------
 
 
@@ -432,9 +502,9 @@ def test_the_proxy_fronts_gunicorn_with_the_config_file(services):
     mounts = [volume.split(":") for volume in proxy["volumes"]]
     assert ["./nginx.conf", "/etc/nginx/nginx.conf", "ro"] in mounts
     assert (DOCKER_DIR / "nginx.conf").is_file()
-    assert [p.split(":")[-1] for p in proxy["ports"]] == [nginx_values("listen")[0][0]], (
-        "the published port is the one nginx listens on"
-    )
+    assert [p.split(":")[-1] for p in proxy["ports"]] == [
+        args[0] for args in nginx_values("listen")
+    ], "the published ports are the ones nginx listens on"
     assert proxy["depends_on"]["web"]["condition"] == "service_healthy"
     assert "ports" not in services["web"]
 
@@ -466,20 +536,18 @@ def test_the_body_limit_takes_a_chunk_and_a_whole_api_bundle(resolved_env):
     assert limit >= MAX_BUNDLE_UNCOMPRESSED_BYTES + ZIP_OVERHEAD_BYTES + 1024**2
 
 
-def test_the_proxy_sets_the_headers_the_settings_trust(resolved_env):
-    headers = {args[0]: args[1] for args in nginx_values("proxy_set_header")}
-    # Appended to, never overwritten: the terminator in front put the client's address there.
-    assert headers["X-Forwarded-For"] == "$proxy_add_x_forwarded_for"
-    assert "X-Real-IP" not in headers  # it would hold the terminator's address
-    assert headers["X-Forwarded-Proto"] == "$forwarded_proto"
-    assert headers["Host"] == "$host"
+def _proxy_settings(resolved_env) -> dict:
+    """The settings the web service runs with under the compose environment."""
     env = {k: v for k, v in os.environ.items() if k not in settings_env_names()}
     env.update(resolved_env)
     env["DJANGO_SETTINGS_MODULE"] = "config.settings"
     probe = (
         "import json, django; django.setup(); from django.conf import settings as s; "
-        "print(json.dumps([s.SECURE_PROXY_SSL_HEADER, s.TRUSTED_PROXY_COUNT, "
-        "s.REST_FRAMEWORK['NUM_PROXIES'], s.UPLOAD_CHUNK_BYTES]))"
+        "print(json.dumps({'proxy_ssl_header': s.SECURE_PROXY_SSL_HEADER, "
+        "'trusted_proxies': s.TRUSTED_PROXY_COUNT, 'chunk': s.UPLOAD_CHUNK_BYTES, "
+        "'forwarded_host': s.USE_X_FORWARDED_HOST, 'forwarded_port': s.USE_X_FORWARDED_PORT, "
+        "'ssl_redirect': s.SECURE_SSL_REDIRECT, "
+        "'num_proxies': s.REST_FRAMEWORK.get('NUM_PROXIES')}))"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe],
@@ -490,11 +558,57 @@ def test_the_proxy_sets_the_headers_the_settings_trust(resolved_env):
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    header, proxies, api_proxies, chunk = json.loads(result.stdout.strip().splitlines()[-1])
-    assert header == ["HTTP_X_FORWARDED_PROTO", "https"]
-    # The documented shape: a TLS terminator, then the proxy service, each appending.
-    assert proxies == api_proxies == 2
-    assert chunk == int(resolved_env["FLOORBOARD_UPLOAD_CHUNK_BYTES"])
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_the_proxy_sets_the_headers_the_settings_trust(resolved_env):
+    """What the application trusts, nginx writes from its own connection: the scheme it
+    served (a client's own X-Forwarded-Proto never reaches gunicorn), the peer's address
+    appended to X-Forwarded-For, and the Host the client asked for with its port, which Django
+    validates and builds links from."""
+    headers = {args[0]: args[1] for args in nginx_values("proxy_set_header")}
+    assert headers["X-Forwarded-Proto"] == "$scheme"
+    # Appended to: the application reads the entry its outermost trusted proxy appended.
+    assert headers["X-Forwarded-For"] == "$proxy_add_x_forwarded_for"
+    assert "X-Real-IP" not in headers
+    assert headers["Host"] == "$http_host"
+    assert headers["X-Forwarded-Host"] == ""  # an empty value: nginx passes no such header
+    # No value the client sent is read into a header the application trusts.
+    every_argument = [arg for _, args in nginx_directives() for arg in args]
+    assert not [arg for arg in every_argument if arg.startswith("$http_x_forwarded")]
+
+    seen = _proxy_settings(resolved_env)
+    # X-Forwarded-Proto: https is what nginx sends on the connections whose TLS it ended.
+    assert seen["proxy_ssl_header"] == ["HTTP_X_FORWARDED_PROTO", "https"]
+    assert seen["ssl_redirect"] is True
+    # The Host header carries host and port; X-Forwarded-Host/-Port are not read.
+    assert seen["forwarded_host"] is False and seen["forwarded_port"] is False
+    # The client address, for the account throttles and the API's alike: the X-Forwarded-For
+    # entry nginx appended (one trusted proxy).
+    assert seen["trusted_proxies"] == seen["num_proxies"] == 1
+    assert seen["chunk"] == int(resolved_env["FLOORBOARD_UPLOAD_CHUNK_BYTES"])
+
+
+def test_the_proxy_ends_tls_on_a_published_port(services):
+    """$scheme is "https" only on a listener nginx serves TLS on, with the certificate and key
+    compose mounts; the plain listener stays for the redirect to HTTPS."""
+    listens = nginx_values("listen")
+    tls = [args for args in listens if "ssl" in args[1:]]
+    plain = [args for args in listens if "ssl" not in args[1:]]
+    assert len(tls) == 1 and len(plain) == 1
+    published = {port.split(":")[-1] for port in services[PROXY]["ports"]}
+    assert {tls[0][0], plain[0][0]} == published
+    mounts = {volume.split(":")[1]: volume.split(":")[0] for volume in services[PROXY]["volumes"]}
+    for directive in ("ssl_certificate", "ssl_certificate_key"):
+        [[path]] = nginx_values(directive)
+        folder = str(Path(path).parent)
+        assert folder in mounts, (directive, path)
+        # Keys stay out of git and out of the image.
+        assert mounts[folder] == "./tls"
+    assert "docker/tls/" in (ROOT / ".gitignore").read_text().splitlines()
+    assert "docker/tls" in (ROOT / ".dockerignore").read_text().splitlines()
+    [[protocols_first, *protocols_rest]] = nginx_values("ssl_protocols")
+    assert {protocols_first, *protocols_rest} <= {"TLSv1.2", "TLSv1.3"}
 
 
 # --- Healthchecks ---------------------------------------------------------------------------
@@ -524,8 +638,9 @@ def test_web_is_healthy_while_healthz_answers(services):
     assert check["retries"] >= 1
 
 
-def test_worker_is_healthy_while_it_answers_a_ping(services):
-    check = services["worker"]["healthcheck"]
+@pytest.mark.parametrize("name", WORKERS)
+def test_worker_is_healthy_while_it_answers_a_ping(services, name):
+    check = services[name]["healthcheck"]
     argv = as_argv(check["test"])
     assert argv[0] == "CMD-SHELL"
     command = shlex.split(interpolate(argv[1], HOST_ENV))

@@ -3,17 +3,44 @@ host name or a credential; never cached."""
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import timedelta
 
 import pytest
+from django.core.cache import cache
+from django.core.files.storage import FileSystemStorage
 from django.utils import timezone
 
+from config import health
 from config.celery import app
 from evaluation.models import WorkerBeat
 
 pytestmark = pytest.mark.django_db
 
 SECRET_HOST = "broker-secret-host.invalid"
+
+
+@pytest.fixture(autouse=True)
+def _no_probe_outcome_yet():
+    """Each test starts before any storage probe (the outcome lives in the shared cache)."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def storage_writes(monkeypatch):
+    """Every object the default (filesystem) storage is asked to write, by name."""
+    written: list[str] = []
+    real_save = FileSystemStorage.save
+
+    def save(self, name, content, max_length=None):
+        written.append(name)
+        return real_save(self, name, content, max_length=max_length)
+
+    monkeypatch.setattr(FileSystemStorage, "save", save)
+    return written
 
 
 def get(client):
@@ -110,3 +137,69 @@ def test_the_worker_state_is_a_field_that_never_fails_the_check(client):
     # A worker on another queue is not this queue's worker.
     WorkerBeat.objects.filter(pk=beat.pk).update(queue="some-other-queue")
     assert get(client).json()["workers"] == "none"
+
+
+# --- The storage probe: at most one write per interval ----------------------------------------
+
+
+def test_many_requests_within_the_interval_write_one_probe(client, settings, storage_writes):
+    settings.HEALTH_STORAGE_PROBE_SECONDS = 1.0
+    answers = [get(client) for _ in range(10)]
+    assert [a.status_code for a in answers] == [200] * 10
+    assert {a.json()["checks"]["storage"] for a in answers} == {"ok"}
+    assert len(storage_writes) == 1 and storage_writes[0].startswith("healthz/")
+    # The next interval probes again, once.
+    time.sleep(1.1)
+    answers = [get(client) for _ in range(5)]
+    assert [a.status_code for a in answers] == [200] * 5
+    assert len(storage_writes) == 2
+
+
+def test_a_failed_probe_is_reported_for_its_interval_without_writing_again(
+    client, settings, tmp_path, storage_writes
+):
+    settings.HEALTH_STORAGE_PROBE_SECONDS = 60.0
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(blocker / "media")},
+        },
+    }
+    answers = [get(client) for _ in range(5)]
+    assert [a.status_code for a in answers] == [503] * 5
+    assert {tuple(a.json()["failing"]) for a in answers} == {("storage",)}
+    assert len(storage_writes) == 1  # the first request's attempt only
+
+
+def test_concurrent_requests_share_one_probe(settings, storage_writes, monkeypatch):
+    """Requests arriving together while the first probe is in flight wait for its outcome
+    instead of writing their own."""
+    settings.HEALTH_STORAGE_PROBE_SECONDS = 60.0
+    real_probe = health.storage_probe
+
+    def slow_probe():
+        time.sleep(0.3)
+        real_probe()
+
+    monkeypatch.setattr(health, "storage_probe", slow_probe)
+    outcomes: list[str] = []
+    start = threading.Barrier(8)
+
+    def check():
+        start.wait()
+        try:
+            health.storage_check()
+            outcomes.append("ok")
+        except Exception as exc:  # recorded: the assertion below names it
+            outcomes.append(repr(exc))
+
+    threads = [threading.Thread(target=check) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert outcomes == ["ok"] * 8
+    assert len(storage_writes) == 1

@@ -140,10 +140,15 @@ def test_manifest_facts_make_the_filters_work_and_later_uploads_do_not_change_th
     page = client.get(f"/systems/{system.pk}/").content.decode()
     assert "Cascaded" in page and "Lab A" in page and "7B" in page
     assert "https://example.org/paper" in page and "https://example.org/code" in page
-    # The board's row carries the organisation, the date and the paper and code links.
+    # The board's row carries the organisation (the team's word for it: unverified), the team,
+    # the date and the paper and code links.
     board_page = client.get("/benchmarks/demo/").content.decode()
     row = board_page[board_page.index('data-system="Agent X"') :].split("</tr>")[0]
-    assert 'class="org">Lab A<' in row
+    assert (
+        'class="org"><span class="declared" title="organisation as declared by the team, not '
+        'verified">Lab A</span> <span class="unverified"'
+    ) in row
+    assert "team: Owners</span>" in row
     assert f">{first.created_at.date().isoformat()}<" in row
     assert 'href="https://example.org/paper"' in row and 'href="https://example.org/code"' in row
 

@@ -28,6 +28,8 @@ STOP_SECONDS = 10.0  # a worker's warm shutdown, before it is killed
 
 
 def worker_command() -> list[str]:
+    from config.celery import worker_queues
+
     return [
         sys.executable,
         "-m",
@@ -36,6 +38,10 @@ def worker_command() -> list[str]:
         "config",
         "worker",
         "--pool=solo",
+        # Judging and upload finishing alike; the broker takes from each queue in turn, so a
+        # finish waits for the message in hand at most, not for the judging behind it.
+        "-Q",
+        ",".join(worker_queues()),
         "-B",
         "-s",
         str(settings.VAR_DIR / "celerybeat-schedule"),

@@ -44,10 +44,12 @@ print(upload.pk, upload.status)
 @pytest.mark.services
 def test_a_worker_process_finishes_a_browser_upload(tmp_path, make_bundle, mpbench_dir):
     var = tmp_path / "var"
+    queue = f"uploads-{uuid.uuid4().hex[:8]}"
     env = embedded_env(
         var,
         DJANGO_SETTINGS_MODULE="config.settings",
-        FLOORBOARD_QUEUE=f"uploads-{uuid.uuid4().hex[:8]}",
+        FLOORBOARD_QUEUE=queue,
+        FLOORBOARD_UPLOAD_QUEUE=f"{queue}-finish",
     )
 
     def run(*args):
@@ -71,7 +73,8 @@ def test_a_worker_process_finishes_a_browser_upload(tmp_path, make_bundle, mpben
     log = tmp_path / "worker.log"
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "-Q",
-         env["FLOORBOARD_QUEUE"], "--loglevel=INFO", "--without-mingle", "--without-gossip"],
+         f"{env['FLOORBOARD_QUEUE']},{env['FLOORBOARD_UPLOAD_QUEUE']}", "--loglevel=INFO",
+         "--without-mingle", "--without-gossip"],
         cwd=REPO, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
