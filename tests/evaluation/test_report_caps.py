@@ -60,23 +60,22 @@ def test_long_messages_and_names_are_cut():
 
 
 @pytest.mark.django_db
-def test_a_transcript_of_fifty_thousand_bad_chunks_makes_a_small_report(
-    mpbench, tmp_path, settings
-):
+def test_a_transcript_of_five_thousand_bad_chunks_makes_a_small_report(mpbench, tmp_path, settings):
     settings.REPORT_MAX_PER_FILE = 20
     settings.REPORT_MAX_PROBLEMS = 50
-    # Reversed timestamps; distinct values, so the file does not trip the compression-ratio check.
-    chunks = [{"text": f"w{i}", "timestamp": [i + 0.731, i * 0.37]} for i in range(1, 50_001)]
+    # The most word chunks a transcript may hold (limits.MAX_WORD_CHUNKS), each with reversed
+    # timestamps; distinct values, so the file does not trip the compression-ratio check.
+    chunks = [{"text": f"w{i}", "timestamp": [i + 0.731, i * 0.37]} for i in range(1, 5_001)]
     path = tmp_path / "bad.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(f"{TASK}/all_stitched.json", json.dumps({"text": "x", "chunks": []}))
         archive.writestr(f"{TASK}/response.json", json.dumps({"text": "", "chunks": chunks}))
     report, _ = bundle_validate(benchmark=mpbench, path=path, allow_partial=True)
     data = report.as_dict()
-    assert data["problem_count"] == 50_000 and data["problems_omitted"] == 50_000 - 20
+    assert data["problem_count"] == 5_000 and data["problems_omitted"] == 5_000 - 20
     assert len(data["problems"]) == 21
     assert data["problems"][-1] == {
-        "message": "and 49,980 more problem(s) in this file",
+        "message": "and 4,980 more problem(s) in this file",
         "task": TASK,
         "file": "response.json",
     }
@@ -86,5 +85,5 @@ def test_a_transcript_of_fifty_thousand_bad_chunks_makes_a_small_report(
             benchmark=mpbench, bundle_path=path, system_name="Bad", allow_partial=True
         )
     message = str(caught.value)
-    assert message.startswith("bundle rejected: 50,000 problem(s)")
-    assert "and 49,980 more problem(s) in this file" in message and len(message) < 10_000
+    assert message.startswith("bundle rejected: 5,000 problem(s)")
+    assert "and 4,980 more problem(s) in this file" in message and len(message) < 10_000
