@@ -1,11 +1,13 @@
 """Floorboard settings. Everything comes from the environment; the defaults run a fresh clone on
 SQLite, the filesystem and a filesystem Celery broker, with no external service."""
 
+import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 
-from config.env import env_bool, env_float, env_int, env_list, env_str
+from config.env import env_bool, env_float, env_int, env_list, env_map, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("FLOORBOARD_VAR_DIR", str(BASE_DIR / "var")))
@@ -255,10 +257,62 @@ REPORT_MAX_PROBLEMS = env_int("FLOORBOARD_REPORT_MAX_PROBLEMS", 500)
 # LLM judges. OPENAI_BASE_URL / OPENAI_API_KEY follow the OpenAI SDK's conventions.
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")
+OPENROUTER_API_KEY = env_str("OPENROUTER_API_KEY")
 GEMINI_BASE_URL = env_str("GEMINI_BASE_URL", "https://generativelanguage.googleapis.com/v1beta")
 GEMINI_API_KEY = env_str("GEMINI_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL", "https://api.anthropic.com/v1")
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
+_PROVIDER_KEYS = {
+    "api.openai.com": "OPENAI_API_KEY",
+    "openrouter.ai": "OPENROUTER_API_KEY",
+    "generativelanguage.googleapis.com": "GEMINI_API_KEY",
+    "api.anthropic.com": "ANTHROPIC_API_KEY",
+}
+_BASE_URL_KEYS = {
+    (urlsplit(OPENAI_BASE_URL).hostname or ""): "OPENAI_API_KEY",
+    (urlsplit(GEMINI_BASE_URL).hostname or ""): "GEMINI_API_KEY",
+    (urlsplit(ANTHROPIC_BASE_URL).hostname or ""): "ANTHROPIC_API_KEY",
+}
+_BASE_URL_KEYS.pop("", None)
+# The hosts a judge may call (its base URL's, or its provider's base URL above): staff cannot
+# add a judge elsewhere, and a worker calls no judge elsewhere. ".example.com" allows its
+# subdomains too. Default: the providers' hosts and those of the base URLs above.
+JUDGE_HOSTS = [
+    host.strip().lower()
+    for host in env_list("FLOORBOARD_JUDGE_HOSTS", sorted({*_PROVIDER_KEYS, *_BASE_URL_KEYS}))
+]
+# Which API key a judge's calls carry, by the host they go to: host -> the environment variable
+# holding the key. A key goes to the hosts named for it here and nowhere else (a host not named
+# gets none). The providers' hosts get their own keys and the base URLs above their provider's;
+# FLOORBOARD_JUDGE_API_KEYS ("host=VARIABLE,...") adds hosts or changes them ("host=": none).
+JUDGE_API_KEY_BY_HOST = {
+    **_PROVIDER_KEYS,
+    **_BASE_URL_KEYS,
+    **{
+        host.lower(): variable
+        for host, variable in env_map("FLOORBOARD_JUDGE_API_KEYS", {}).items()
+    },
+}
+for _host, _variable in JUDGE_API_KEY_BY_HOST.items():
+    if _variable and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", _variable):
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"FLOORBOARD_JUDGE_API_KEYS: {_host}={_variable!r} does not name an environment "
+            "variable"
+        )
+# The keys themselves, by variable.
+JUDGE_API_KEYS = {
+    "OPENAI_API_KEY": OPENAI_API_KEY,
+    "OPENROUTER_API_KEY": OPENROUTER_API_KEY,
+    "GEMINI_API_KEY": GEMINI_API_KEY,
+    "ANTHROPIC_API_KEY": ANTHROPIC_API_KEY,
+}
+JUDGE_API_KEYS |= {
+    variable: env_str(variable)
+    for variable in JUDGE_API_KEY_BY_HOST.values()
+    if variable and variable not in JUDGE_API_KEYS
+}
 JUDGE_CONCURRENCY = env_int("FLOORBOARD_JUDGE_CONCURRENCY", 16)
 JUDGE_TIMEOUT_SECONDS = env_float("FLOORBOARD_JUDGE_TIMEOUT_SECONDS", 120.0)
 JUDGE_MAX_ATTEMPTS = env_int("FLOORBOARD_JUDGE_MAX_ATTEMPTS", 6)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from evaluation.benchmarks import get_plugin
+from evaluation.judge_endpoints import endpoint_refusal
 from evaluation.models import Benchmark, Judge, Submission
 from evaluation.services import submission_rescore
+from evaluation.services.judging import judge_endpoint
 
 
 class JudgeInvalid(ValueError):
@@ -25,7 +27,8 @@ def judge_create(
     concurrency: int | None = None,
 ) -> Judge:
     """A new judge for one benchmark. LLM providers need a model for every judge kind of the
-    benchmark; the offline judge takes none."""
+    benchmark, and an endpoint (``base_url``, or the provider's default) on a host the site
+    allows judges to call; the offline judge takes none."""
     if provider not in Judge.Provider.values:
         raise JudgeInvalid(f"unknown provider {provider!r}; known: {', '.join(Judge.Provider)}")
     kinds = [kind.key for kind in get_plugin(benchmark.plugin).judge_kinds]
@@ -41,6 +44,12 @@ def judge_create(
                 f"a model is needed for every judge kind; missing: {', '.join(missing)}"
             )
         models = {kind: models_by_kind[kind].strip() for kind in kinds}
+    if provider != Judge.Provider.OFFLINE:
+        # Where its calls would go: its own base URL, or its provider's from the settings.
+        endpoint = judge_endpoint(Judge(provider=provider, base_url=base_url.strip()))
+        refusal = endpoint_refusal(endpoint)
+        if refusal is not None:
+            raise JudgeInvalid(refusal)
     if concurrency is not None and concurrency < 1:
         raise JudgeInvalid("concurrency must be at least 1 (or empty for the site default)")
     try:
@@ -51,7 +60,7 @@ def judge_create(
                 name=name,
                 provider=provider,
                 models_by_kind=models,
-                base_url=base_url,
+                base_url=base_url.strip(),
                 send_sampling_params=send_sampling_params,
                 concurrency=concurrency,
             )

@@ -39,6 +39,7 @@ from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
 from evaluation.benchmarks import get_plugin
 from evaluation.exports import csv_lines
+from evaluation.judge_endpoints import endpoint_refusal
 from evaluation.models import Benchmark, Judge, System
 from evaluation.run_config import CONTAMINATION, MODALITIES
 from leaderboard import charts
@@ -898,6 +899,12 @@ class JudgeForm(forms.Form):
             self.fields[f"model_{kind}"] = forms.CharField(
                 required=False, max_length=200, label=f"Model for {kind}"
             )
+
+    def clean_base_url(self) -> str:
+        url = self.cleaned_data["base_url"]
+        if url and (refusal := endpoint_refusal(url)) is not None:
+            raise forms.ValidationError(refusal)
+        return url
 
     def models(self) -> dict[str, str]:
         return {kind: self.cleaned_data.get(f"model_{kind}", "") for kind in self.kinds}

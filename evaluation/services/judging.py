@@ -36,12 +36,15 @@ from evaluation.bulk import (
     statements_run,
     update_statements,
 )
+from evaluation.judge_endpoints import endpoint_api_key, endpoint_refusal
 from evaluation.judges import (
     AnthropicClient,
+    EndpointRefused,
     GeminiClient,
     JudgeError,
     JudgeReply,
     OpenAICompatibleClient,
+    RefusedClient,
     call_with_retries,
 )
 from evaluation.models import (
@@ -163,25 +166,25 @@ def judge_identity(*, judge: Judge, kind: str, prompt: PromptVersion) -> str:
 
 
 def judge_client(judge: Judge):
-    if judge.provider == Judge.Provider.GEMINI:
-        return GeminiClient(
-            base_url=judge_endpoint(judge),
-            api_key=settings.GEMINI_API_KEY,
-            timeout=settings.JUDGE_TIMEOUT_SECONDS,
-        )
-    if judge.provider == Judge.Provider.ANTHROPIC:
-        return AnthropicClient(
-            base_url=judge_endpoint(judge),
-            api_key=settings.ANTHROPIC_API_KEY,
-            timeout=settings.JUDGE_TIMEOUT_SECONDS,
-        )
-    if judge.provider == Judge.Provider.OPENAI:
-        return OpenAICompatibleClient(
-            base_url=judge_endpoint(judge),
-            api_key=settings.OPENAI_API_KEY,
-            timeout=settings.JUDGE_TIMEOUT_SECONDS,
-        )
-    raise ValueError(f"judge {judge} makes no calls")
+    """The client of a judge's endpoint, with the API key named for its host (none for a host
+    named for no key). An endpoint the site does not allow (JUDGE_HOSTS, as it is now: it may
+    have changed since the judge was added) gets a client whose every call fails unsent."""
+    kind = {
+        Judge.Provider.GEMINI: GeminiClient,
+        Judge.Provider.ANTHROPIC: AnthropicClient,
+        Judge.Provider.OPENAI: OpenAICompatibleClient,
+    }.get(judge.provider)
+    if kind is None:
+        raise ValueError(f"judge {judge} makes no calls")
+    endpoint = judge_endpoint(judge)
+    refusal = endpoint_refusal(endpoint)
+    if refusal is not None:
+        return RefusedClient(base_url=endpoint, reason=f"Not called: {refusal}")
+    return kind(
+        base_url=endpoint,
+        api_key=endpoint_api_key(endpoint),
+        timeout=settings.JUDGE_TIMEOUT_SECONDS,
+    )
 
 
 def judge_slots(judge: Judge, client, limit: int) -> EndpointSlots:
@@ -663,6 +666,8 @@ def _call(client, slots: EndpointSlots, judgment: Judgment, params: dict, plugin
                     reply, attempts, "", time.monotonic() - started, parsed, earlier, replies
                 )
             earlier.append(reply.raw_output)
+    except EndpointRefused as exc:
+        return _CallOutcome(None, attempts, str(exc), time.monotonic() - started, replies=replies)
     except JudgeError as exc:
         return _CallOutcome(
             None,
