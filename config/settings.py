@@ -350,9 +350,19 @@ MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT = env_int(
 )
 # Judge spending in USD per calendar month (UTC), priced with each judge's USD per million
 # tokens: per team (a team's own value overrides it) and over the whole site. Judging whose
-# estimate would pass a limit is held (evaluation/services/spending.py). 0: no limit.
+# estimate would pass a limit is held (evaluation/services/spending.py), and so is judging on
+# a judge without a price while a limit applies. 0: no limit.
 MAX_JUDGE_SPEND_PER_MONTH = env_float("FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH", 100.0)
 MAX_JUDGE_SPEND_PER_MONTH_SITE = env_float("FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH_SITE", 1000.0)
+# While judging runs, its charges are bounded: it stops once they pass its estimate by this many
+# percent (or the room left under a limit), and is held with the figures.
+JUDGE_SPEND_MARGIN_PERCENT = env_float("FLOORBOARD_JUDGE_SPEND_MARGIN_PERCENT", 100.0)
+if JUDGE_SPEND_MARGIN_PERCENT < 0:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        f"FLOORBOARD_JUDGE_SPEND_MARGIN_PERCENT={JUDGE_SPEND_MARGIN_PERCENT:g} is below 0"
+    )
 # Unfinished browser uploads per user, and the bytes they may announce together.
 UPLOAD_MAX_OPEN_PER_USER = env_int("FLOORBOARD_UPLOAD_MAX_OPEN_PER_USER", 3)
 UPLOAD_MAX_OPEN_BYTES_PER_USER = env_int("FLOORBOARD_UPLOAD_MAX_OPEN_BYTES_PER_USER", 8 * 1024**3)

@@ -210,6 +210,8 @@ class Command(BaseCommand):
         ).benchmark
         judge = benchmark.judges.get(slug="official")
         judge.base_url, judge.concurrency = server.url, concurrency
+        # A local judge costs nothing; with a price, spending limits let it judge.
+        judge.price_input_per_mtok = judge.price_output_per_mtok = 0
         judge.save()
         try:
             tasks = {t.task_id: t.spec for t in benchmark.tasks.all()}
