@@ -281,6 +281,15 @@ JUDGE_HOSTS = [
     host.strip().lower()
     for host in env_list("FLOORBOARD_JUDGE_HOSTS", sorted({*_PROVIDER_KEYS, *_BASE_URL_KEYS}))
 ]
+for _host in JUDGE_HOSTS:
+    # A URL, or a host with a port (one colon: an IPv6 address has more), would never match.
+    if re.search(r"[/@\s]", _host) or _host.count(":") == 1:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"FLOORBOARD_JUDGE_HOSTS: {_host!r} is not a host name (write hosts alone, without "
+            "scheme, port or path: api.openai.com, .example.com)"
+        )
 # Which API key a judge's calls carry, by the host they go to: host -> the environment variable
 # holding the key. A key goes to the hosts named for it here and nowhere else (a host not named
 # gets none). The providers' hosts get their own keys and the base URLs above their provider's;
@@ -294,6 +303,13 @@ JUDGE_API_KEY_BY_HOST = {
     },
 }
 for _host, _variable in JUDGE_API_KEY_BY_HOST.items():
+    if re.search(r"[/@\s]", _host) or _host.count(":") == 1:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"FLOORBOARD_JUDGE_API_KEYS: {_host!r} is not a host name (write hosts alone, "
+            "without scheme, port or path: judge.example.com=VARIABLE)"
+        )
     if _variable and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", _variable):
         from django.core.exceptions import ImproperlyConfigured
 

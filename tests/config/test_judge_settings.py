@@ -94,3 +94,24 @@ def test_a_value_that_names_no_variable_fails_loudly():
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr
     assert "gateway.example.com='sk-live-123 456' does not name an environment" in result.stderr
+
+
+def test_a_url_given_for_a_host_fails_loudly():
+    result = read_settings(FLOORBOARD_JUDGE_HOSTS="https://api.openai.com/v1")
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert "'https://api.openai.com/v1' is not a host name" in result.stderr
+
+
+def test_a_host_with_a_port_fails_loudly():
+    result = read_settings(FLOORBOARD_JUDGE_HOSTS="api.openai.com,judge.example.com:8443,::1")
+    assert result.returncode != 0
+    assert "'judge.example.com:8443' is not a host name" in result.stderr
+
+
+def test_a_url_given_for_a_keys_host_fails_loudly():
+    result = read_settings(FLOORBOARD_JUDGE_API_KEYS="https://gateway.example.com=OPENAI_API_KEY")
+    assert result.returncode != 0
+    assert "FLOORBOARD_JUDGE_API_KEYS: 'https://gateway.example.com' is not a host name" in (
+        result.stderr
+    )
