@@ -376,14 +376,17 @@ def spend_room(*, submission_id: int, judge_id: int) -> SpendRoom:
     """The room left to this judging (see SpendRoom), from the charges stored so far: the
     estimate plus FLOORBOARD_JUDGE_SPEND_MARGIN_PERCENT of it, less what its calls were charged;
     and for each limit it meets, the limit less this month's charges and what other judging in
-    progress still expects. Judging staff released past the limits, or whose judge has no price,
-    is not bounded; a held estimate stops it at once (another worker of it stopped)."""
+    progress still expects. Judging staff released past the limits, or whose judge has no price
+    or a price of 0, is not bounded; a held estimate stops it at once (another worker of it
+    stopped)."""
     estimate = (
         SpendEstimate.objects.select_related("judge", "submission__team")
         .filter(submission_id=submission_id, judge_id=judge_id)
         .first()
     )
-    if estimate is None or estimate.released_at is not None or estimate.cost_usd is None:
+    if estimate is None or estimate.released_at is not None or not estimate.cost_usd:
+        # Released, no price, or nothing to pay (a price of 0): its calls charge nothing, as
+        # the check before queuing let them.
         return SpendRoom(None)
     if estimate.state == SpendEstimate.State.HELD:
         return SpendRoom(Decimal(0), estimate.held_message or "Judging held.")

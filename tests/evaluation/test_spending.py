@@ -201,6 +201,18 @@ def test_a_price_of_zero_is_a_price(eager, toy_judge, people, tmp_path, judge_se
     assert all(c.cost_usd == 0 for c in JudgeCharge.objects.filter(submission=run))
 
 
+def test_a_free_judge_judges_while_its_team_is_past_its_limit(
+    eager, toy_judge, people, tmp_path, judge_server, settings
+):
+    team = people[0]
+    settings.MAX_JUDGE_SPEND_PER_MONTH = 0.05
+    charge(team=team, usd="0.07")  # past the limit already
+    Judge.objects.filter(pk=toy_judge.pk).update(price_input_per_mtok=0, price_output_per_mtok=0)
+    run = submit(toy_judge, tmp_path, {"q1": "It is 2", "q2": "It is 4"}, team=team)
+    assert run.status == "scored", run.error
+    assert len(judge_server.requests) == 4
+
+
 def test_staff_cannot_re_score_with_a_judge_without_a_price(
     eager, toy_judge, people, tmp_path, client, settings
 ):
