@@ -60,3 +60,22 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_map(name: str, default: dict[str, str]) -> dict[str, str]:
+    """``key=value`` pairs separated by commas; a value may be empty. Unset: ``default``."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return dict(default)
+    found = {}
+    for item in raw.split(","):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ImproperlyConfigured(
+                f"{name}={raw!r}: {item.strip()!r} is not a key=value pair (pairs are separated "
+                "by commas)"
+            )
+        found[key.strip()] = value.strip()
+    return found

@@ -1,11 +1,13 @@
 """Floorboard settings. Everything comes from the environment; the defaults run a fresh clone on
 SQLite, the filesystem and a filesystem Celery broker, with no external service."""
 
+import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 
-from config.env import env_bool, env_float, env_int, env_list, env_retired, env_str
+from config.env import env_bool, env_float, env_int, env_list, env_map, env_retired, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("FLOORBOARD_VAR_DIR", str(BASE_DIR / "var")))
@@ -272,10 +274,78 @@ REPORT_MAX_PROBLEMS = env_int("FLOORBOARD_REPORT_MAX_PROBLEMS", 500)
 # LLM judges. OPENAI_BASE_URL / OPENAI_API_KEY follow the OpenAI SDK's conventions.
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")
+OPENROUTER_API_KEY = env_str("OPENROUTER_API_KEY")
 GEMINI_BASE_URL = env_str("GEMINI_BASE_URL", "https://generativelanguage.googleapis.com/v1beta")
 GEMINI_API_KEY = env_str("GEMINI_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL", "https://api.anthropic.com/v1")
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
+_PROVIDER_KEYS = {
+    "api.openai.com": "OPENAI_API_KEY",
+    "openrouter.ai": "OPENROUTER_API_KEY",
+    "generativelanguage.googleapis.com": "GEMINI_API_KEY",
+    "api.anthropic.com": "ANTHROPIC_API_KEY",
+}
+_BASE_URL_KEYS = {
+    (urlsplit(OPENAI_BASE_URL).hostname or ""): "OPENAI_API_KEY",
+    (urlsplit(GEMINI_BASE_URL).hostname or ""): "GEMINI_API_KEY",
+    (urlsplit(ANTHROPIC_BASE_URL).hostname or ""): "ANTHROPIC_API_KEY",
+}
+_BASE_URL_KEYS.pop("", None)
+# The hosts a judge may call (its base URL's, or its provider's base URL above): staff cannot
+# add a judge elsewhere, and a worker calls no judge elsewhere. ".example.com" allows its
+# subdomains too. Default: the providers' hosts and those of the base URLs above.
+JUDGE_HOSTS = [
+    host.strip().lower()
+    for host in env_list("FLOORBOARD_JUDGE_HOSTS", sorted({*_PROVIDER_KEYS, *_BASE_URL_KEYS}))
+]
+for _host in JUDGE_HOSTS:
+    # A URL, or a host with a port (one colon: an IPv6 address has more), would never match.
+    if re.search(r"[/@\s]", _host) or _host.count(":") == 1:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"FLOORBOARD_JUDGE_HOSTS: {_host!r} is not a host name (write hosts alone, without "
+            "scheme, port or path: api.openai.com, .example.com)"
+        )
+# Which API key a judge's calls carry, by the host they go to: host -> the environment variable
+# holding the key. A key goes to the hosts named for it here and nowhere else (a host not named
+# gets none). The providers' hosts get their own keys and the base URLs above their provider's;
+# FLOORBOARD_JUDGE_API_KEYS ("host=VARIABLE,...") adds hosts or changes them ("host=": none).
+JUDGE_API_KEY_BY_HOST = {
+    **_PROVIDER_KEYS,
+    **_BASE_URL_KEYS,
+    **{
+        host.lower(): variable
+        for host, variable in env_map("FLOORBOARD_JUDGE_API_KEYS", {}).items()
+    },
+}
+for _host, _variable in JUDGE_API_KEY_BY_HOST.items():
+    if re.search(r"[/@\s]", _host) or _host.count(":") == 1:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"FLOORBOARD_JUDGE_API_KEYS: {_host!r} is not a host name (write hosts alone, "
+            "without scheme, port or path: judge.example.com=VARIABLE)"
+        )
+    if _variable and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", _variable):
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"FLOORBOARD_JUDGE_API_KEYS: {_host}={_variable!r} does not name an environment "
+            "variable"
+        )
+# The keys themselves, by variable.
+JUDGE_API_KEYS = {
+    "OPENAI_API_KEY": OPENAI_API_KEY,
+    "OPENROUTER_API_KEY": OPENROUTER_API_KEY,
+    "GEMINI_API_KEY": GEMINI_API_KEY,
+    "ANTHROPIC_API_KEY": ANTHROPIC_API_KEY,
+}
+JUDGE_API_KEYS |= {
+    variable: env_str(variable)
+    for variable in JUDGE_API_KEY_BY_HOST.values()
+    if variable and variable not in JUDGE_API_KEYS
+}
 JUDGE_CONCURRENCY = env_int("FLOORBOARD_JUDGE_CONCURRENCY", 16)
 JUDGE_TIMEOUT_SECONDS = env_float("FLOORBOARD_JUDGE_TIMEOUT_SECONDS", 120.0)
 JUDGE_MAX_ATTEMPTS = env_int("FLOORBOARD_JUDGE_MAX_ATTEMPTS", 6)
@@ -327,9 +397,19 @@ FAILED_FILES_KEEP_DAYS = env_float("FLOORBOARD_FAILED_FILES_KEEP_DAYS", 7.0)
 HELD_OUT_BAND_POINTS = env_float("FLOORBOARD_HELD_OUT_BAND_POINTS", 10.0)
 # Judge spending in USD per calendar month (UTC), priced with each judge's USD per million
 # tokens: per team (a team's own value overrides it) and over the whole site. Judging whose
-# estimate would pass a limit is held (evaluation/services/spending.py). 0: no limit.
+# estimate would pass a limit is held (evaluation/services/spending.py), and so is judging on
+# a judge without a price while a limit applies. 0: no limit.
 MAX_JUDGE_SPEND_PER_MONTH = env_float("FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH", 100.0)
 MAX_JUDGE_SPEND_PER_MONTH_SITE = env_float("FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH_SITE", 1000.0)
+# While judging runs, its charges are bounded: it stops once they pass its estimate by this many
+# percent (or the room left under a limit), and is held with the figures.
+JUDGE_SPEND_MARGIN_PERCENT = env_float("FLOORBOARD_JUDGE_SPEND_MARGIN_PERCENT", 100.0)
+if JUDGE_SPEND_MARGIN_PERCENT < 0:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        f"FLOORBOARD_JUDGE_SPEND_MARGIN_PERCENT={JUDGE_SPEND_MARGIN_PERCENT:g} is below 0"
+    )
 # Unfinished browser uploads per user, and the bytes they may announce together.
 UPLOAD_MAX_OPEN_PER_USER = env_int("FLOORBOARD_UPLOAD_MAX_OPEN_PER_USER", 3)
 UPLOAD_MAX_OPEN_BYTES_PER_USER = env_int("FLOORBOARD_UPLOAD_MAX_OPEN_BYTES_PER_USER", 8 * 1024**3)

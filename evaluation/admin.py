@@ -1,6 +1,7 @@
 from django import forms
 from django.contrib import admin, messages
 
+from evaluation.judge_endpoints import endpoint_refusal
 from evaluation.links import web_url_problem
 from evaluation.models import (
     Benchmark,
@@ -15,6 +16,7 @@ from evaluation.models import (
     Task,
 )
 from evaluation.services import judgments_retry_failed, submission_rescore, submission_resume
+from evaluation.services.judging import judge_endpoint
 from evaluation.services.spending import spend_release
 
 
@@ -36,8 +38,29 @@ class PromptVersionAdmin(admin.ModelAdmin):
     readonly_fields = ["benchmark", "kind", "version", "template", "schema", "sha256"]
 
 
+class JudgeAdminForm(forms.ModelForm):
+    """The admin's own fields; a judge's endpoint must be on a host the site allows."""
+
+    base_url = forms.URLField(
+        required=False,
+        assume_scheme="https",
+        help_text="Empty: OPENAI_BASE_URL / GEMINI_BASE_URL / ANTHROPIC_BASE_URL",
+    )
+
+    def clean(self):
+        data = super().clean()
+        provider = data.get("provider")
+        if provider and provider != Judge.Provider.OFFLINE:
+            # Where its calls would go: its own base URL, or its provider's from the settings.
+            endpoint = judge_endpoint(Judge(provider=provider, base_url=data.get("base_url") or ""))
+            if (refusal := endpoint_refusal(endpoint)) is not None:
+                self.add_error("base_url", refusal)
+        return data
+
+
 @admin.register(Judge)
 class JudgeAdmin(admin.ModelAdmin):
+    form = JudgeAdminForm
     list_display = ["benchmark", "slug", "name", "provider", "is_official"]
 
 

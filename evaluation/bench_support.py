@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import CommandError
 
 from evaluation import services
 from evaluation.benchmarks import get_plugin
+from evaluation.judge_endpoints import host_allowed
 from evaluation.models import Submission
 from evaluation.services import judging, pipeline, submissions
 
@@ -72,12 +74,26 @@ def _serve(delay: float, answer, requests, unknown, ports) -> None:
     server.serve_forever()
 
 
+LOCAL_HOST = "127.0.0.1"
+
+
+def local_judges_allowed() -> dict[str, str]:
+    """Let this process's judges call the local judge servers (on loopback), which the site's
+    judge hosts need not allow; returns what the environment of a worker process it starts
+    needs for the same."""
+    if not host_allowed(LOCAL_HOST, settings.JUDGE_HOSTS):
+        settings.JUDGE_HOSTS = [*settings.JUDGE_HOSTS, LOCAL_HOST]
+    return {"FLOORBOARD_JUDGE_HOSTS": ",".join(settings.JUDGE_HOSTS)}
+
+
 class JudgeServer:
     """A local OpenAI-compatible judge in a process of its own, as a remote judge would be: its
     work takes nothing from the process being measured. ``answer(last message)`` gives the
-    reply's content (None for a message it does not know)."""
+    reply's content (None for a message it does not know). This process's judges may call it
+    (local_judges_allowed)."""
 
     def __init__(self, delay: float, answer: Callable[[str], str | None]):
+        local_judges_allowed()
         context = multiprocessing.get_context("fork")  # answer() need not be picklable
         self.requests = context.Value("i", 0)
         self.unknown = context.Value("i", 0)
@@ -88,7 +104,7 @@ class JudgeServer:
             daemon=True,
         )
         self.process.start()
-        self.url = f"http://127.0.0.1:{ports.get(timeout=30)}/v1"
+        self.url = f"http://{LOCAL_HOST}:{ports.get(timeout=30)}/v1"
 
     @property
     def calls(self) -> int:

@@ -33,6 +33,25 @@ class JudgeError(Exception):
     """A call that failed for good (after retries, or at once for a non-retryable answer)."""
 
 
+class EndpointRefused(JudgeError):
+    """The site does not let judges call this endpoint: nothing was sent."""
+
+
+class RefusedClient:
+    """Stands in for the client of an endpoint the site refuses: every call fails at once with
+    the reason, and nothing is sent."""
+
+    def __init__(self, *, base_url: str, reason: str):
+        self.base_url = base_url.rstrip("/")
+        self.reason = reason
+
+    def complete(self, **_) -> JudgeReply:
+        raise EndpointRefused(self.reason)
+
+    def close(self) -> None:
+        pass
+
+
 class TransientJudgeError(JudgeError):
     def __init__(self, message: str, retry_after: float | None = None):
         super().__init__(message)

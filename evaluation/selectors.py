@@ -235,6 +235,19 @@ class JudgeSpending:
         return self.estimate is not None and self.estimate.state == "held"
 
 
+def submission_spend_held(*, submission) -> list:
+    """The submission's judging held at a spending limit (before its calls, or stopped by its
+    charges), each estimate with its judge and the message with the figures. Shown only to its
+    team and staff."""
+    from evaluation.models import SpendEstimate
+
+    return list(
+        SpendEstimate.objects.filter(submission=submission, state=SpendEstimate.State.HELD)
+        .select_related("judge")
+        .order_by("judge__slug")
+    )
+
+
 def submission_spending(*, submission) -> list[JudgeSpending]:
     """Estimate and spending per judge, the submission's own judge first. Shown only to its team
     and staff."""

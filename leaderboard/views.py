@@ -40,6 +40,7 @@ from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 from evaluation.benchmarks import get_plugin
 from evaluation.exports import csv_lines
 from evaluation.held_out import held_out_column_band
+from evaluation.judge_endpoints import endpoint_refusal
 from evaluation.models import Benchmark, Judge, System
 from evaluation.run_config import CONTAMINATION, MODALITIES
 from leaderboard import charts
@@ -899,6 +900,23 @@ class JudgeForm(forms.Form):
     concurrency = forms.IntegerField(
         required=False, min_value=1, help_text="Empty: the site default"
     )
+    price_input_per_mtok = forms.DecimalField(
+        required=False,
+        min_value=0,
+        max_digits=10,
+        decimal_places=4,
+        label="Input price",
+        help_text="USD per million input tokens (0 is a price). Without prices, a judge judges "
+        "nothing while spending limits are on.",
+    )
+    price_output_per_mtok = forms.DecimalField(
+        required=False,
+        min_value=0,
+        max_digits=10,
+        decimal_places=4,
+        label="Output price",
+        help_text="USD per million output tokens (0 is a price)",
+    )
 
     def __init__(self, *args, kinds: list[str], **kwargs):
         super().__init__(*args, **kwargs)
@@ -907,6 +925,12 @@ class JudgeForm(forms.Form):
             self.fields[f"model_{kind}"] = forms.CharField(
                 required=False, max_length=200, label=f"Model for {kind}"
             )
+
+    def clean_base_url(self) -> str:
+        url = self.cleaned_data["base_url"]
+        if url and (refusal := endpoint_refusal(url)) is not None:
+            raise forms.ValidationError(refusal)
+        return url
 
     def models(self) -> dict[str, str]:
         return {kind: self.cleaned_data.get(f"model_{kind}", "") for kind in self.kinds}
@@ -943,6 +967,8 @@ def judges_manage(request, slug: str):
                     base_url=data["base_url"],
                     send_sampling_params=data["send_sampling_params"],
                     concurrency=data["concurrency"],
+                    price_input_per_mtok=data["price_input_per_mtok"],
+                    price_output_per_mtok=data["price_output_per_mtok"],
                 )
             except JudgeInvalid as exc:
                 form.add_error(None, str(exc))
@@ -970,6 +996,10 @@ def judge_rescore(request, slug: str, judge_slug: str):
         return refused
     benchmark = get_object_or_404(Benchmark, slug=slug)
     judge = get_object_or_404(Judge, benchmark=benchmark, slug=judge_slug)
-    count = benchmark_rescore(benchmark=benchmark, judge=judge)
-    messages.success(request, f"{count} submission(s) queued for re-scoring with {judge.slug}.")
+    try:
+        count = benchmark_rescore(benchmark=benchmark, judge=judge)
+    except JudgeInvalid as exc:
+        messages.error(request, f"Not re-scored: {exc}")
+    else:
+        messages.success(request, f"{count} submission(s) queued for re-scoring with {judge.slug}.")
     return redirect(reverse("judges-manage", args=[benchmark.slug]))

@@ -23,6 +23,7 @@ from evaluation.models import Score, Submission, TaskResult
 from evaluation.selectors import (
     judge_usage,
     submission_progress,
+    submission_spend_held,
     submission_spending,
     submissions_visible_to,
     task_results_filtered,
@@ -125,6 +126,7 @@ class TaskFilterForm(forms.Form):
 def _progress_context(request, submission: Submission) -> dict:
     progress = submission_progress(submission=submission)
     final = submission.status in FINAL_STATUSES
+    may_manage = user_may_manage(user=request.user, submission=submission)
     return {
         "submission": submission,
         "progress": progress,
@@ -133,7 +135,9 @@ def _progress_context(request, submission: Submission) -> dict:
         "final": final,
         "stall": submission_stall(submission=submission),
         "no_worker": None if final else workers_silent(),
-        "may_manage": user_may_manage(user=request.user, submission=submission),
+        "may_manage": may_manage,
+        # Judging held at a spending limit, with the figures: the team's business (and staff's).
+        "spend_held": submission_spend_held(submission=submission) if may_manage else [],
     }
 
 

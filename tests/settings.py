@@ -10,3 +10,6 @@ from config.settings import *  # noqa: E402, F403
 
 # Hashing strength is not under test: PBKDF2 would dominate every test that makes a user.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Tests run their judges as local HTTP servers on loopback.
+JUDGE_HOSTS = [*JUDGE_HOSTS, "127.0.0.1", "localhost", "::1"]  # noqa: F405

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -36,12 +37,15 @@ from evaluation.bulk import (
     statements_run,
     update_statements,
 )
+from evaluation.judge_endpoints import endpoint_api_key, endpoint_refusal
 from evaluation.judges import (
     AnthropicClient,
+    EndpointRefused,
     GeminiClient,
     JudgeError,
     JudgeReply,
     OpenAICompatibleClient,
+    RefusedClient,
     call_with_retries,
 )
 from evaluation.models import (
@@ -55,7 +59,13 @@ from evaluation.models import (
 )
 from evaluation.selectors import current_prompts, linked_judgments, submission_links
 from evaluation.services.files import open_upload, task_input
-from evaluation.services.spending import call_group_add, call_groups, charge_for
+from evaluation.services.spending import (
+    call_group_add,
+    call_groups,
+    charge_for,
+    spend_room,
+    spend_stop,
+)
 from evaluation.throttle import EndpointSlots
 
 logger = logging.getLogger(__name__)
@@ -163,25 +173,25 @@ def judge_identity(*, judge: Judge, kind: str, prompt: PromptVersion) -> str:
 
 
 def judge_client(judge: Judge):
-    if judge.provider == Judge.Provider.GEMINI:
-        return GeminiClient(
-            base_url=judge_endpoint(judge),
-            api_key=settings.GEMINI_API_KEY,
-            timeout=settings.JUDGE_TIMEOUT_SECONDS,
-        )
-    if judge.provider == Judge.Provider.ANTHROPIC:
-        return AnthropicClient(
-            base_url=judge_endpoint(judge),
-            api_key=settings.ANTHROPIC_API_KEY,
-            timeout=settings.JUDGE_TIMEOUT_SECONDS,
-        )
-    if judge.provider == Judge.Provider.OPENAI:
-        return OpenAICompatibleClient(
-            base_url=judge_endpoint(judge),
-            api_key=settings.OPENAI_API_KEY,
-            timeout=settings.JUDGE_TIMEOUT_SECONDS,
-        )
-    raise ValueError(f"judge {judge} makes no calls")
+    """The client of a judge's endpoint, with the API key named for its host (none for a host
+    named for no key). An endpoint the site does not allow (JUDGE_HOSTS, as it is now: it may
+    have changed since the judge was added) gets a client whose every call fails unsent."""
+    kind = {
+        Judge.Provider.GEMINI: GeminiClient,
+        Judge.Provider.ANTHROPIC: AnthropicClient,
+        Judge.Provider.OPENAI: OpenAICompatibleClient,
+    }.get(judge.provider)
+    if kind is None:
+        raise ValueError(f"judge {judge} makes no calls")
+    endpoint = judge_endpoint(judge)
+    refusal = endpoint_refusal(endpoint)
+    if refusal is not None:
+        return RefusedClient(base_url=endpoint, reason=f"Not called: {refusal}")
+    return kind(
+        base_url=endpoint,
+        api_key=endpoint_api_key(endpoint),
+        timeout=settings.JUDGE_TIMEOUT_SECONDS,
+    )
 
 
 def judge_slots(judge: Judge, client, limit: int) -> EndpointSlots:
@@ -663,6 +673,8 @@ def _call(client, slots: EndpointSlots, judgment: Judgment, params: dict, plugin
                     reply, attempts, "", time.monotonic() - started, parsed, earlier, replies
                 )
             earlier.append(reply.raw_output)
+    except EndpointRefused as exc:
+        return _CallOutcome(None, attempts, str(exc), time.monotonic() - started, replies=replies)
     except JudgeError as exc:
         return _CallOutcome(
             None,
@@ -804,7 +816,11 @@ def judgments_work(
     With ``link`` (judgments_link, not started), the slots are linked here a chunk at a time
     while the calls of the chunks before run; linking always finishes, past the deadline too,
     and ``on_linked`` runs once it has. ``lease``: the one ``link`` was made with; the
-    judgments it creates leased to this worker are called without a claim."""
+    judgments it creates leased to this worker are called without a claim.
+
+    The charges are bounded as they are stored (spending.spend_room): once they pass the room
+    left, no call starts any more, the calls under way finish, the estimate is held with the
+    figures (spend_stop) and False is returned (linking still finishes)."""
     judge = Judge.objects.select_related("benchmark").get(pk=judge_id)
     if judge.is_offline:
         return not judgments_open(submission_id=submission_id, judge_id=judge_id)
@@ -817,10 +833,16 @@ def judgments_work(
     from evaluation.services.pipeline import heartbeat  # the pipeline imports this module
 
     team_id = Submission.objects.filter(pk=submission_id).values_list("team_id", flat=True).first()
+    # What this judging may still be charged, as last read, and what this worker's calls were
+    # charged since; the reason it stopped, once it has.
+    spend = spend_room(submission_id=submission_id, judge_id=judge_id)
+    charged_since_read = Decimal(0)
+    halted = ""
 
     def charge(judgment: Judgment, outcome: _CallOutcome):
+        nonlocal charged_since_read
         # The worker's submission pays for the calls it makes (a shared judgment, once).
-        return charge_for(
+        made = charge_for(
             judge=judge,
             submission_id=submission_id,
             team_id=team_id,
@@ -828,6 +850,9 @@ def judgments_work(
             replies=outcome.replies,
             sent_chars=len(judgment.prompt) + len(judgment.system_prompt),
         )
+        if made is not None and made.cost_usd:
+            charged_since_read += made.cost_usd
+        return made
 
     # Answers received and not yet stored (each batch in one transaction).
     answered: list = []
@@ -876,8 +901,38 @@ def judgments_work(
                 for _ in range(min(limit - len(callers), len(ready))):
                     callers.add(pool.submit(caller))
 
+            def halt(reason: str) -> None:
+                """No call starts any more: those claimed and not started go back (finally)."""
+                nonlocal halted, claimed_count
+                halted = reason
+                spend_stop(submission_id=submission_id, judge_id=judge_id, message=reason)
+                if lease is not None:
+                    lease.room = 0
+                while True:
+                    try:
+                        ready.pop()
+                    except IndexError:
+                        break
+                    claimed_count -= 1
+
+            def bound() -> None:
+                """Read the room left again once this worker's charges since it was last read
+                could have used it up: each of the workers a submission may have at once uses
+                at most its share before it reads again."""
+                nonlocal spend, charged_since_read
+                if halted or spend.left is None or not charged_since_read:
+                    return
+                if charged_since_read * settings.PIPELINE_PARALLEL_TASKS < spend.left:
+                    return
+                spend = spend_room(submission_id=submission_id, judge_id=judge_id)
+                charged_since_read = Decimal(0)
+                if spend.stop:
+                    halt(spend.stop)
+
             def store() -> None:
                 if stored := _record_all(answered, plugin, charge):
+                    # Before the room is given back: no call starts past the bound.
+                    bound()
                     room.release(stored)
 
             def collect(timeout: float) -> None:
@@ -891,11 +946,18 @@ def judgments_work(
                 except queue.Empty:
                     pass
 
+            if spend.stop:
+                halt(spend.stop)  # held already (by another worker of this judging)
             try:
                 while True:
                     # Calls start before the database is asked anything.
                     start_calls()
-                    if not exhausted and len(ready) < 2 * limit and time.monotonic() < deadline:
+                    if (
+                        not halted
+                        and not exhausted
+                        and len(ready) < 2 * limit
+                        and time.monotonic() < deadline
+                    ):
                         claimed = judgments_claim(
                             submission_id=submission_id,
                             judge_id=judge_id,
@@ -914,14 +976,14 @@ def judgments_work(
                         start_calls()
                     if linking:
                         if lease is not None:
-                            lease.room = max(LEASE_AHEAD, 4 * limit) - len(ready)
+                            lease.room = 0 if halted else max(LEASE_AHEAD, 4 * limit) - len(ready)
                         # The next chunk's judgments, linked while the calls claimed run.
                         opened = next(link, None)
                         if opened is None:
                             linking = False
-                            if on_linked is not None:
+                            if on_linked is not None and not halted:
                                 on_linked()
-                        else:
+                        elif not halted:
                             todo.extend(sorted(opened.open_ids))
                             ready.extend(opened.leased)
                             claimed_count += len(opened.leased)
@@ -942,7 +1004,7 @@ def judgments_work(
                     store()
                     if not judgments_open(submission_id=submission_id, judge_id=judge_id):
                         return True
-                    if time.monotonic() >= deadline:
+                    if halted or time.monotonic() >= deadline:
                         return False
                     # Held by another worker (this submission's, or one sharing the request):
                     # wait for it to answer or for its lease to lapse.

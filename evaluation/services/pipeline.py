@@ -54,7 +54,12 @@ from evaluation.scorer import current_scorer, score_scorer, scorer_log
 from evaluation.selectors import prompt_versions_named, submission_links
 from evaluation.services.files import open_upload, task_input, upload_held
 from evaluation.services.records import score_record_add
-from evaluation.services.spending import spend_check, spend_estimate_done
+from evaluation.services.spending import (
+    judge_priced,
+    spend_check,
+    spend_estimate_done,
+    spend_held,
+)
 from evaluation.slices import Contributions, contributions_json, slice_results
 from evaluation.stored import open_stored_seekable
 
@@ -557,6 +562,8 @@ def _judging_run(submission: Submission, judge: Judge, rows) -> None:
     )
     if settled:
         judging_finish(submission_id=submission_id, judge_id=judge_id, settled=True)
+    elif spend_held(submission_id=submission_id, judge_id=judge_id):
+        _judging_hold(submission, judge, error=SPEND_STOPPED)  # its charges passed the bound
     else:
         enqueue_on_commit("judge_work", submission_id, judge_id)  # out of time: carry on
 
@@ -579,18 +586,31 @@ SPEND_HELD = (
     "what was spent and how to raise it are under “Judge spending” on this page (for the "
     "submission's team and staff). Retry once the limit is raised, or staff release it."
 )
+SPEND_STOPPED = (
+    "Judging stopped at a judge spending limit: its calls were charged past what its estimate "
+    "or the spending limit leaves room for, and no further judge call was made. What was "
+    "charged, the estimate, the limit and how to go on are under “Judge spending” on this page "
+    "(for the submission's team and staff). Retry once the limit is raised, or staff release it."
+)
+SPEND_UNPRICED = (
+    "Judging held: judge {judge} has no price, and judge spending is limited on this site, so "
+    "no judge call was made. Staff set the judge's prices (0 is a price); then retry."
+)
 
 
-def _judging_hold(submission: Submission, judge: Judge) -> None:
-    """Past a spending limit no call is queued. Under its own judge a submission with no score
-    yet fails (retry once the limit is raised or staff released it); a re-score goes back to
-    the numbers it had. The amounts stay on the estimate, out of the public error text."""
+def _judging_hold(submission: Submission, judge: Judge, error: str = SPEND_HELD) -> None:
+    """Past a spending limit no call is queued (or, ``error`` SPEND_STOPPED, none more). Under
+    its own judge a submission with no score yet fails (retry once the limit is raised or staff
+    released it); a re-score goes back to the numbers it had. The amounts stay on the estimate,
+    out of the public error text."""
     if submission.judge_id != judge.pk:
         return
+    if not judge_priced(judge):
+        error = SPEND_UNPRICED.format(judge=judge.slug)
     if Score.objects.filter(submission=submission, judge=judge).exists():
         Submission.objects.filter(pk=submission.pk, status=S.JUDGING).update(status=S.SCORED)
     else:
-        submission_fail(submission_id=submission.pk, error=SPEND_HELD)
+        submission_fail(submission_id=submission.pk, error=error)
 
 
 def judge_run(*, submission_id: int, judge_id: int) -> None:
@@ -605,6 +625,13 @@ def judge_run(*, submission_id: int, judge_id: int) -> None:
     deadline = time.monotonic() + settings.PIPELINE_WORK_SECONDS
     if judgments_work(submission_id=submission_id, judge_id=judge_id, deadline=deadline):
         judging_finish(submission_id=submission_id, judge_id=judge_id, settled=True)
+    elif spend_held(submission_id=submission_id, judge_id=judge_id):
+        # Its charges passed the bound (spending.spend_room): held, not carried on.
+        _judging_hold(
+            Submission.objects.get(pk=submission_id),
+            Judge.objects.get(pk=judge_id),
+            error=SPEND_STOPPED,
+        )
     else:
         enqueue_on_commit("judge_work", submission_id, judge_id)  # out of time: carry on
 

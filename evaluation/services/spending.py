@@ -6,14 +6,19 @@ the cache settled (another submission asked the same) costs nothing. Input token
 characters of the messages (and of the answer schema, for kinds that send one) divided by four,
 rounded up per kind — the usual rule of thumb for English text with these tokenizers; output
 tokens are the kind's allowance per call (JudgeKind.output_tokens, capped by the judge's
-max_completion_tokens). Prices are the judge's USD per million tokens; a judge without a price
-has no cost, and no limit can stop it.
+max_completion_tokens). Prices are the judge's USD per million tokens (0 is a price); a judge
+without a price has no cost, so while a limit applies its calls are not queued at all.
 
 A limit is a number of USD per calendar month (UTC): FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH per
 team (Team.max_judge_spend_per_month overrides it) and FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH_SITE
 over every submission (a submission without a team, made from the command line, meets only
 the site's); 0 is no limit. What counts against one: the charges of this month, plus
 what judging already queued is still expected to cost, plus this estimate.
+
+The estimate is checked once, before the calls are queued; the charges are then bounded as they
+come (spend_room): judging stops once a submission's charges pass its estimate by
+FLOORBOARD_JUDGE_SPEND_MARGIN_PERCENT, or its team's (or the site's) room under the limit, and
+the estimate is held with the figures. The request a benchmark sends is never changed for it.
 """
 
 from __future__ import annotations
@@ -178,7 +183,7 @@ def spend_estimate_store(
 
 @dataclass(frozen=True)
 class SpendRefusal:
-    limit: str  # "team" or "site"
+    limit: str  # "team", "site", or "price" (a judge without a price under a limit)
     allowed: Decimal
     spent: Decimal
     reserved: Decimal
@@ -236,11 +241,72 @@ def reserved(*, team: Team | None = None, excluding: SpendEstimate | None = None
     return total
 
 
+def _limits(team: Team | None) -> list[tuple[str, Decimal, Team | None, str]]:
+    """The limits judging for this team meets: (name, USD a month, whose spending counts (None:
+    everyone's), how a message names it)."""
+    checks = []
+    if team is not None and (allowed := team_spend_limit(team)) is not None:
+        checks.append(("team", allowed, team, f"the judge spending limit of team {team.name}"))
+    if (allowed := site_spend_limit()) is not None:
+        checks.append(("site", allowed, None, "the site-wide judge spending limit"))
+    return checks
+
+
+def judge_priced(judge: Judge) -> bool:
+    """Whether the judge's calls have a cost (both prices set; 0 is a price)."""
+    return judge.is_offline or judge_cost(judge, 0, 0) is not None
+
+
+def spend_limits_apply(*, team: Team | None) -> bool:
+    """Whether judging for this team (None: a submission without one) meets any limit."""
+    return bool(_limits(team))
+
+
+def _raise_it(name: str, then: str) -> str:
+    """How staff let judging held at this limit go on."""
+    if name == "team":
+        return (
+            "Staff can raise the team's limit (its monthly judge spending in the admin; "
+            f"FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH is the default) or release this submission "
+            f"past it; {then}"
+        )
+    return (
+        "Staff can raise FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH_SITE or release this submission "
+        f"past it; {then}"
+    )
+
+
+def unpriced_message(judge: Judge) -> str:
+    """Why judging on a judge without a price is not queued while a limit applies."""
+    missing = [
+        name
+        for name, price in (
+            ("input", judge.price_input_per_mtok),
+            ("output", judge.price_output_per_mtok),
+        )
+        if price is None
+    ]
+    return (
+        f"Judging held: judge {judge.slug} has no {' or '.join(missing)} price, and judge "
+        "spending is limited on this site, so what its calls cost could not be counted against "
+        "the limit. No judge call was made. Staff set the judge's prices in USD per million "
+        "input and output tokens (in the admin; 0 is a price), then retry."
+    )
+
+
 def spend_refusal(*, estimate: SpendEstimate, team: Team | None) -> SpendRefusal | None:
     """Why judging with this estimate may not be queued, or None. Callers hold the team row
     lock, so two submissions of one team cannot both pass on the same room."""
+    if not estimate.calls:
+        return None  # nothing to call
+    checks = _limits(team)
+    if estimate.cost_usd is None:
+        if not checks:
+            return None  # no price and no limit: nothing to count it against
+        zero = Decimal(0)
+        return SpendRefusal("price", zero, zero, zero, unpriced_message(estimate.judge))
     if not estimate.cost_usd:
-        return None  # nothing to call, or no price: no limit applies
+        return None  # a price of 0: it costs nothing
     since = month_start()
     described = (
         f"This submission's estimate under judge {estimate.judge.slug} is "
@@ -248,31 +314,16 @@ def spend_refusal(*, estimate: SpendEstimate, team: Team | None) -> SpendRefusal
         f"{estimate.input_tokens:,} input tokens and up to {estimate.output_tokens:,} output "
         "tokens)."
     )
-    checks = []
-    if team is not None and (allowed := team_spend_limit(team)) is not None:
-        checks.append(("team", allowed, team, f"the judge spending limit of team {team.name}"))
-    if (allowed := site_spend_limit()) is not None:
-        checks.append(("site", allowed, None, "the site-wide judge spending limit"))
     for name, allowed, whose, label in checks:
         spent = spent_since(since=since, team=whose)
         held = reserved(team=whose, excluding=estimate)
         if spent + held + estimate.cost_usd <= allowed:
             continue
-        if name == "team":
-            raise_it = (
-                "Staff can raise the team's limit (its monthly judge spending in the admin; "
-                "FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH is the default) or release this "
-                "submission past it; then retry it."
-            )
-        else:
-            raise_it = (
-                "Staff can raise FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH_SITE or release this "
-                "submission past it; then retry it."
-            )
         message = (
             f"Judging held: {label} is {usd(allowed)} a month (calendar "
             f"month, UTC). Spent this month: {usd(spent)}, and {usd(held)} more expected by "
-            f"judging in progress. {described} No judge call was made. {raise_it}"
+            f"judging in progress. {described} No judge call was made. "
+            f"{_raise_it(name, 'then retry it.')}"
         )
         return SpendRefusal(name, allowed, spent, held, message)
     return None
@@ -297,6 +348,105 @@ def spend_check(
             estimate.held_message = refusal.message
             estimate.save(update_fields=["state", "held_message"])
     return estimate
+
+
+# --- Bounding the charges while judging ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SpendRoom:
+    """How much more the judging of one submission under one judge may be charged before it
+    stops: ``left`` USD (None: nothing bounds it); ``stop``, when not empty, says why it stops
+    now, with the figures."""
+
+    left: Decimal | None
+    stop: str = ""
+
+
+def _charged(estimate: SpendEstimate) -> Decimal:
+    """What the calls of the estimate's judging were charged since it was made."""
+    return JudgeCharge.objects.filter(
+        submission_id=estimate.submission_id,
+        judge_id=estimate.judge_id,
+        charged_at__gte=estimate.computed_at,
+    ).aggregate(total=Sum("cost_usd"))["total"] or Decimal(0)
+
+
+def spend_room(*, submission_id: int, judge_id: int) -> SpendRoom:
+    """The room left to this judging (see SpendRoom), from the charges stored so far: the
+    estimate plus FLOORBOARD_JUDGE_SPEND_MARGIN_PERCENT of it, less what its calls were charged;
+    and for each limit it meets, the limit less this month's charges and what other judging in
+    progress still expects. Judging staff released past the limits, or whose judge has no price
+    or a price of 0, is not bounded; a held estimate stops it at once (another worker of it
+    stopped)."""
+    estimate = (
+        SpendEstimate.objects.select_related("judge", "submission__team")
+        .filter(submission_id=submission_id, judge_id=judge_id)
+        .first()
+    )
+    if estimate is None or estimate.released_at is not None or not estimate.cost_usd:
+        # Released, no price, or nothing to pay (a price of 0): its calls charge nothing, as
+        # the check before queuing let them.
+        return SpendRoom(None)
+    if estimate.state == SpendEstimate.State.HELD:
+        return SpendRoom(Decimal(0), estimate.held_message or "Judging held.")
+    charged = _charged(estimate)
+    percent = settings.JUDGE_SPEND_MARGIN_PERCENT
+    margin = Decimal(str(percent))
+    allowed = estimate.cost_usd * (1 + margin / 100)
+    bounds = [(allowed - charged, "margin", allowed, Decimal(0), Decimal(0), None, "")]
+    since = month_start()
+    for name, limit, whose, label in _limits(estimate.submission.team):
+        spent = spent_since(since=since, team=whose)
+        held = reserved(team=whose, excluding=estimate)
+        bounds.append((limit - spent - held, name, limit, spent, held, whose, label))
+    left = min(bound[0] for bound in bounds)
+    for room, name, limit, spent, held, _, label in bounds:
+        if room >= 0:
+            continue
+        ran = (
+            f"the calls of this submission under judge {estimate.judge.slug} were charged "
+            f"{usd(charged)} against its estimate of {usd(estimate.cost_usd)} "
+            f"({estimate.calls:,} calls, about {estimate.input_tokens:,} input tokens and up to "
+            f"{estimate.output_tokens:,} output tokens)"
+        )
+        if name == "margin":
+            message = (
+                f"Judging stopped: {ran}, more than the estimate and its margin of {percent:g}% "
+                f"(FLOORBOARD_JUDGE_SPEND_MARGIN_PERCENT) allow: {usd(limit)}. Calls under way "
+                "were let finish; no other call was made. Staff can release this submission "
+                "past it (its judging then goes on to the end); a retry estimates what is left "
+                "again."
+            )
+        else:
+            message = (
+                f"Judging stopped at {label}, {usd(limit)} a month (calendar month, UTC): "
+                f"spent this month {usd(spent)}, and {usd(held)} more expected by other judging "
+                f"in progress; {ran}. Calls under way were let finish; no other call was made. "
+                f"{_raise_it(name, 'then retry it.')}"
+            )
+        return SpendRoom(left, message)
+    return SpendRoom(left)
+
+
+def spend_stop(*, submission_id: int, judge_id: int, message: str) -> bool:
+    """Hold judging its charges stopped (see spend_room), with the figures; returns whether it
+    was still queued (a staff release is not undone)."""
+    return bool(
+        SpendEstimate.objects.filter(
+            submission_id=submission_id,
+            judge_id=judge_id,
+            state=SpendEstimate.State.QUEUED,
+            released_at__isnull=True,
+        ).update(state=SpendEstimate.State.HELD, held_message=message)
+    )
+
+
+def spend_held(*, submission_id: int, judge_id: int) -> bool:
+    """Whether this judging is held at a spending limit."""
+    return SpendEstimate.objects.filter(
+        submission_id=submission_id, judge_id=judge_id, state=SpendEstimate.State.HELD
+    ).exists()
 
 
 def spend_release(*, submission: Submission, judge: Judge | None = None, by) -> bool:

@@ -283,6 +283,10 @@ def test_a_prefork_worker_on_the_embedded_default_keeps_the_bound(tmp_path, judg
         FLOORBOARD_BENCHMARKS="evaluation.benchmarks.mpbench,tests.toyplugin",
         FLOORBOARD_JUDGE_CONCURRENCY="4",
         OPENAI_BASE_URL=judge_server.url,
+        # The toy's official judge is imported without a price: with no spending limit it
+        # judges (the bound on calls is under test here, not spending).
+        FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH="0",
+        FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH_SITE="0",
     )
 
     def manage(*args):

@@ -74,6 +74,8 @@ def test_the_offline_judge_answers_only_requests_not_stored_yet(
 def _official(mpbench, judge_server, model: str | None = None):
     judge = mpbench.judges.get(slug="official")
     judge.base_url = judge_server.url
+    # A local judge costs nothing; priced at 0, the spending limits let it judge.
+    judge.price_input_per_mtok = judge.price_output_per_mtok = 0
     if model:
         judge.pk, judge.slug, judge.is_official = None, f"official-{model}", False
         judge.models_by_kind = {kind: model for kind in judge.models_by_kind}

@@ -30,6 +30,8 @@ def fast_retries(settings):
 def official(mpbench, judge_server):
     judge = mpbench.judges.get(slug="official")
     judge.base_url = judge_server.url
+    # A local judge costs nothing; priced at 0, the spending limits let it judge.
+    judge.price_input_per_mtok = judge.price_output_per_mtok = 0
     judge.save()
     return judge
 

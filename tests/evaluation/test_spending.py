@@ -35,7 +35,7 @@ from evaluation.models import (
     Team,
 )
 from evaluation.services import judgments_retry, submission_create, submission_resume
-from evaluation.services.pipeline import SPEND_HELD
+from evaluation.services.pipeline import SPEND_HELD, SPEND_STOPPED, SPEND_UNPRICED
 from tests.conftest import completion
 from tests.toyplugin import toy
 
@@ -137,15 +137,124 @@ def test_cache_hits_are_not_in_the_estimate(eager, toy_judge, people, tmp_path, 
     assert len(judge_server.requests) == 6
 
 
-def test_a_judge_without_a_price_has_no_cost_and_no_limit(
-    eager, toy_judge, people, tmp_path, settings
+def test_a_judge_without_a_price_judges_freely_where_no_limit_applies(
+    eager, toy_judge, people, tmp_path, judge_server
 ):
-    settings.MAX_JUDGE_SPEND_PER_MONTH = 0.01
     Judge.objects.filter(pk=toy_judge.pk).update(price_input_per_mtok=None)
     run = submit(toy_judge, tmp_path, {"q1": "It is 2"}, team=people[0])
     assert run.status == "scored"
     estimate = SpendEstimate.objects.get(submission=run)
     assert estimate.calls == 2 and estimate.cost_usd is None
+    assert len(judge_server.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("on_team", "team_limit", "site_limit"),
+    [(True, 100, 0), (True, 0, 1000), (False, 100, 1000)],
+    ids=["team-limit", "site-limit", "no-team-site-limit"],
+)
+def test_a_judge_without_a_price_is_not_queued_while_a_limit_applies(
+    eager, toy_judge, people, tmp_path, judge_server, settings, on_team, team_limit, site_limit
+):
+    # The limits' defaults; the official judges are imported without prices.
+    settings.MAX_JUDGE_SPEND_PER_MONTH = team_limit
+    settings.MAX_JUDGE_SPEND_PER_MONTH_SITE = site_limit
+    Judge.objects.filter(pk=toy_judge.pk).update(
+        price_input_per_mtok=None, price_output_per_mtok=None
+    )
+    run = submit(toy_judge, tmp_path, {"q1": "It is 2"}, team=people[0] if on_team else None)
+    assert run.status == "failed"
+    assert run.error == SPEND_UNPRICED.format(judge="official")
+    assert "judge official has no price" in run.error
+    assert judge_server.requests == []
+    estimate = SpendEstimate.objects.get(submission=run)
+    assert estimate.state == "held" and estimate.calls == 2 and estimate.cost_usd is None
+    assert "judge official has no input or output price" in estimate.held_message
+    assert "0 is a price" in estimate.held_message
+    assert "No judge call was made" in estimate.held_message
+
+    # Staff set prices (0 is one): a retry judges.
+    Judge.objects.filter(pk=toy_judge.pk).update(price_input_per_mtok=0, price_output_per_mtok=0)
+    submission_resume(submission=Submission.objects.get(pk=run.pk))
+    run.refresh_from_db()
+    assert run.status == "scored", run.error
+    assert len(judge_server.requests) == 2
+    assert SpendEstimate.objects.get(submission=run).cost_usd == 0
+
+
+def test_one_price_missing_is_no_price(eager, toy_judge, people, tmp_path, settings):
+    settings.MAX_JUDGE_SPEND_PER_MONTH = 100
+    Judge.objects.filter(pk=toy_judge.pk).update(price_output_per_mtok=None)
+    run = submit(toy_judge, tmp_path, {"q1": "It is 2"}, team=people[0])
+    assert run.status == "failed"
+    message = SpendEstimate.objects.get(submission=run).held_message
+    assert "judge official has no output price" in message
+
+
+def test_a_price_of_zero_is_a_price(eager, toy_judge, people, tmp_path, judge_server, settings):
+    settings.MAX_JUDGE_SPEND_PER_MONTH = 0.01
+    Judge.objects.filter(pk=toy_judge.pk).update(price_input_per_mtok=0, price_output_per_mtok=0)
+    run = submit(toy_judge, tmp_path, {"q1": "It is 2", "q2": "It is 4"}, team=people[0])
+    assert run.status == "scored", run.error
+    assert SpendEstimate.objects.get(submission=run).cost_usd == 0
+    assert len(judge_server.requests) == 4
+    assert all(c.cost_usd == 0 for c in JudgeCharge.objects.filter(submission=run))
+
+
+def test_a_free_judge_judges_while_its_team_is_past_its_limit(
+    eager, toy_judge, people, tmp_path, judge_server, settings
+):
+    team = people[0]
+    settings.MAX_JUDGE_SPEND_PER_MONTH = 0.05
+    charge(team=team, usd="0.07")  # past the limit already
+    Judge.objects.filter(pk=toy_judge.pk).update(price_input_per_mtok=0, price_output_per_mtok=0)
+    run = submit(toy_judge, tmp_path, {"q1": "It is 2", "q2": "It is 4"}, team=team)
+    assert run.status == "scored", run.error
+    assert len(judge_server.requests) == 4
+
+
+def test_staff_cannot_re_score_with_a_judge_without_a_price(
+    eager, toy_judge, people, tmp_path, client, settings
+):
+    team, *_, staff = people
+    run = submit(toy_judge, tmp_path, {"q1": "It is 2"}, team=team)
+    assert run.status == "scored"
+    settings.MAX_JUDGE_SPEND_PER_MONTH = 100
+    unpriced = Judge.objects.create(
+        benchmark=toy_judge.benchmark,
+        slug="second",
+        name="Second",
+        provider="openai",
+        models_by_kind={"grade": "toy-2"},
+        base_url=toy_judge.base_url,
+    )
+    client.force_login(staff)
+    done = client.post("/benchmarks/toy-bench/judges/second/rescore/", follow=True)
+    page = done.content.decode()
+    assert "Not re-scored: judge second has no price" in page
+    assert not SpendEstimate.objects.filter(judge=unpriced).exists()
+
+
+def test_staff_add_a_judge_with_its_prices(toy_judge, people, client):
+    client.force_login(people[4])
+    manage = "/benchmarks/toy-bench/judges/manage/"
+    form = {
+        "slug": "priced",
+        "name": "Priced",
+        "provider": "openai",
+        "model_grade": "m",
+        "base_url": toy_judge.base_url,
+        "price_input_per_mtok": "1.25",
+    }
+    half = client.post(manage, form)
+    assert half.status_code == 400
+    assert "give both prices (input and output, USD per million tokens) or neither" in (
+        half.content.decode()
+    )
+    form["price_output_per_mtok"] = "0"
+    assert client.post(manage, form).status_code == 302
+    judge = Judge.objects.get(slug="priced")
+    assert (judge.price_input_per_mtok, judge.price_output_per_mtok) == (Decimal("1.25"), 0)
 
 
 # --- Limits ---------------------------------------------------------------------------------
@@ -254,6 +363,131 @@ def test_staff_release_a_held_submission(eager, toy_judge, people, tmp_path, cli
     assert run.status == "scored", run.error
     estimate = SpendEstimate.objects.get(submission=run)
     assert estimate.released_by == staff and estimate.state == "done"
+
+
+# --- Charges bounded while judging -----------------------------------------------------------
+
+
+def verbose_judge(body, call):
+    """A judge billing 100,000 output tokens an answer (and 100 in): $1.00025 a call at
+    $2.50 / $10.00 per million tokens, where the estimate allows 1,000 output tokens a call."""
+    return 200, {}, completion('{"score": 1.0}', prompt_tokens=100, completion_tokens=100_000)
+
+
+CALL = cost(100, 100_000)  # Decimal("1.00025")
+
+
+def test_judging_stops_once_its_charges_pass_the_estimate_by_the_margin(
+    eager, toy_judge, people, tmp_path, judge_server, client, settings
+):
+    team, _, owner, _, staff = people
+    assert settings.JUDGE_SPEND_MARGIN_PERCENT == 100  # the default
+    # One call at a time: the charges are seen after each.
+    Judge.objects.filter(pk=toy_judge.pk).update(concurrency=1)
+    judge_server.responder = verbose_judge
+    run = submit(toy_judge, tmp_path, {"q1": "It is 2", "q2": "It is 4"}, team=team)
+
+    # Estimate $0.040195 (4 calls), so at most $0.08039 with the margin: the first call's
+    # $1.00025 passes it and no other call starts.
+    assert len(judge_server.requests) == 1
+    charged = JudgeCharge.objects.filter(submission=run)
+    assert sum(c.cost_usd for c in charged) == CALL == Decimal("1.00025")
+    assert run.status == "failed" and run.error == SPEND_STOPPED
+    estimate = SpendEstimate.objects.get(submission=run)
+    assert estimate.state == "held"
+    message = estimate.held_message
+    assert message.startswith(
+        "Judging stopped: the calls of this submission under judge official were charged "
+    )
+    assert "were charged $1.00 against its estimate of $0.0402 (4 calls" in message
+    assert "margin of 100% (FLOORBOARD_JUDGE_SPEND_MARGIN_PERCENT) allow: $0.0804" in message
+    # The judgments not called wait, unclaimed, for a retry or a release.
+    statuses = sorted(Judgment.objects.values_list("status", flat=True))
+    assert statuses == ["done", "pending", "pending", "pending"]
+
+    # The page says so: the status with the public text, the figures to the team and staff.
+    client.force_login(owner)
+    page = client.get(f"/submissions/{run.pk}/").content.decode()
+    assert "Judging stopped at a judge spending limit" in page
+    assert "against its estimate of $0.0402" in page
+    progress = client.get(f"/submissions/{run.pk}/progress/").content.decode()
+    assert "Judging stopped at a judge spending limit" in progress
+    assert "Held at the judge spending limit:" in progress
+    assert "were charged $1.00 against its estimate of $0.0402" in progress
+
+    # Staff release it: its judging goes on to the end, past the bound.
+    client.force_login(staff)
+    assert client.post(f"/submissions/{run.pk}/release-spending/").status_code == 302
+    run.refresh_from_db()
+    assert run.status == "scored", run.error
+    assert len(judge_server.requests) == 4
+    assert sum(c.cost_usd for c in JudgeCharge.objects.filter(submission=run)) == 4 * CALL
+
+
+def test_the_margin_is_a_setting(eager, toy_judge, people, tmp_path, judge_server, settings):
+    # $1.00025 a call against an estimate of $0.040195: 2,400% over it leaves room for
+    # $0.040195 x 25 = $1.004875, which one call leaves unpassed and two pass.
+    settings.JUDGE_SPEND_MARGIN_PERCENT = 2400
+    Judge.objects.filter(pk=toy_judge.pk).update(concurrency=1)
+    judge_server.responder = verbose_judge
+    run = submit(toy_judge, tmp_path, {"q1": "It is 2", "q2": "It is 4"}, team=people[0])
+    assert len(judge_server.requests) == 2
+    assert run.status == "failed" and run.error == SPEND_STOPPED
+    assert "its margin of 2400%" in SpendEstimate.objects.get(submission=run).held_message
+
+
+def test_judging_stops_at_the_teams_room_under_its_limit(
+    eager, toy_judge, people, tmp_path, judge_server, settings
+):
+    team = people[0]
+    settings.MAX_JUDGE_SPEND_PER_MONTH = 0.5
+    settings.JUDGE_SPEND_MARGIN_PERCENT = 1_000_000  # the limit binds first
+    Judge.objects.filter(pk=toy_judge.pk).update(concurrency=1)
+    judge_server.responder = verbose_judge
+    # Estimate $0.040195 of the $0.50 left: queued. Its first call is charged $1.00025.
+    run = submit(toy_judge, tmp_path, {"q1": "It is 2", "q2": "It is 4"}, team=team, name="A")
+    assert len(judge_server.requests) == 1
+    assert run.status == "failed" and run.error == SPEND_STOPPED
+    message = SpendEstimate.objects.get(submission=run).held_message
+    assert (
+        "Judging stopped at the judge spending limit of team Owners, $0.5000 a month "
+        "(calendar month, UTC): spent this month $1.00, and $0.0000 more expected by other "
+        "judging in progress; the calls of this submission under judge official were charged "
+        "$1.00 against its estimate of $0.0402" in message
+    )
+    assert "raise the team's limit" in message
+    # The team's next upload is held before any call.
+    again = submit(toy_judge, tmp_path, {"q3": "It is 6"}, team=team, name="B")
+    assert again.status == "failed" and again.error == SPEND_HELD
+    assert len(judge_server.requests) == 1
+
+
+def test_a_stopped_re_score_keeps_the_numbers_it_had(
+    eager, toy_judge, people, tmp_path, judge_server, client, settings
+):
+    team, _, owner, outsider, _ = people
+    Judge.objects.filter(pk=toy_judge.pk).update(concurrency=1)
+    run = submit(toy_judge, tmp_path, {"q1": "It is 2", "q2": "It is 4"}, team=team, publish=True)
+    assert run.status == "scored" and len(judge_server.requests) == 4
+    score = Score.objects.get(submission=run)
+    # Every judgment failed (say), and the judge now bills 100,000 tokens an answer.
+    Judgment.objects.update(status="failed")
+    judge_server.responder = verbose_judge
+    judgments_retry(submission=Submission.objects.get(pk=run.pk))
+    run.refresh_from_db()
+    assert len(judge_server.requests) == 5  # one more call, then stopped
+    assert run.status == "scored" and run.error == ""
+    assert Score.objects.get(submission=run).pk == score.pk
+    assert SpendEstimate.objects.get(submission=run).state == "held"
+    # Scored as before, so the status says nothing: the progress tells the team it is held.
+    client.force_login(owner)
+    progress = client.get(f"/submissions/{run.pk}/progress/").content.decode()
+    assert "Held at the judge spending limit:" in progress
+    assert "were charged $1.00 against its estimate of $0.0402 (4 calls" in progress
+    client.force_login(outsider)
+    progress = client.get(f"/submissions/{run.pk}/progress/")
+    assert progress.status_code == 200  # published
+    assert "spending limit" not in progress.content.decode()
 
 
 # --- Spent ----------------------------------------------------------------------------------

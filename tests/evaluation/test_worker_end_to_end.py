@@ -216,6 +216,8 @@ def test_killed_worker_on_redis_and_postgresql(
     require_service("Redis", "127.0.0.1", 6379)
     judge = mpbench.judges.get(slug="official")
     judge.base_url = judge_server.url
+    # A local judge costs nothing; priced at 0, the spending limits let it judge.
+    judge.price_input_per_mtok = judge.price_output_per_mtok = 0
     judge.save()
     arrivals = Arrivals()
     judge_server.responder = arrivals
@@ -282,7 +284,14 @@ def test_killed_worker_on_the_embedded_default(tmp_path, judge_server, mpbench_t
     var = tmp_path / "var"
     database = var / "floorboard.sqlite3"
     env = embedded_env(
-        var, FLOORBOARD_QUEUE="floorboard", OPENAI_BASE_URL=judge_server.url, DJANGO_DEBUG="1"
+        var,
+        FLOORBOARD_QUEUE="floorboard",
+        OPENAI_BASE_URL=judge_server.url,
+        DJANGO_DEBUG="1",
+        # The official judge is imported without a price: with no spending limit it judges
+        # (recovery from a killed worker is under test here, not spending).
+        FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH="0",
+        FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH_SITE="0",
     )
 
     def manage(*args):

@@ -102,6 +102,9 @@ def add_judge_form(url: str, slug: str = "second", **extra) -> dict:
         "base_url": url,
         "send_sampling_params": "on",
         "concurrency": "4",
+        # A local judge costs nothing; priced at 0, the spending limits let it judge.
+        "price_input_per_mtok": "0",
+        "price_output_per_mtok": "0",
         **{f"model_{kind}": "judge-model-x" for kind in KINDS},
     }
     data.update(extra)

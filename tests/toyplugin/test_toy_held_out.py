@@ -28,7 +28,10 @@ def test_a_held_out_toy_task_is_scored_apart_and_shown_to_staff_only(
     call_command("import_benchmark", "toy-bench", str(release), stdout=io.StringIO())
     call_command("held_out", "toy-bench", "--tasks", "q1", stdout=io.StringIO())
     official = Judge.objects.get(benchmark__slug="toy-bench", is_official=True)
-    Judge.objects.filter(pk=official.pk).update(base_url=judge_server.url)
+    # A local judge costs nothing; priced at 0, the spending limits let it judge.
+    Judge.objects.filter(pk=official.pk).update(
+        base_url=judge_server.url, price_input_per_mtok=0, price_output_per_mtok=0
+    )
     judge_server.responder = grade
     answers = tmp_path / "answers.jsonl"
     toy.write_answers(answers, correct=6)  # every answer right

@@ -62,7 +62,10 @@ def test_a_toy_benchmark_goes_through_the_whole_site(
     call_command("import_benchmark", "toy-bench", str(release), stdout=out)
     assert "6 tasks" in out.getvalue()
     official = Judge.objects.get(benchmark__slug="toy-bench", is_official=True)
-    Judge.objects.filter(pk=official.pk).update(base_url=judge_server.url)
+    # A local judge costs nothing; priced at 0, the spending limits let it judge.
+    Judge.objects.filter(pk=official.pk).update(
+        base_url=judge_server.url, price_input_per_mtok=0, price_output_per_mtok=0
+    )
     judge_server.responder = grade
 
     # Answers right for q1, q2 and q5 (en: q1-q3; de: q4-q6); q6 missing (allowed partial).

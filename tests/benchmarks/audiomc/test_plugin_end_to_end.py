@@ -108,6 +108,8 @@ def test_judge_faults_numbers_by_hand_retry_and_rescore(
     benchmark = Benchmark.objects.get(slug="audio-multichallenge")
     judge = benchmark.judges.get(slug="official")
     judge.base_url = judge_server.url
+    # A local judge costs nothing; priced at 0, the spending limits let it judge.
+    judge.price_input_per_mtok = judge.price_output_per_mtok = 0
     judge.save()
     script = Script()
     judge_server.responder = script

@@ -132,6 +132,8 @@ def board(eager, settings, release_dir, judge_server):
                                  plugin="duplex-mpe").benchmark  # fmt: skip
     official = benchmark.judges.get(is_official=True)
     official.base_url = judge_server.url
+    # A local judge costs nothing; priced at 0, the spending limits let it judge.
+    official.price_input_per_mtok = official.price_output_per_mtok = 0
     official.save()
     return benchmark
 

@@ -51,6 +51,8 @@ def test_a_worker_scores_an_upload_from_the_cli(worker_env, judge_server, releas
                              plugin="duplex-mpe").benchmark  # fmt: skip
     official = board.judges.get(is_official=True)
     official.base_url = judge_server.url
+    # A local judge costs nothing; priced at 0, the spending limits let it judge.
+    official.price_input_per_mtok = official.price_output_per_mtok = 0
     official.save()
     asr = AsrServer()
     env = {**worker_env, "DUPLEXMPE_ASR_BASE_URL": asr.url, "DUPLEXMPE_ASR_MODEL": "test-asr-1",

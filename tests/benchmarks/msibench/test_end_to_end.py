@@ -53,6 +53,8 @@ def judged_world(eager, judge_server, settings, tmp_path, release_dir, harness_c
     judge = benchmark.judges.get(slug="official")
     assert judge.base_url == "https://openrouter.ai/api/v1"  # the paper's endpoint
     judge.base_url = judge_server.url
+    # A local judge costs nothing; priced at 0, the spending limits let it judge.
+    judge.price_input_per_mtok = judge.price_output_per_mtok = 0
     judge.save()
     script = ScriptedJudge()
     judge_server.responder = script

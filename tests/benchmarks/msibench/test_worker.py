@@ -64,6 +64,11 @@ def test_a_worker_scores_through_429_500_and_malformed_answers(
     manage("import_benchmark", "msi-bench", str(release_dir), "--templates", str(harness_checkout))
     # The paper's judge, pointed at the local server instead of OpenRouter.
     query("UPDATE evaluation_judge SET base_url = ? WHERE slug = 'official'", judge_server.url)
+    # A local judge costs nothing; priced at 0, the spending limits let it judge.
+    query(
+        "UPDATE evaluation_judge SET price_input_per_mtok = 0, price_output_per_mtok = 0 "
+        "WHERE slug = 'official'"
+    )
     specs = read_release(release_dir).specs()
     rows = synthetic_predictions(specs, profile="weak")
     upload = tmp_path / "weak.jsonl"

@@ -162,6 +162,9 @@ class Command(BaseCommand):
                 provider=Judge.Provider.OPENAI,
                 models_by_kind={"rubric_item": "bench-model"},
                 base_url=server.url,
+                # A local judge costs nothing; with a price, spending limits let it judge.
+                price_input_per_mtok=0,
+                price_output_per_mtok=0,
                 send_sampling_params=False,
                 concurrency=concurrency,
             )

@@ -59,7 +59,12 @@ from django.db import connection
 from django.db.models import Max, Min, Q
 
 from evaluation import services
-from evaluation.bench_support import JudgeServer, differences, process_cpu_seconds
+from evaluation.bench_support import (
+    JudgeServer,
+    differences,
+    local_judges_allowed,
+    process_cpu_seconds,
+)
 from evaluation.benchmarks.mpbench import detection, scoring, synthetic
 from evaluation.benchmarks.mpbench.plugin import _spec
 from evaluation.bundles import zip_directory
@@ -205,6 +210,8 @@ class Command(BaseCommand):
         ).benchmark
         judge = benchmark.judges.get(slug="official")
         judge.base_url, judge.concurrency = server.url, concurrency
+        # A local judge costs nothing; with a price, spending limits let it judge.
+        judge.price_input_per_mtok = judge.price_output_per_mtok = 0
         judge.save()
         try:
             tasks = {t.task_id: t.spec for t in benchmark.tasks.all()}
@@ -372,7 +379,11 @@ class Command(BaseCommand):
         seconds, each upload's results as stored (None for one with no score), and the
         processor time and stages (_SiteUsage)."""
         zips = [zip_directory(tree) for tree in trees]
-        env = {**os.environ, "FLOORBOARD_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE}
+        env = {
+            **os.environ,
+            "FLOORBOARD_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE,
+            **local_judges_allowed(),
+        }
         log = open(Path(tempfile.gettempdir()) / "floorboard-overhead-worker.log", "ab")  # noqa: SIM115
         processes = [
             subprocess.Popen(

@@ -177,8 +177,11 @@ class Command(BaseCommand):
     def _bench_judge(self, benchmark, bundle, delay, concurrency):
         server = JudgeServer(delay, lambda content: ANSWER)  # in a process of its own
         judge = benchmark.judges.get(slug="official")
+        prices = (judge.price_input_per_mtok, judge.price_output_per_mtok)
         judge.base_url = server.url
         judge.concurrency = concurrency
+        # A local judge costs nothing; with a price, spending limits let it judge.
+        judge.price_input_per_mtok = judge.price_output_per_mtok = 0
         judge.save()
         try:
             with stages_by_hand():  # nothing queued: each stage is run here
@@ -206,4 +209,5 @@ class Command(BaseCommand):
         finally:
             server.stop()
             judge.base_url, judge.concurrency = "", None
+            judge.price_input_per_mtok, judge.price_output_per_mtok = prices
             judge.save()

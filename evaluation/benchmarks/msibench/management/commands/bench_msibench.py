@@ -149,6 +149,9 @@ class Command(BaseCommand):
                 provider=Judge.Provider.OPENAI,
                 models_by_kind={"rubric": "bench-model"},
                 base_url=instant.url,
+                # A local judge costs nothing; with a price, spending limits let it judge.
+                price_input_per_mtok=0,
+                price_output_per_mtok=0,
                 send_sampling_params=False,
                 concurrency=concurrency,
             )
@@ -246,6 +249,9 @@ class Command(BaseCommand):
             provider=Judge.Provider.OPENAI,
             models_by_kind={"rubric": "bench-model"},
             base_url=server.url,
+            # A local judge costs nothing; with a price, spending limits let it judge.
+            price_input_per_mtok=0,
+            price_output_per_mtok=0,
             send_sampling_params=False,
             concurrency=concurrency,
         )
