@@ -6,6 +6,7 @@ benchmark plug-in decides what a task folder must contain (see benchmarks/<name>
 
 from __future__ import annotations
 
+import contextlib
 import lzma
 import os
 import shutil
@@ -13,9 +14,11 @@ import stat
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import IO
 
 from evaluation.audio import WAV_HEAD_BYTES, AudioLimits, NotAWav, wav_format, wav_problem
 from evaluation.jsonbounds import JsonRefused, loads_bounded
@@ -407,6 +410,26 @@ def _report_file_folder_clashes(entries: list[Entry], report: ValidationReport) 
     }
     for clash in sorted(files & folders):
         report.add("is a file, and a folder of the same name holds other files", file=clash)
+
+
+def source_opener(source: Path | IO[bytes]) -> Callable[[], AbstractContextManager[IO[bytes]]]:
+    """How to open an upload that is a single file, for reading a line at a time: a path anew,
+    a stream from its start (left open for its owner to close)."""
+    if isinstance(source, Path):
+        return lambda: open(source, "rb")
+
+    def rewound():
+        source.seek(0)
+        return contextlib.nullcontext(source)
+
+    return rewound
+
+
+def member_opener(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo
+) -> Callable[[], AbstractContextManager[IO[bytes]]]:
+    """How to open one member of an open zip for reading."""
+    return lambda: archive.open(info)
 
 
 # A system manifest: a few fields, some of them text.

@@ -464,3 +464,22 @@ def s3_server():
     yield f"http://127.0.0.1:{port}"
     process.terminate()
     process.wait(10)
+
+
+# --- Every plug-in -------------------------------------------------------------------------
+
+
+def every_plugin_board(slug: str, settings, folder: Path, *, name: str):
+    """(benchmark, plug-in): the plug-in's demo release imported as ``<slug>-<name>``; the
+    example plug-in is registered first when ``slug`` names it."""
+    from evaluation.benchmarks import registry
+    from evaluation.services import benchmark_import
+
+    if slug == "toy-bench":
+        settings.FLOORBOARD_BENCHMARKS = [*settings.FLOORBOARD_BENCHMARKS, "tests.toyplugin"]
+    plugin = registry()[slug]
+    plugin.write_demo_source(folder / "source")
+    benchmark = benchmark_import(
+        slug=f"{slug}-{name}", directory=folder / "source", plugin=slug, is_demo=True
+    ).benchmark
+    return benchmark, plugin

@@ -20,8 +20,9 @@ from django.utils import timezone
 from evaluation.benchmarks import registry
 from evaluation.bundles import zip_entry_count
 from evaluation.models import Membership, Submission, Team
-from evaluation.services import benchmark_import, bundle_validate, failed_files_purge
+from evaluation.services import bundle_validate, failed_files_purge
 from leaderboard.uploads.services import LimitReached, submission_create_within_limits
+from tests.conftest import every_plugin_board
 
 pytestmark = pytest.mark.django_db
 
@@ -30,14 +31,7 @@ SLUGS = [*sorted(registry()), "toy-bench"]
 
 @pytest.fixture
 def board(request, settings, tmp_path):
-    slug = request.param
-    if slug == "toy-bench":
-        settings.FLOORBOARD_BENCHMARKS = [*settings.FLOORBOARD_BENCHMARKS, "tests.toyplugin"]
-    plugin = registry()[slug]
-    plugin.write_demo_source(tmp_path / "source")
-    benchmark = benchmark_import(
-        slug=f"{slug}-guards", directory=tmp_path / "source", plugin=slug, is_demo=True
-    ).benchmark
+    benchmark, plugin = every_plugin_board(request.param, settings, tmp_path, name="guards")
     run = plugin.write_demo_runs(tmp_path / "uploads")[0]
     bundle = run.path
     if bundle.is_dir():

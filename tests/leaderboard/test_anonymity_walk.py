@@ -18,8 +18,9 @@ from evaluation.benchmarks import registry
 from evaluation.benchmarks.base import BenchmarkPlugin
 from evaluation.identity import ANONYMOUS_NAME
 from evaluation.models import Membership, Submission, System, TaskResult, Team
-from evaluation.services import benchmark_import, submission_create
+from evaluation.services import submission_create
 from evaluation.services.pipeline import inline
+from tests.conftest import every_plugin_board
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,14 +38,7 @@ SECRETS = {
 
 @pytest.fixture
 def board(request, settings, tmp_path):
-    slug = request.param
-    if slug == "toy-bench":
-        settings.FLOORBOARD_BENCHMARKS = [*settings.FLOORBOARD_BENCHMARKS, "tests.toyplugin"]
-    plugin = registry()[slug]
-    plugin.write_demo_source(tmp_path / "source")
-    benchmark = benchmark_import(
-        slug=f"{slug}-walk", directory=tmp_path / "source", plugin=slug, is_demo=True
-    ).benchmark
+    benchmark, plugin = every_plugin_board(request.param, settings, tmp_path, name="walk")
     offline = benchmark.judges.get(slug="offline")
     runs = plugin.write_demo_runs(tmp_path / "uploads")[:2]
     submissions = []

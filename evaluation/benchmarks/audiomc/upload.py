@@ -20,7 +20,14 @@ from typing import IO
 
 from evaluation.audio import AudioLimits
 from evaluation.benchmarks.base import IngestedTask, UploadContents, UploadLimits
-from evaluation.bundles import ValidationReport, read_manifest, scan_zip, wav_member_problem
+from evaluation.bundles import (
+    ValidationReport,
+    member_opener,
+    read_manifest,
+    scan_zip,
+    source_opener,
+    wav_member_problem,
+)
 from evaluation.jsonbounds import unstorable_path
 
 from .dataset import AUDIO_TYPES
@@ -81,7 +88,7 @@ def read_upload(
         if size > limits.max_bytes:
             report.add(f"{size:,} bytes exceeds the limit of {limits.max_bytes:,}", file=name)
             return found
-        found.jsonl = (name, _opener(source))
+        found.jsonl = (name, source_opener(source))
         return found
     archive, entries = scan_zip(
         source,
@@ -106,7 +113,7 @@ def read_upload(
                     file=entry.path,
                 )
                 continue
-            found.jsonl = (entry.path, _member_opener(archive, entry.info))
+            found.jsonl = (entry.path, member_opener(archive, entry.info))
         elif suffix in AUDIO_TYPES:
             problem = (
                 wav_member_problem(archive, entry.info, AUDIO_LIMITS)
@@ -128,18 +135,6 @@ def read_upload(
 
 def single_file_name(path: Path) -> str:
     return path.name if path.suffix.lower() == ".jsonl" else SINGLE_FILE
-
-
-def _opener(source: Path | IO[bytes]):
-    """How to open a lone replies file: a path anew, a stream from its start (left open)."""
-    if isinstance(source, Path):
-        return lambda: open(source, "rb")
-
-    def rewound():
-        source.seek(0)
-        return contextlib.nullcontext(source)
-
-    return rewound
 
 
 def _parse(upload: UploadFiles, *, task_ids: Sequence[str], modality: str) -> Submission:
@@ -243,7 +238,7 @@ def ingest(
                 store.append(
                     (
                         f"{RESPONSE_AUDIO}{extension}",
-                        _member_opener(upload.archive, info),
+                        member_opener(upload.archive, info),
                         info.file_size,
                     )
                 )
@@ -251,10 +246,6 @@ def ingest(
     finally:
         if upload.archive is not None:
             upload.archive.close()
-
-
-def _member_opener(archive: zipfile.ZipFile, info: zipfile.ZipInfo):
-    return lambda: archive.open(info)
 
 
 def modality_of(options: Mapping) -> str:

@@ -7,7 +7,6 @@ one task per predicted cell. Pure (no Django).
 
 from __future__ import annotations
 
-import contextlib
 import zipfile
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -16,7 +15,13 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from evaluation.benchmarks.base import IngestedTask, UploadContents, UploadLimits
-from evaluation.bundles import ValidationReport, read_manifest, scan_zip
+from evaluation.bundles import (
+    ValidationReport,
+    member_opener,
+    read_manifest,
+    scan_zip,
+    source_opener,
+)
 from evaluation.jsonbounds import unstorable_path
 
 from .predictions import FIELDS, TURN_BASED, PredictionsError, PredictionSet, read_predictions
@@ -58,7 +63,7 @@ def read_upload(
         if size > limits.max_bytes:
             report.add(f"{size:,} bytes exceeds the limit of {limits.max_bytes:,}", file=name)
             return found
-        found.files.append((name, _opener(source)))
+        found.files.append((name, source_opener(source)))
         return found
     archive, entries = scan_zip(
         source,
@@ -75,7 +80,7 @@ def read_upload(
     for entry in sorted(entries, key=lambda e: e.path):
         path = PurePosixPath(entry.path)
         if path.suffix.lower() == ".jsonl":
-            found.files.append((entry.path, _member_opener(archive, entry.info)))
+            found.files.append((entry.path, member_opener(archive, entry.info)))
         elif entry.path == MANIFEST:
             found.manifest = read_manifest(archive, entry.info, report, file=MANIFEST)
         else:
@@ -83,22 +88,6 @@ def read_upload(
     if not found.files:
         report.add("the zip holds no .jsonl prediction file")
     return found
-
-
-def _opener(source: Path | IO[bytes]):
-    """How to open a lone predictions file: a path anew, a stream from its start (left open)."""
-    if isinstance(source, Path):
-        return lambda: open(source, "rb")
-
-    def rewound():
-        source.seek(0)
-        return contextlib.nullcontext(source)
-
-    return rewound
-
-
-def _member_opener(archive: zipfile.ZipFile, info: zipfile.ZipInfo):
-    return lambda: archive.open(info)
 
 
 def _size(handle: IO[bytes]) -> int:
