@@ -442,9 +442,9 @@ LOGIN_ACCOUNT_BACKOFF_WINDOW_SECONDS = env_int(
 LOGIN_ACCOUNT_BACKOFF_SECONDS = env_int("FLOORBOARD_LOGIN_ACCOUNT_BACKOFF_SECONDS", 60, minimum=1)
 # The client's address: the connection's own, or, behind this many proxies that each append the
 # address they were reached from to X-Forwarded-For, the entry the outermost of them appended
-# (entries further left are whatever the client sent). The Compose stack's nginx is one proxy;
-# a TLS terminator in front of it is a second (docker/compose.yaml sets 2). Too few and every
-# client has the terminator's address; too many and a client can choose its own.
+# (entries further left are whatever the client sent). The Compose stack's nginx, which ends TLS
+# itself, is the one proxy (docker/compose.yaml sets 1); count each further proxy that appends.
+# Too few and every client has a proxy's address; too many and a client can choose its own.
 TRUSTED_PROXY_COUNT = env_int("FLOORBOARD_TRUSTED_PROXY_COUNT", 1 if PRODUCTION else 0, minimum=0)
 env_retired(
     {

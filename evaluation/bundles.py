@@ -303,10 +303,11 @@ def zip_entry_count(path) -> int | None:
 
 
 def unpacked_bytes(path) -> int:
-    """What an upload unpacks to: its zip members' sizes, or the file's own for any other."""
+    """What an upload unpacks to besides itself: its zip members' sizes; 0 for a single file
+    (a JSONL, say), which is stored as it is."""
     path = Path(path)
     if not zipfile.is_zipfile(path):
-        return path.stat().st_size
+        return 0
     with zipfile.ZipFile(path) as archive:
         return sum(info.file_size for info in archive.infolist() if not info.is_dir())
 

@@ -70,8 +70,12 @@ def held_out_band(value, *, top: float | None = None) -> str:
     return f"{low:g}–{low + width:g}"
 
 
-def held_out_column_band(column, results) -> str:
-    """held_out_band of one board column's value (a percentage tops out at 100)."""
+def held_out_column_band(column, results, *, tasks: int) -> str:
+    """held_out_band of one board column's value over ``tasks`` held-out tasks (a percentage
+    tops out at 100). Under 200 / HELD_OUT_BAND_POINTS tasks a band would hold a single
+    possible result (k of n tasks lands on k x 100 / n): then nothing but the rank ("")."""
+    if tasks * settings.HELD_OUT_BAND_POINTS < 200:
+        return ""
     return held_out_band(column.value(results), top=100 if column.metric.unit == "%" else None)
 
 

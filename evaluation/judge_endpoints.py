@@ -34,6 +34,10 @@ def host_allowed(host: str, allowed: list[str]) -> bool:
     return False
 
 
+# Hosts whose traffic never leaves this machine: a key may go there over plain http.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
 def endpoint_refusal(url: str) -> str | None:
     """Why judges may not call this base URL, or None when they may."""
     try:
@@ -56,6 +60,13 @@ def endpoint_refusal(url: str) -> str | None:
 
 
 def endpoint_api_key(url: str) -> str:
-    """The API key calls to this base URL carry: the one named for its host, else none."""
+    """The API key calls to this base URL carry: the one named for its host, else none; never
+    over plain http to another machine, where anyone on the way could read it."""
+    try:
+        scheme = urlsplit(url.strip()).scheme
+    except ValueError:
+        return ""
+    if scheme != "https" and endpoint_host(url) not in LOOPBACK_HOSTS:
+        return ""
     variable = settings.JUDGE_API_KEY_BY_HOST.get(endpoint_host(url), "")
     return settings.JUDGE_API_KEYS.get(variable, "") if variable else ""

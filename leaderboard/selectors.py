@@ -239,6 +239,7 @@ class Entry:
     # rank minus public rank among the rows scored on both.
     held_out_results: dict | None = None
     held_out_rank: int | None = None
+    held_out_tasks: int = 0  # how many tasks the held-out results are over
     rank_delta: int | None = None
     # The parts of the current scorer this row was not scored with ("judge", "prompts", ...).
     older_scorer: list = field(default_factory=list)

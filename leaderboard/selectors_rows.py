@@ -264,6 +264,7 @@ def with_held_out(
         ],
         _rank_columns(benchmark, split),
     )
+    held = benchmark.tasks.filter(held_out=True).count()
     shown = []
     for entry in entries:
         if entry.submission_id not in found or entry.reported_in_paper:
@@ -275,6 +276,7 @@ def with_held_out(
                 entry,
                 held_out_results=found[entry.submission_id],
                 held_out_rank=rank,
+                held_out_tasks=held,
                 rank_delta=rank - public[entry.submission_id],
             )
         )

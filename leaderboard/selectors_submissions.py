@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Max, Q
+from django.http import Http404
 from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
@@ -18,6 +19,7 @@ from evaluation.models import Judgment, Membership, Submission, TaskJudgment, Ta
 from evaluation.selectors import slot_sort_key
 from evaluation.services.files import open_upload, task_input
 from evaluation.services.pipeline import judged_slots
+from evaluation.services.submissions import submission_files_gone
 from leaderboard.selectors import board_columns
 
 S = Submission.Status
@@ -253,6 +255,9 @@ def task_page_context(*, task_result: TaskResult) -> dict:
     the submission's judge and that judge's judgments of the task). It holds no viewer's data:
     callers decide who may see the task, and sign its clips and name its system per viewer."""
     submission = task_result.submission
+    if submission_files_gone(submission=submission):
+        # A failed submission's files go after their keep time (failed_files_purge).
+        raise Http404("this submission's files were deleted after it failed")
     links = TaskJudgment.objects.filter(task_result=task_result, judge_id=submission.judge_id)
     state = links.aggregate(
         links=Count("pk"),
@@ -262,6 +267,7 @@ def task_page_context(*, task_result: TaskResult) -> dict:
     key = "task-page-v1:" + hashlib.sha256(
         repr(
             (task_result.pk, task_result.steps_done, task_result.detected, submission.pk,
+             task_result.task.spec, task_result.task.assets,
              submission.created_at.isoformat(), submission.bundle_sha256, submission.judge_id,
              submission.benchmark.plugin, sorted(state.items())),
         ).encode()

@@ -300,6 +300,7 @@ def _entries(board: Board, user, limit: int | None = None):
             rank_range=extras[entry.submission_id].rank_range,
             held_out_results=extras[entry.submission_id].held_out_results,
             held_out_rank=extras[entry.submission_id].held_out_rank,
+            held_out_tasks=extras[entry.submission_id].held_out_tasks,
             rank_delta=extras[entry.submission_id].rank_delta,
         )
         if entry.submission_id in extras
@@ -576,7 +577,10 @@ def _entry_json(entry, columns) -> dict:
         if entry.held_out_results is None
         else {
             # Bands, never the numbers (evaluation.held_out.held_out_band).
-            "bands": {c.key: held_out_column_band(c, entry.held_out_results) for c in columns},
+            "bands": {
+                c.key: held_out_column_band(c, entry.held_out_results, tasks=entry.held_out_tasks)
+                for c in columns
+            },
             "rank": entry.held_out_rank,
             "rank_delta": entry.rank_delta,
         },

@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_safe
 
 from evaluation.benchmarks import get_plugin
-from evaluation.exports import csv_cell, csv_lines
+from evaluation.exports import csv_lines
 from evaluation.held_out import task_results_for
 from evaluation.models import ScoreRecord, TaskJudgment
 from leaderboard.selectors import board_columns
@@ -64,14 +64,15 @@ def score_record_page(request, pk: int, record_id: int):
     )
 
 
-def _cell(value) -> str:
+def _cell(value):
+    """A CSV cell: numbers stay numbers and text stays text (csv_lines guards formulas)."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, dict | list):
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return str(value)
+    return value
 
 
 def outcome_rows(submission, *, user) -> list[dict]:
@@ -164,7 +165,7 @@ def submission_outcomes(request, pk: int, fmt: str):
             *(c.label for c in plugin.task_columns),
             *OUTCOME_FIELDS[2:],
         ]
-        lines = ([_cell(csv_cell(row.get(field))) for field in fields] for row in rows)
+        lines = ([_cell(row.get(field)) for field in fields] for row in rows)
         response = StreamingHttpResponse(
             csv_lines(fields, lines), content_type="text/csv; charset=utf-8"
         )

@@ -145,7 +145,7 @@ class UploadContents:
     # step once, by the ingest that follows, and dropped there. Ints stay ints and floats come
     # back exactly. A step run again later (a retry, a re-score) reads the upload.
     findings: dict[str, Any] = field(default_factory=dict)
-    # Set by the core: the bytes the upload unpacks to (its zip members, or the file itself),
+    # Set by the core: the bytes the upload unpacks to (its zip members; 0 for a single file),
     # the most its ingest can store besides the bundle.
     unpacked_bytes: int = 0
 

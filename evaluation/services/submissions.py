@@ -12,7 +12,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
-from django.db import transaction
+from django.db import router, transaction
+from django.db.models.deletion import Collector, ProtectedError
 from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
@@ -379,6 +380,8 @@ def failed_files_purge(*, now=None) -> int:
     ).exclude(bundle="", stored_bytes=0)
     purged = 0
     for submission in stale.iterator():
+        if _kept_by_others(submission):
+            continue
         keys = submission_stored_keys(submission=submission)
         note = FILES_PURGED.format(days=days)
         error = f"{submission.error}\n{note}".strip()
@@ -390,6 +393,17 @@ def failed_files_purge(*, now=None) -> int:
             stored_keys_delete(keys=keys)
             purged += 1
     return purged
+
+
+def _kept_by_others(submission: Submission) -> bool:
+    """Whether something protects the submission from deletion (a rating study sampling its
+    tasks, say): its files then stay, as a team's delete would be refused."""
+    collector = Collector(using=router.db_for_write(Submission))
+    try:
+        collector.collect([submission])
+    except ProtectedError:
+        return True
+    return False
 
 
 def submission_files_gone(*, submission: Submission) -> bool:

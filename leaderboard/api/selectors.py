@@ -147,4 +147,5 @@ def _held_out_shown(results: dict | None, submission: Submission, user) -> dict 
     if results is None or sees_held_out(user):
         return results
     columns = board_columns(benchmark=submission.benchmark)
-    return {"bands": {c.key: held_out_column_band(c, results) for c in columns}}
+    tasks = submission.benchmark.tasks.filter(held_out=True).count()
+    return {"bands": {c.key: held_out_column_band(c, results, tasks=tasks) for c in columns}}

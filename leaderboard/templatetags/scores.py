@@ -298,7 +298,7 @@ def _held_out_cells(entry, column) -> str:
     if entry.held_out_results is None:
         return '<td class="held-out muted">–</td><td class="rank-delta muted">–</td>'
     # A band, never the number: its counts would say how single held-out tasks were judged.
-    band = held_out_column_band(column, entry.held_out_results)
+    band = held_out_column_band(column, entry.held_out_results, tasks=entry.held_out_tasks)
     text = f"{band}{column.metric.unit if column.metric.unit == '%' else ''}" if band else "–"
     shown = f"rank {entry.held_out_rank}" + (f", {text}" if band else "")
     delta = entry.rank_delta

@@ -94,7 +94,7 @@ def _storage_refusal(*, stored, who: str, most: int, adding: int) -> LimitRefusa
         "stored_bytes",
         most,
         f"{who} keeps {kept:,} bytes of submissions (failed ones included); with this upload "
-        f"({adding:,} bytes once unpacked) it would pass its storage limit of {most:,} bytes. "
+        f"({adding:,} bytes counted) it would pass its storage limit of {most:,} bytes. "
         "Delete a submission it no longer needs; a failed one's files are deleted "
         f"{settings.FAILED_FILES_KEEP_DAYS:g} days after it failed.",
         None,

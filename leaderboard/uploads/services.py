@@ -384,7 +384,7 @@ def upload_from_api(
     upload.refresh_from_db()
     try:
         return upload_finish_request(upload=upload), True
-    except UploadError:
+    except (UploadError, LimitReached):
         _drop(upload)
         raise
 

@@ -227,3 +227,15 @@ def test_a_worker_does_not_call_a_host_taken_off_the_list(
         assert "FLOORBOARD_JUDGE_HOSTS" in judgment.error
     assert run.status == "scored"
     assert run.scores.get(judge=toy_bench).judgments_failed == 2
+
+
+def test_a_key_never_goes_over_plain_http_to_another_machine(settings):
+    from evaluation.judge_endpoints import endpoint_api_key
+
+    settings.JUDGE_API_KEYS = {**settings.JUDGE_API_KEYS, "OPENAI_API_KEY": "sk-real"}
+    settings.JUDGE_API_KEY_BY_HOST = {**settings.JUDGE_API_KEY_BY_HOST,
+                                      "api.openai.com": "OPENAI_API_KEY",
+                                      "127.0.0.1": "OPENAI_API_KEY"}  # fmt: skip
+    assert endpoint_api_key("https://api.openai.com/v1") == "sk-real"
+    assert endpoint_api_key("http://api.openai.com/v1") == ""
+    assert endpoint_api_key("http://127.0.0.1:8000/v1") == "sk-real"

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from evaluation.benchmarks import registry
 from evaluation.bundles import zip_entry_count
-from evaluation.models import Membership, Submission, Team
+from evaluation.models import Membership, Submission, TaskResult, Team
 from evaluation.services import bundle_validate, failed_files_purge
 from leaderboard.uploads.services import LimitReached, submission_create_within_limits
 from tests.conftest import every_plugin_board
@@ -40,10 +40,10 @@ def board(request, settings, tmp_path):
 
 
 def _kept(bundle: Path) -> int:
-    """The bundle's bytes and what it unpacks to, read with zipfile (or the file's own size)."""
+    """The bundle's bytes and what it unpacks to, read with zipfile (a single file: itself)."""
     size = bundle.stat().st_size
     if not zipfile.is_zipfile(bundle):
-        return 2 * size
+        return size
     with zipfile.ZipFile(bundle) as archive:
         return size + sum(i.file_size for i in archive.infolist() if not i.is_dir())
 
@@ -169,9 +169,33 @@ def test_a_failed_submissions_files_go_after_the_keep_time_and_free_their_quota(
     client.force_login(user)
     answer = client.post(f"/submissions/{old.pk}/retry/")
     assert answer.status_code == 409 and "its files were deleted" in answer.text
+    # Its task pages say its files are gone, rather than failing on a missing upload.
+    row = TaskResult.objects.create(submission=old, task=benchmark.tasks.first())
+    assert client.get(f"/submissions/{old.pk}/tasks/{row.task.task_id}/").status_code == 404
     # One failed within the keep time keeps its files.
     Submission.objects.filter(pk=recent.pk).update(
         status=Submission.Status.FAILED, finished_at=now - datetime.timedelta(days=6)
     )
     assert failed_files_purge(now=now) == 0
     assert default_storage.exists(recent.bundle.name)
+
+
+@pytest.mark.parametrize("board", SLUGS[:1], indirect=True)
+def test_a_failed_submission_a_rating_study_samples_keeps_its_files(board, settings):
+    from annotation.models import Item, Study
+
+    benchmark, _, bundle, run = board
+    team, _, user = _people()
+    sampled = _submit(benchmark, bundle, run, team=team, user=user, key="sampled")
+    study = Study.objects.create(
+        name="S", slug="s", benchmark=benchmark, judge=benchmark.judges.get(slug="offline")
+    )
+    Item.objects.create(study=study, code="i1", stratum=sampled)
+    Submission.objects.filter(pk=sampled.pk).update(
+        status=Submission.Status.FAILED,
+        finished_at=timezone.now() - datetime.timedelta(days=30),
+    )
+    # As a team's delete would be refused, the purge leaves it whole.
+    assert failed_files_purge() == 0
+    assert default_storage.exists(sampled.bundle.name)
+    assert Submission.objects.get(pk=sampled.pk).stored_bytes == _kept(bundle)

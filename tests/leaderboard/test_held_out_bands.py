@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from evaluation.benchmarks import get_plugin
-from evaluation.held_out import held_out_band, held_out_mark
+from evaluation.held_out import held_out_band, held_out_column_band, held_out_mark
 from evaluation.models import Score, Submission
 from evaluation.services import submission_create
 from evaluation.services.pipeline import task_outcomes
@@ -61,14 +61,35 @@ def test_an_upload_with_every_held_out_task_is_scored_on_them_and_shown_in_bands
     detail = client.get(f"/api/submissions/{submission.pk}/").json()
     shown = next(s for s in detail["scores"] if s["judge"] == "offline")["held_out_results"]
     assert set(shown) == {"bands"} and "count" not in str(shown) and "total" not in str(shown)
-    # Hand-computed from the example's held-out task: 1 of 1 (100%) and 4.8 s.
+    # Hand-computed from the example's held-out task: 1 of 1 (100%) and 4.8 s. Over one task
+    # a band would be the result itself: the rank alone is shown.
     assert exact["discussion"]["tt_acc"] == {"count": 1, "total": 1, "pct": 100.0}
-    assert shown["bands"]["discussion.tt_acc"] == "90–100"
-    assert shown["bands"]["discussion.latency_s"] == "0–10"
-    assert shown["bands"]["understanding.overall_acc"] == ""  # no such task held out
+    assert set(shown["bands"].values()) == {""}
     staff = User.objects.create_user("st", password="pw-staff-1234", is_staff=True)
     client.force_login(staff)
     detail = client.get(f"/api/submissions/{submission.pk}/").json()
     assert next(s for s in detail["scores"] if s["judge"] == "offline")["held_out_results"] == (
         exact
     )
+
+
+class _Column:
+    """A board column as held_out_column_band reads it: its value and its metric's unit."""
+
+    def __init__(self, unit: str):
+        self.metric = type("Metric", (), {"unit": unit})()
+
+    def value(self, results):
+        return results["v"]
+
+
+@pytest.mark.parametrize(
+    ("tasks", "value", "unit", "band"),
+    [(19, 47.3, "%", ""), (20, 47.3, "%", "40–50"), (20, 100.0, "%", "90–100"),
+     (20, 100.0, "s", "100–110"), (500, 3.0, "%", "0–10")],
+)  # fmt: skip
+def test_a_band_needs_enough_tasks_to_hold_more_than_one_result(settings, tasks, value, unit, band):
+    # 10-point bands over n tasks: results fall k x 100 / n apart, so n must be at least 20 for
+    # every band to hold two of them.
+    settings.HELD_OUT_BAND_POINTS = 10
+    assert held_out_column_band(_Column(unit), {"v": value}, tasks=tasks) == band
