@@ -483,3 +483,29 @@ def every_plugin_board(slug: str, settings, folder: Path, *, name: str):
         slug=f"{slug}-{name}", directory=folder / "source", plugin=slug, is_demo=True
     ).benchmark
     return benchmark, plugin
+
+
+def demo_runs_scored(benchmark, plugin, folder: Path, *, count: int) -> list:
+    """The plug-in's first ``count`` demo runs submitted, published and scored in this process
+    by the benchmark's offline judge; the submissions, read afresh, in run order."""
+    from evaluation.models import Submission
+    from evaluation.services import submission_create
+    from evaluation.services.pipeline import inline
+
+    offline = benchmark.judges.get(slug="offline")
+    made = []
+    for run in plugin.write_demo_runs(folder / "uploads")[:count]:
+        with inline():
+            made.append(
+                submission_create(
+                    benchmark=benchmark,
+                    bundle_path=run.path,
+                    system_name=run.system,
+                    row_group=run.row_group,
+                    judge=offline,
+                    publish=True,
+                    options=dict(run.options),
+                    allow_partial=True,
+                )
+            )
+    return [Submission.objects.get(pk=submission.pk) for submission in made]

@@ -9,9 +9,10 @@ import pytest
 
 from evaluation.benchmarks import registry
 from evaluation.models import Score, Submission
-from evaluation.services import benchmark_import, submission_create
-from evaluation.services.pipeline import hook_facts, inline, task_outcomes
+from evaluation.services import benchmark_import
+from evaluation.services.pipeline import hook_facts, task_outcomes
 from evaluation.slices import all_columns, slice_value
+from tests.conftest import demo_runs_scored
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,18 +47,7 @@ def test_every_slice_equals_the_plugins_aggregation_on_its_tasks(slug, tmp_path)
         slug=f"{slug}-slices", directory=tmp_path / "source", plugin=slug, is_demo=True
     ).benchmark
     offline = benchmark.judges.get(slug="offline")
-    for run in plugin.write_demo_runs(tmp_path / "uploads")[:1]:
-        with inline():
-            submission_create(
-                benchmark=benchmark,
-                bundle_path=run.path,
-                system_name=run.system,
-                row_group=run.row_group,
-                judge=offline,
-                publish=True,
-                options=dict(run.options),
-                allow_partial=True,
-            )
+    demo_runs_scored(benchmark, plugin, tmp_path, count=1)
     submissions = list(Submission.objects.filter(benchmark=benchmark, is_reported=False))
     assert submissions and all(s.status == Submission.Status.SCORED for s in submissions)
     checked = 0

@@ -18,9 +18,7 @@ from evaluation.benchmarks import registry
 from evaluation.benchmarks.base import BenchmarkPlugin
 from evaluation.identity import ANONYMOUS_NAME
 from evaluation.models import Membership, Submission, System, TaskResult, Team
-from evaluation.services import submission_create
-from evaluation.services.pipeline import inline
-from tests.conftest import every_plugin_board
+from tests.conftest import demo_runs_scored, every_plugin_board
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -39,24 +37,7 @@ SECRETS = {
 @pytest.fixture
 def board(request, settings, tmp_path):
     benchmark, plugin = every_plugin_board(request.param, settings, tmp_path, name="walk")
-    offline = benchmark.judges.get(slug="offline")
-    runs = plugin.write_demo_runs(tmp_path / "uploads")[:2]
-    submissions = []
-    for run in runs:
-        with inline():
-            submissions.append(
-                submission_create(
-                    benchmark=benchmark,
-                    bundle_path=run.path,
-                    system_name=run.system,
-                    row_group=run.row_group,
-                    judge=offline,
-                    publish=True,
-                    options=dict(run.options),
-                    allow_partial=True,
-                )
-            )
-    secret, other = (Submission.objects.get(pk=s.pk) for s in submissions)
+    secret, other = demo_runs_scored(benchmark, plugin, tmp_path, count=2)
     assert secret.status == other.status == Submission.Status.SCORED
     team = Team.objects.create(slug="quill", name=SECRETS["team"])
     owner = User.objects.create_user("owner", password="pw-owner-1234")
