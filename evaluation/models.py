@@ -349,7 +349,8 @@ class TaskResult(models.Model):
 
 
 class Judgment(models.Model):
-    """One judge call, shared by every task whose prompt is byte-identical (the cache)."""
+    """One judge call, shared by every task of one team whose prompt is byte-identical (the cache;
+    judging.judgment_scope)."""
 
     class Status(models.TextChoices):
         PENDING = "pending"

@@ -269,6 +269,7 @@ def judgments_plan(*, submission: Submission, judge: Judge, rows=None) -> Judgin
     prompts = current_prompts(benchmark=submission.benchmark)
     seen: set[tuple[str, str]] = set()
     identities: dict[str, str] = {}
+    scope = judgment_scope(submission)
     groups: dict[tuple[str, int], dict] = {}
     open_count = 0
     now = timezone.now()
@@ -278,7 +279,7 @@ def judgments_plan(*, submission: Submission, judge: Judge, rows=None) -> Judgin
             for request in requests:
                 if request.fixed is not None:
                     continue
-                key = _key(judge, prompts, request, identities)
+                key = _key(judge, prompts, request, identities, scope)
                 if key not in seen:
                     seen.add(key)
                     lengths[key] = (request.kind, len(request.prompt), len(request.system))
@@ -306,7 +307,7 @@ def judgments_link(
 ) -> Iterator[LinkedChunk]:
     """Link every judged slot of every task to its judgment, creating the missing ones (the
     offline judge answers at once). Byte-identical requests under the same judge share one
-    judgment. Tasks are taken a chunk at a time, each chunk's judgments and links committed
+    judgment within the submission's scope (judgment_scope). Tasks are taken a chunk at a time, each chunk's judgments and links committed
     before the next is built: yields, after each, what of it still needs a call, so that calls
     can start while the rest is linked. Slots a changed rule no longer asks for are dropped
     once every chunk is linked. ``rows``: see _chunks. ``lease``: new judgments are created
@@ -317,6 +318,7 @@ def judgments_link(
     prompts = current_prompts(benchmark=submission.benchmark)
     ids: dict[tuple[str, str], int] = {}
     identities: dict[str, str] = {}
+    scope = judgment_scope(submission)
     wanted_slots: set[tuple[int, str, str]] = set()
     chunks = _chunks(
         submission, plugin, prompts, hook_facts(submission), first=FIRST_CHUNK, rows=rows
@@ -328,7 +330,7 @@ def judgments_link(
             for request in requests:
                 key = None
                 if request.fixed is None:
-                    key = _key(judge, prompts, request, identities)
+                    key = _key(judge, prompts, request, identities, scope)
                     if key not in ids and key not in wanted:
                         wanted[key] = (request, task)
                 # The prompt is on its judgment: a link keeps only what it stores.
@@ -394,14 +396,25 @@ def _slot(request: JudgmentRequest) -> JudgmentRequest:
     return dataclasses.replace(request, prompt="", system="", context={})
 
 
-def _key(judge: Judge, prompts, request: JudgmentRequest, identities: dict) -> tuple[str, str]:
-    """A request's cache key: (judge identity, request hash). ``identities``: the judge's
-    identity by kind, as far as made (one per kind, not one per request)."""
+def judgment_scope(submission: Submission) -> str:
+    """Whose submissions share a judgment of a byte-identical request: one team's (a re-score
+    and a re-submission stay free), or those made without a team (from the command line).
+    Another team's identical request is asked again, so that nothing a team sees of its own
+    judging — the estimate, the charges, how soon verdicts come — tells it what another team
+    sent."""
+    return "" if submission.team_id is None else f"team:{submission.team_id}"
+
+
+def _key(
+    judge: Judge, prompts, request: JudgmentRequest, identities: dict, scope: str
+) -> tuple[str, str]:
+    """A request's cache key: (judge identity within the scope, request hash). ``identities``:
+    the judge's identity by kind, as far as made (one per kind, not one per request);
+    ``scope``: judgment_scope of the submission."""
     identity = identities.get(request.kind)
     if identity is None:
-        identity = identities[request.kind] = judge_identity(
-            judge=judge, kind=request.kind, prompt=prompts[request.kind]
-        )
+        identity = judge_identity(judge=judge, kind=request.kind, prompt=prompts[request.kind])
+        identity = identities[request.kind] = f"{identity}|{scope}" if scope else identity
     return identity, request_sha256(request)
 
 

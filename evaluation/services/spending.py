@@ -2,7 +2,7 @@
 and what the calls cost (charged as their answers are stored).
 
 The estimate counts the judgments a submission still has to call under one judge: a judgment
-the cache settled (another submission asked the same) costs nothing. Input tokens are the
+the cache settled (a submission of the same team asked the same) costs nothing. Input tokens are the
 characters of the messages (and of the answer schema, for kinds that send one) divided by four,
 rounded up per kind — the usual rule of thumb for English text with these tokenizers; output
 tokens are the kind's allowance per call (JudgeKind.output_tokens, capped by the judge's

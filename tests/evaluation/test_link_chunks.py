@@ -357,7 +357,7 @@ def test_new_judgments_are_stored_leased_up_to_the_room_given(mpbench, monkeypat
         found = {}
         for name in names:
             request = JudgmentRequest(kind, prompt=name, context={"pair": (1, 2)})
-            found[judging._key(judge, prompts, request, identities)] = (request, None)
+            found[judging._key(judge, prompts, request, identities, "")] = (request, None)
         return found
 
     lease = judging.Lease(owner="worker-a", room=2)

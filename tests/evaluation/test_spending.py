@@ -137,6 +137,33 @@ def test_cache_hits_are_not_in_the_estimate(eager, toy_judge, people, tmp_path, 
     assert len(judge_server.requests) == 6
 
 
+def test_another_teams_identical_requests_are_asked_and_charged_again(
+    eager, toy_judge, people, tmp_path, judge_server
+):
+    """The cache-hit oracle: were another team's private judgments shared, the estimate and the
+    charges of an identical upload would say that someone sent the same answers."""
+    team, others = people[0], people[1]
+    answers = {"q1": "It is 2", "q2": "It is 4"}
+    theirs = submit(toy_judge, tmp_path, answers, team=team, name="Theirs")
+    ours = submit(toy_judge, tmp_path, answers, team=others, name="Ours")
+    assert ours.status == "scored", ours.error
+    # As test_estimate_of_a_small_submission counts it: 4 calls, 78 input tokens.
+    for run in (theirs, ours):
+        estimate = SpendEstimate.objects.get(submission=run, judge=toy_judge)
+        assert (estimate.calls, estimate.input_tokens, estimate.output_tokens) == (4, 78, 4000)
+        charged = JudgeCharge.objects.filter(submission=run)
+        assert sum(c.calls for c in charged) == 4
+        assert sum(c.cost_usd for c in charged) == 4 * cost(100, 5)
+    assert len(judge_server.requests) == 8
+    mine = Judgment.objects.filter(uses__task_result__submission=ours)
+    assert mine.count() == 4
+    assert not mine.filter(uses__task_result__submission=theirs).exists()
+    # Within a team the cache holds: the same answers again cost nothing.
+    again = submit(toy_judge, tmp_path, answers, team=others, name="Again")
+    assert SpendEstimate.objects.get(submission=again, judge=toy_judge).calls == 0
+    assert len(judge_server.requests) == 8
+
+
 def test_a_judge_without_a_price_judges_freely_where_no_limit_applies(
     eager, toy_judge, people, tmp_path, judge_server
 ):

@@ -395,6 +395,7 @@ class Command(BaseCommand):
             ]
             base = f"http://127.0.0.1:{port}"
             self._wait_up(base)
+            self._warm_up(base, token)
             time.sleep(5)  # the worker connects to its broker
             failures = []
             self.stdout.write(
@@ -456,6 +457,13 @@ class Command(BaseCommand):
             except httpx.HTTPError:
                 time.sleep(0.5)
         raise CommandError("the web process did not answer within 60 s")
+
+    def _warm_up(self, base: str, token: str) -> None:
+        """A read and a refused upload first, so that the first attack's figure is not the
+        web process importing what every request needs."""
+        headers = {"Authorization": f"Bearer {token}"}
+        httpx.get(f"{base}/api/benchmarks/", headers=headers, timeout=60)
+        httpx.post(f"{base}/api/submissions/", headers=headers, data={}, timeout=60)
 
     def _replay(self, base, token, attack: Attack, boards, tiers, timeout) -> Outcome:
         headers = {"Authorization": f"Bearer {token}"}
