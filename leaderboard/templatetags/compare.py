@@ -38,9 +38,13 @@ def difference_interval(interval, column) -> str:
 
 @register.filter
 def p_value(value) -> str:
-    """Three significant digits; below 0.001 as "< 0.001"."""
+    """Two significant digits, in scientific notation below 0.001 (7.6 × 10⁻⁶, never 0.000)."""
     if value is None:
         return "–"
-    if value < 0.001:
-        return "< 0.001"
-    return f"{value:.3f}"
+    if value >= 0.001:
+        return f"{value:.2g}" if value < 1 else "1"
+    mantissa, exponent = f"{value:.1e}".split("e")
+    return f"{mantissa} × 10{str(int(exponent)).translate(SUPERSCRIPT)}"
+
+
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
