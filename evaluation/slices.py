@@ -219,6 +219,9 @@ def slices_version(plugin) -> str:
             ],
             DRAWS,
             SEED,
+            # The procedures: 2 adds the minimum n, the plug-in's own mean interval and
+            # resampling only the tasks that count.
+            2,
         ]
     )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -238,21 +241,34 @@ def results_on(plugin, contributions: Contributions, tasks: Sequence[str]) -> di
             total_num, total_den = float(units.num.sum()), float(units.den.sum())
             value = plugin.metric_value(column.metric, total_num, total_den)
             found.append((column, units, total_num, total_den, value))
-    # Every bootstrap interval of these tasks from one pass over the same resamples.
-    booted = [
-        (column, units)
-        for column, units, _, _, value in found
-        if column.metric.type == "mean"
-        and column.metric.interval == "bootstrap"
-        and value is not None
-        and n
-    ]
-    sums = {}
-    if booted:
-        operands = [part for _, units in booted for part in units.task_sums(n)]
-        products = bootstrap_products(n, operands, draws=DRAWS, seed=SEED)
-        for i, (column, _) in enumerate(booted):
-            sums[column.key] = products[2 * i], products[2 * i + 1]
+    # Every bootstrap interval of these tasks: the plug-in's own method where it declares one,
+    # else the core's, from one pass over the same resamples of the tasks that count.
+    intervals: dict = {}
+    booted = []
+    for column, units, _, _, value in found:
+        if column.metric.type != "mean" or column.metric.interval != "bootstrap" or value is None:
+            continue
+        num, den = units.task_sums(n)
+        counted = den > 0
+        if int(counted.sum()) < MIN_TASKS:
+            continue
+        ids = [task for task, kept in zip(tasks, counted, strict=True) if kept]
+        own = plugin.mean_interval(column.metric, ids, num[counted], den[counted])
+        if own is not None:
+            intervals[column.key] = (own, "plugin")
+        else:
+            booted.append((column, num[counted], den[counted], counted))
+    by_tasks: dict[bytes, list] = defaultdict(list)
+    for entry in booted:
+        by_tasks[entry[3].tobytes()].append(entry)
+    for group in by_tasks.values():
+        operands = [part for _, num, den, _ in group for part in (num, den)]
+        products = bootstrap_products(int(group[0][3].sum()), operands, draws=DRAWS, seed=SEED)
+        for i, (column, _, _, _) in enumerate(group):
+            draws = _scale(column.metric) * products[2 * i] / products[2 * i + 1]
+            low, high = percentile_interval(draws)
+            decimals = column.metric.decimals
+            intervals[column.key] = ([round(low, decimals), round(high, decimals)], "core")
     results: dict = {}
     for column, units, total_num, total_den, value in found:
         metric = column.metric
@@ -265,12 +281,8 @@ def results_on(plugin, contributions: Contributions, tasks: Sequence[str]) -> di
             )
         elif metric.type == "mean":
             node = {"pct" if metric.unit == "%" else "value": value, "n": int(len(set(units.task)))}
-            if column.key in sums:
-                num, den = sums[column.key]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    draws = _scale(metric) * num / den
-                low, high = percentile_interval(draws)
-                node["ci"] = [round(low, metric.decimals), round(high, metric.decimals)]
+            if column.key in intervals:
+                node["ci"] = list(intervals[column.key][0])
             _set(results, path, node)
         elif metric.type == "count":
             _set(results, path, int(round(total_num)))

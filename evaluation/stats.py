@@ -33,19 +33,25 @@ def wilson_interval(count: int, total: int, z: float = Z95) -> tuple[float, floa
     return low, high
 
 
-def wilson_pct(rate: Mapping | None, digits: int = 2) -> tuple[float, float] | None:
-    """The 95% interval, in percent, of a rate {"count", "total", "pct"}. None when the rate
-    carries no counts (numbers copied from a paper) or covers no item."""
-    if not isinstance(rate, Mapping):
+def wilson_pct(
+    rate: Mapping | None, digits: int | None = 2, *, z: float = Z95
+) -> tuple[float, float] | None:
+    """The 95% interval, in percent, of a rate {"count", "total", "pct"}, rounded to ``digits``
+    (None: unrounded, for a page that rounds once to the metric's own decimals). None when the
+    rate carries no counts (numbers copied from a paper), covers no item, or its value is
+    withheld (pct null: below the benchmark's minimum n)."""
+    if not isinstance(rate, Mapping) or rate.get("pct") is None:
         return None
     count, total = rate.get("count"), rate.get("total")
     if not isinstance(count, int) or not isinstance(total, int) or isinstance(count, bool):
         return None
-    interval = wilson_interval(count, total)
+    interval = wilson_interval(count, total, z)
     if interval is None:
         return None
-    low, high = interval
-    return round(100 * low, digits), round(100 * high, digits)
+    low, high = 100 * interval[0], 100 * interval[1]
+    if digits is None:
+        return low, high
+    return round(low, digits), round(high, digits)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ import math
 
 from django import template
 
+from leaderboard.templatetags.scores import significant_text
+
 register = template.Library()
 
 
@@ -38,13 +40,5 @@ def difference_interval(interval, column) -> str:
 
 @register.filter
 def p_value(value) -> str:
-    """Two significant digits, in scientific notation below 0.001 (7.6 × 10⁻⁶, never 0.000)."""
-    if value is None:
-        return "–"
-    if value >= 0.001:
-        return f"{value:.2g}" if value < 1 else "1"
-    mantissa, exponent = f"{value:.1e}".split("e")
-    return f"{mantissa} × 10{str(int(exponent)).translate(SUPERSCRIPT)}"
-
-
-SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+    """Two significant digits, in powers of ten below 0.001 (7.6 × 10⁻⁶, never 0.000)."""
+    return "–" if value is None else significant_text(value, 2)
