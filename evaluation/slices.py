@@ -45,7 +45,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from evaluation.benchmarks.base import BenchmarkPlugin as BenchmarkPluginBase
 from evaluation.stats import (
+    EXACT_MAX_TASKS,
+    Z95,
     bootstrap_products,
     mcnemar_exact,
     paired_permutation_test,
@@ -556,3 +559,85 @@ def _unit_matrix(systems: Sequence[Contributions], key: str) -> tuple[np.ndarray
         passed[row, at] = num
         counted[row, at] = 1.0
     return passed, counted
+
+
+# --- Methods: what each metric's interval and test are, from the plug-in's declarations -------
+
+
+@dataclass(frozen=True)
+class MetricMethod:
+    key: str
+    group: str
+    label: str
+    interval: str
+    test: str
+    minimum: str
+    resampled: str
+
+
+def metric_methods(plugin) -> list[MetricMethod]:
+    """Per metric of the board (each split alike), the interval the board and its slices show,
+    the test a comparison of two systems uses, the fewest units behind either, and the unit a
+    resample or a permutation moves: the benchmark's About page states them."""
+    found = []
+    for metric in plugin.metrics:
+        units = metric.units
+        nested = f"{units}, nested in {metric.nested_in}" if metric.nested_in else units
+        by_task = (
+            f"tasks ({metric.nested_in}: each one's {units} together)"
+            if metric.nested_in
+            else "tasks"
+        )
+        if metric.interval == "wilson":
+            z = "1.959964" if plugin.wilson_z == Z95 else f"{plugin.wilson_z:g}"
+            interval = f"95% Wilson score interval of the count of {nested} (z = {z})"
+            if metric.nested_in:
+                interval += f", taking the {units} as independent"
+            minimum_interval = "1 unit"
+            resampled = "none (a formula on the count)"
+        elif metric.interval == "bootstrap":
+            own = type(plugin).mean_interval is not BenchmarkPluginBase.mean_interval
+            interval = (
+                "95% percentile bootstrap interval, the benchmark's own procedure (see the "
+                "metric's description)"
+                if own
+                else f"95% percentile bootstrap interval of {DRAWS:,} resamples (seed {SEED})"
+            )
+            minimum_interval = f"{MIN_TASKS} tasks"
+            resampled = "tasks"
+        else:
+            interval = "none"
+            minimum_interval = "–"
+            resampled = "–"
+        if metric.type == "count":
+            test = "none (a count is reported, not compared)"
+        elif metric.significant:
+            test = "none (it is itself a test's p-value)"
+        elif metric.type == "rate" and not metric.nested_in:
+            test = (
+                "exact two-sided McNemar test on the units both were scored on (a sign-flip "
+                "permutation test over tasks where their units differ)"
+            )
+        else:
+            test = (
+                f"two-sided sign-flip permutation test over {by_task}: exact up to "
+                f"{EXACT_MAX_TASKS} differing tasks, else {PERMUTATION_DRAWS:,} draws (seed "
+                f"{SEED})"
+            )
+        minimum = (
+            f"interval: {minimum_interval}; test and interval of a difference: {MIN_TASKS} tasks"
+        )
+        if metric.type == "count" or metric.significant:
+            minimum = "–"
+        found.append(
+            MetricMethod(
+                metric.key,
+                metric.group,
+                metric.label,
+                interval,
+                test,
+                minimum,
+                f"{resampled}; differences: {by_task}" if minimum != "–" else "–",
+            )
+        )
+    return found

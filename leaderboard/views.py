@@ -535,7 +535,7 @@ def _judge_json(judge):
 def _metric_headers(columns) -> list[str]:
     """Each column's key, then a rate's count and total and an interval's bounds as
     key.count, key.total, key.ci_low, key.ci_high; where such a name is a metric's own key
-    (MSI-Bench's prr.total, say), key.rate_total instead: every name is unique."""
+    (a count declared under a rate's key, say), key.rate_total instead: every name is unique."""
     keys = {column.key for column in columns}
     header = []
     for column in columns:
