@@ -51,7 +51,7 @@ from evaluation.stats import (
     Z95,
     bootstrap_products,
     mcnemar_exact,
-    paired_permutation_test,
+    paired_permutation_tests,
     percentile_interval,
     smallest_significant_n,
 )
@@ -385,7 +385,7 @@ def compare(
         ua, ub = a.units(column.key, order, a_places), b.units(column.key, order, b_places)
         per_task[column.key] = (ua, ub, np.column_stack([*ua.task_sums(n), *ub.task_sums(n)]))
 
-    results, differing, to_resample = [], defaultdict(dict), []
+    results, differing, to_resample, to_permute = [], defaultdict(dict), [], []
     for column in present:
         metric = column.metric
         ua, ub, sums_by_task = per_task[column.key]
@@ -439,16 +439,21 @@ def compare(
         else:
             # Units nested in a task (windows of a run, atoms of a case) move together: the
             # task is the unit of the test.
-            test = paired_permutation_test(
-                *sums_by_task.T, scale=scale, draws=PERMUTATION_DRAWS, seed=SEED
-            )
-            if test is not None:
-                found["p_value"] = test.p_value
-                found["test"] = TEST_PERMUTATION if test.exact else TEST_MONTE_CARLO
+            to_permute.append((len(results), sums_by_task, scale))
         if draws:
             to_resample.append((len(results), counted, sums_by_task, scale))
         results.append(found)
 
+    tests = paired_permutation_tests(
+        [table for _, table, _ in to_permute],
+        [scale for _, _, scale in to_permute],
+        draws=PERMUTATION_DRAWS,
+        seed=SEED,
+    )
+    for (at, _, _), test in zip(to_permute, tests, strict=True):
+        if test is not None:
+            results[at]["p_value"] = test.p_value
+            results[at]["test"] = TEST_PERMUTATION if test.exact else TEST_MONTE_CARLO
     _paired_intervals(results, to_resample, draws)
     disagreements = [Disagreement(task, differing[task]) for task in sorted(differing)]
     return Comparison(n, draws, SEED, [MetricComparison(**m) for m in results], disagreements)

@@ -223,7 +223,11 @@ def _ratio_differences(
     den B) on the observed data; swaps: (rows, tasks) of 0/1, 1 where the task's two systems
     trade places; deltas: (tasks, 2) of B's minus A's (num, den) per task. NaN where a system
     is left with no unit."""
-    moved = swaps @ deltas
+    return _ratio_moved(sums, swaps @ deltas, scale)
+
+
+def _ratio_moved(sums: np.ndarray, moved: np.ndarray, scale: float) -> np.ndarray:
+    """_ratio_differences from the (num, den) each arrangement moves from B to A."""
     num_a, den_a = sums[0] + moved[:, 0], sums[1] + moved[:, 1]
     num_b, den_b = sums[2] - moved[:, 0], sums[3] - moved[:, 1]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -266,36 +270,62 @@ def paired_permutation_test(
     ``numpy.random.default_rng(seed).random((draws, n)) < 0.5`` over all n tasks in the order
     given (True: swapped), and p = (1 + draws at least as extreme) / (1 + draws). None when a
     ratio is undefined (a system with no unit)."""
-    per_task = np.column_stack([num_a, den_a, num_b, den_b]).astype(np.float64)
-    sums = per_task.sum(axis=0)
-    if sums[1] == 0 or sums[3] == 0:
-        return None
-    deltas = per_task[:, [2, 3]] - per_task[:, [0, 1]]
-    differing = np.flatnonzero(np.any(deltas != 0, axis=1))
-    m = len(differing)
-    observed = float(_ratio_differences(sums, np.zeros((1, len(per_task))), deltas, scale)[0])
-    if m == 0:
-        return PermutationTest(1.0, True, 0, 1)
-    if m <= EXACT_MAX_TASKS:
-        kept = deltas[differing]
-        total = 2**m
-        chunks = []
-        for start in range(0, total, _ARRANGEMENT_ROWS):
-            rows = np.arange(start, min(total, start + _ARRANGEMENT_ROWS), dtype=np.int64)
-            swaps = ((rows[:, None] >> np.arange(m)) & 1).astype(np.float64)
-            chunks.append(_ratio_differences(sums, swaps, kept, scale))
-        found = np.concatenate(chunks)
-        spread = float(np.nanmax(np.abs(found), initial=0.0))
-        return PermutationTest(_extreme(found, observed, spread) / total, True, m, total)
-    rng = np.random.default_rng(seed)
-    n = len(per_task)
-    rows = max(1, _ARRANGEMENT_ROWS * 4 // n)
+    (found,) = paired_permutation_tests(
+        [np.column_stack([num_a, den_a, num_b, den_b])], [scale], draws=draws, seed=seed
+    )
+    return found
+
+
+def paired_permutation_tests(
+    per_task: Sequence[np.ndarray], scales: Sequence[float], *, draws: int, seed: int
+) -> list[PermutationTest | None]:
+    """paired_permutation_test of several metrics on the same n tasks, each an (n, 4) array
+    of (num A, den A, num B, den B) per task: the metrics tested by Monte Carlo share one pass
+    over the same drawn arrangements (each metric's are those its own test would draw)."""
+    found: list[PermutationTest | None] = [None] * len(per_task)
+    sampled = []
+    for i, (table, scale) in enumerate(zip(per_task, scales, strict=True)):
+        table = np.asarray(table, dtype=np.float64).reshape(-1, 4)
+        sums = table.sum(axis=0)
+        if sums[1] == 0 or sums[3] == 0:
+            continue
+        deltas = table[:, [2, 3]] - table[:, [0, 1]]
+        differing = np.flatnonzero(np.any(deltas != 0, axis=1))
+        m = len(differing)
+        observed = float(_ratio_differences(sums, np.zeros((1, len(table))), deltas, scale)[0])
+        if m == 0:
+            found[i] = PermutationTest(1.0, True, 0, 1)
+        elif m <= EXACT_MAX_TASKS:
+            found[i] = _exact_test(sums, deltas[differing], scale, observed)
+        else:
+            sampled.append((i, sums, deltas, scale, observed, m))
+    if sampled:
+        n = len(per_task[sampled[0][0]])
+        stacked = np.hstack([deltas for _, _, deltas, _, _, _ in sampled])
+        rng = np.random.default_rng(seed)
+        rows = max(1, _ARRANGEMENT_ROWS * 4 // max(1, n))
+        chunks: list[list[np.ndarray]] = [[] for _ in sampled]
+        for start in range(0, draws, rows):
+            count = min(rows, draws - start)
+            moved = (rng.random((count, n)) < 0.5).astype(np.float64) @ stacked
+            for j, (_, sums, _, scale, _, _) in enumerate(sampled):
+                chunks[j].append(_ratio_moved(sums, moved[:, 2 * j : 2 * j + 2], scale))
+        for j, (i, _, _, _, observed, m) in enumerate(sampled):
+            values = np.concatenate(chunks[j])
+            spread = max(float(np.nanmax(np.abs(values), initial=0.0)), abs(observed))
+            extreme = _extreme(values, observed, spread)
+            found[i] = PermutationTest((1 + extreme) / (1 + draws), False, m, draws)
+    return found
+
+
+def _exact_test(sums: np.ndarray, deltas: np.ndarray, scale: float, observed: float):
+    m = len(deltas)
+    total = 2**m
     chunks = []
-    for start in range(0, draws, rows):
-        count = min(rows, draws - start)
-        swaps = (rng.random((count, n)) < 0.5).astype(np.float64)
+    for start in range(0, total, _ARRANGEMENT_ROWS):
+        rows = np.arange(start, min(total, start + _ARRANGEMENT_ROWS), dtype=np.int64)
+        swaps = ((rows[:, None] >> np.arange(m)) & 1).astype(np.float64)
         chunks.append(_ratio_differences(sums, swaps, deltas, scale))
-    found = np.concatenate(chunks)
-    spread = max(float(np.nanmax(np.abs(found), initial=0.0)), abs(observed))
-    extreme = _extreme(found, observed, spread)
-    return PermutationTest((1 + extreme) / (1 + draws), False, m, draws)
+    values = np.concatenate(chunks)
+    spread = float(np.nanmax(np.abs(values), initial=0.0))
+    return PermutationTest(_extreme(values, observed, spread) / total, True, m, total)
