@@ -409,7 +409,7 @@ def results_table(*, benchmark, results: dict | None) -> list[dict]:
         for metric in plugin.metrics:
             counts = plugin.metric_counts(metric, part)
             if metric.interval == "wilson":
-                interval = wilson_pct(metric.node(part))
+                interval = wilson_pct(metric.node(part), z=plugin.wilson_z)
             elif metric.interval == "bootstrap":
                 interval = metric.stored_interval(part)
             else:

@@ -6,19 +6,32 @@ leaderboard/selectors_compare.py.
 
 The documented procedures (the benchmark pages and the API say the same):
 
-- A slice's rate has the Wilson interval of its counts; a mean with a bootstrap interval gets
-  the percentile interval of DRAWS resamples of the slice's tasks.
-- A comparison counts only the tasks both systems were scored on, in task-id order. Where both
-  were scored pass/fail on the same units of a metric (a task, a case, a probe, a window) the
-  test is the exact two-sided McNemar test on the units only one passed (b: only A, c: only B).
-  Otherwise it is a paired bootstrap over tasks: DRAWS resamples of the n compared tasks,
-  drawn with replacement as ``numpy.random.default_rng(SEED).integers(0, n, size=(DRAWS, n))``,
-  each resample scoring both systems on the same tasks; the p-value is twice the smaller share
-  of resampled differences on either side of zero (at most 1). The 95% interval of the
-  difference is the percentile interval of the resampled differences, for every metric.
+- A slice's rate has the Wilson interval of its counts (z: the plug-in's ``wilson_z``); a mean
+  with a bootstrap interval gets the plug-in's interval of the slice's tasks
+  (BenchmarkPlugin.mean_interval: by default the percentile interval of DRAWS resamples of
+  them), none on fewer than MIN_TASKS tasks.
+- A comparison counts only the tasks both systems were scored on, in task-id order; a metric's
+  n is the tasks where either counts a unit of it. On fewer than MIN_TASKS (6: the fewest whose
+  exact two-sided test can reach p < 0.05) there is a difference but no p-value and no
+  interval, and the comparison says why.
+- Where both were scored pass/fail on the same units, one unit per task, the test is the exact
+  two-sided McNemar test on the units only one passed (b: only A, c: only B). Otherwise
+  (means, latencies, and pass/fail units nested in a task — windows of a run, atoms of a
+  case — which are not independent) it is a paired permutation test over tasks
+  (stats.paired_permutation_test): each task's two contributions swapped or not; exact
+  enumeration up to EXACT_MAX_TASKS tasks whose contributions differ, else
+  PERMUTATION_DRAWS arrangements drawn from SEED. Tasks on which the two are exactly equal
+  cannot move the test.
+- The 95% interval of the difference (the whole comparison, or the slice asked for) is the
+  percentile interval of DRAWS paired resamples of the metric's n tasks, drawn with
+  replacement as ``numpy.random.default_rng(SEED).integers(0, n, size=(DRAWS, n))``, each
+  resample scoring both systems on the same tasks; resamples leaving a system without a unit
+  are left out and counted in the comparison's note. The comparison's table of slices shows
+  the exact tests without intervals.
 - A rank range counts, for the first rank key, the systems significantly better and worse
-  (McNemar, p < 0.05) on the units both were scored on: best plausible rank 1 + better, worst
-  plausible rank (systems ranked) - worse.
+  (McNemar, p < 0.05) on the units both were scored on, absent tasks counting as failures as
+  they do in the rank: best plausible rank 1 + better, worst plausible rank (systems ranked) -
+  worse. Units nested in a task are taken as independent there.
 """
 
 from __future__ import annotations
@@ -32,11 +45,26 @@ from functools import lru_cache
 
 import numpy as np
 
-from evaluation.stats import bootstrap_products, mcnemar_exact, percentile_interval
+from evaluation.benchmarks.base import BenchmarkPlugin as BenchmarkPluginBase
+from evaluation.stats import (
+    EXACT_MAX_TASKS,
+    Z95,
+    bootstrap_products,
+    mcnemar_exact,
+    paired_permutation_tests,
+    percentile_interval,
+    smallest_significant_n,
+)
 
 DRAWS = 10_000
+PERMUTATION_DRAWS = 10_000
 SEED = 20261201
 ALPHA = 0.05
+# The fewest tasks behind a p-value or an interval: 6 at ALPHA 0.05.
+MIN_TASKS = smallest_significant_n(ALPHA)
+TEST_MCNEMAR = "McNemar (exact)"
+TEST_PERMUTATION = "sign-flip permutation (exact)"
+TEST_MONTE_CARLO = f"sign-flip permutation (Monte Carlo, {PERMUTATION_DRAWS:,} draws)"
 
 
 # --- Stored contributions -------------------------------------------------------------------
@@ -194,6 +222,9 @@ def slices_version(plugin) -> str:
             ],
             DRAWS,
             SEED,
+            # The procedures: 2 adds the minimum n, the plug-in's own mean interval and
+            # resampling only the tasks that count.
+            2,
         ]
     )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -213,21 +244,34 @@ def results_on(plugin, contributions: Contributions, tasks: Sequence[str]) -> di
             total_num, total_den = float(units.num.sum()), float(units.den.sum())
             value = plugin.metric_value(column.metric, total_num, total_den)
             found.append((column, units, total_num, total_den, value))
-    # Every bootstrap interval of these tasks from one pass over the same resamples.
-    booted = [
-        (column, units)
-        for column, units, _, _, value in found
-        if column.metric.type == "mean"
-        and column.metric.interval == "bootstrap"
-        and value is not None
-        and n
-    ]
-    sums = {}
-    if booted:
-        operands = [part for _, units in booted for part in units.task_sums(n)]
-        products = bootstrap_products(n, operands, draws=DRAWS, seed=SEED)
-        for i, (column, _) in enumerate(booted):
-            sums[column.key] = products[2 * i], products[2 * i + 1]
+    # Every bootstrap interval of these tasks: the plug-in's own method where it declares one,
+    # else the core's, from one pass over the same resamples of the tasks that count.
+    intervals: dict = {}
+    booted = []
+    for column, units, _, _, value in found:
+        if column.metric.type != "mean" or column.metric.interval != "bootstrap" or value is None:
+            continue
+        num, den = units.task_sums(n)
+        counted = den > 0
+        if int(counted.sum()) < MIN_TASKS:
+            continue
+        ids = [task for task, kept in zip(tasks, counted, strict=True) if kept]
+        own = plugin.mean_interval(column.metric, ids, num[counted], den[counted])
+        if own is not None:
+            intervals[column.key] = (own, "plugin")
+        else:
+            booted.append((column, num[counted], den[counted], counted))
+    by_tasks: dict[bytes, list] = defaultdict(list)
+    for entry in booted:
+        by_tasks[entry[3].tobytes()].append(entry)
+    for group in by_tasks.values():
+        operands = [part for _, num, den, _ in group for part in (num, den)]
+        products = bootstrap_products(int(group[0][3].sum()), operands, draws=DRAWS, seed=SEED)
+        for i, (column, _, _, _) in enumerate(group):
+            draws = _scale(column.metric) * products[2 * i] / products[2 * i + 1]
+            low, high = percentile_interval(draws)
+            decimals = column.metric.decimals
+            intervals[column.key] = ([round(low, decimals), round(high, decimals)], "core")
     results: dict = {}
     for column, units, total_num, total_den, value in found:
         metric = column.metric
@@ -240,12 +284,8 @@ def results_on(plugin, contributions: Contributions, tasks: Sequence[str]) -> di
             )
         elif metric.type == "mean":
             node = {"pct" if metric.unit == "%" else "value": value, "n": int(len(set(units.task)))}
-            if column.key in sums:
-                num, den = sums[column.key]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    draws = _scale(metric) * num / den
-                low, high = percentile_interval(draws)
-                node["ci"] = [round(low, metric.decimals), round(high, metric.decimals)]
+            if column.key in intervals:
+                node["ci"] = list(intervals[column.key][0])
             _set(results, path, node)
         elif metric.type == "count":
             _set(results, path, int(round(total_num)))
@@ -284,11 +324,13 @@ class MetricComparison:
     difference: float | None  # a - b in the metric's unit (unrounded sums)
     interval: tuple[float, float] | None  # 95% paired bootstrap interval of the difference
     p_value: float | None
-    test: str  # "McNemar (exact)" or "paired bootstrap"
-    only_a: int | None  # McNemar's b: units only A passed
-    only_b: int | None  # McNemar's c: units only B passed
+    test: str  # TEST_MCNEMAR, TEST_PERMUTATION or TEST_MONTE_CARLO; "" without a test
+    only_a: int | None  # units only A passed (McNemar's b), on pass/fail units
+    only_b: int | None  # units only B passed (McNemar's c)
     units_a: int  # units A counts in this metric on the compared tasks
     units_b: int
+    tasks: int = 0  # compared tasks where either system counts a unit of this metric: its n
+    note: str = ""  # why there is no p-value or interval, or what the interval left out
 
     @property
     def significant(self) -> bool:
@@ -305,7 +347,7 @@ class Disagreement:
 @dataclass(frozen=True)
 class Comparison:
     tasks: int  # tasks both systems were scored on (in the slice)
-    draws: int
+    draws: int  # bootstrap resamples behind the intervals (0: no intervals)
     seed: int
     metrics: list[MetricComparison]
     disagreements: list[Disagreement] = field(default_factory=list)
@@ -318,13 +360,17 @@ def common_tasks(a: Contributions, b: Contributions, keep=None) -> list[str]:
     return sorted(task for task in shared if keep is None or keep(task))
 
 
+def _one_per_task(units: Units) -> bool:
+    return len(np.unique(units.task)) == len(units.task)
+
+
 def compare(
     plugin, columns, a: Contributions, b: Contributions, tasks: Sequence[str], *, draws=DRAWS
 ) -> Comparison:
     """Each column (objects with .key and .metric) of system A against system B on ``tasks``
-    (see common_tasks), by the procedure in this module's docstring. One matrix product
-    resamples every metric of both systems at once. With draws=0 only the differences and the
-    McNemar tests (no intervals, no bootstrap p-values)."""
+    (see common_tasks), by the procedure in this module's docstring. Every metric gets its
+    difference and its exact (or Monte Carlo) test; with draws=0 no bootstrap intervals (a
+    slice of the comparison page)."""
     order = {task: i for i, task in enumerate(tasks)}
     n = len(tasks)
     # Counts (how many probes, say) are reported, not compared.
@@ -334,68 +380,108 @@ def compare(
         if (c.key in a.metrics or c.key in b.metrics) and c.metric.type != "count"
     ]
     a_places, b_places = a.places(order), b.places(order)
-    units = {
-        c.key: (a.units(c.key, order, a_places), b.units(c.key, order, b_places)) for c in present
-    }
-    resampled = None
-    if n and present and draws:
-        stacked = np.empty((n, 4 * len(present)))
-        for i, column in enumerate(present):
-            ua, ub = units[column.key]
-            stacked[:, 4 * i], stacked[:, 4 * i + 1] = ua.task_sums(n)
-            stacked[:, 4 * i + 2], stacked[:, 4 * i + 3] = ub.task_sums(n)
-        (resampled,) = bootstrap_products(n, [stacked], draws=draws, seed=SEED)
+    per_task = {}
+    for column in present:
+        ua, ub = a.units(column.key, order, a_places), b.units(column.key, order, b_places)
+        per_task[column.key] = (ua, ub, np.column_stack([*ua.task_sums(n), *ub.task_sums(n)]))
 
-    results, differing = [], defaultdict(dict)
-    for i, column in enumerate(present):
+    results, differing, to_resample, to_permute = [], defaultdict(dict), [], []
+    for column in present:
         metric = column.metric
-        ua, ub = units[column.key]
-        sums = [float(ua.num.sum()), float(ua.den.sum()), float(ub.num.sum()), float(ub.den.sum())]
-        value_a = plugin.metric_value(metric, sums[0], sums[1])
-        value_b = plugin.metric_value(metric, sums[2], sums[3])
-        difference = interval = p_value = only_a = only_b = None
-        test = "paired bootstrap"
-        if value_a is not None and value_b is not None and resampled is not None:
-            scale = _scale(metric)
-            difference = scale * (sums[0] / sums[1] - sums[2] / sums[3])
+        ua, ub, sums_by_task = per_task[column.key]
+        sums = sums_by_task.sum(axis=0)
+        value_a = plugin.metric_value(metric, float(sums[0]), float(sums[1]))
+        value_b = plugin.metric_value(metric, float(sums[2]), float(sums[3]))
+        counted = (sums_by_task[:, 1] > 0) | (sums_by_task[:, 3] > 0)
+        found = {
+            "key": column.key,
+            "a": value_a,
+            "b": value_b,
+            "difference": None,
+            "interval": None,
+            "p_value": None,
+            "test": "",
+            "only_a": None,
+            "only_b": None,
+            "units_a": int(len(ua.task)),
+            "units_b": int(len(ub.task)),
+            "tasks": int(counted.sum()),
+            "note": "",
+        }
+        paired_units = np.array_equal(ua.task, ub.task) and ua.pass_fail and ub.pass_fail
+        if paired_units and len(ua.task):
+            found["only_a"] = int(((ua.num == 1) & (ub.num == 0)).sum())
+            found["only_b"] = int(((ua.num == 0) & (ub.num == 1)).sum())
+            for place in np.unique(ua.task[ua.num != ub.num]):
+                at = ua.task == place
+                differing[tasks[place]][column.key] = (
+                    int(ua.num[at].sum()),
+                    int(ub.num[at].sum()),
+                    int(at.sum()),
+                )
+        if value_a is None or value_b is None:
+            found["note"] = f"no units of {'A' if value_a is None else 'B'} to compare"
+            results.append(found)
+            continue
+        scale = _scale(metric)
+        found["difference"] = scale * (sums[0] / sums[1] - sums[2] / sums[3])
+        if found["tasks"] < MIN_TASKS:
+            found["note"] = (
+                f"n = {found['tasks']} task{'s' if found['tasks'] != 1 else ''}: no test or "
+                f"interval below {MIN_TASKS}, the fewest whose exact test can reach "
+                f"p < {ALPHA:g}"
+            )
+            results.append(found)
+            continue
+        if paired_units and _one_per_task(ua):
+            found["p_value"] = mcnemar_exact(found["only_a"], found["only_b"])
+            found["test"] = TEST_MCNEMAR
+        else:
+            # Units nested in a task (windows of a run, atoms of a case) move together: the
+            # task is the unit of the test.
+            to_permute.append((len(results), sums_by_task, scale))
+        if draws:
+            to_resample.append((len(results), counted, sums_by_task, scale))
+        results.append(found)
+
+    tests = paired_permutation_tests(
+        [table for _, table, _ in to_permute],
+        [scale for _, _, scale in to_permute],
+        draws=PERMUTATION_DRAWS,
+        seed=SEED,
+    )
+    for (at, _, _), test in zip(to_permute, tests, strict=True):
+        if test is not None:
+            results[at]["p_value"] = test.p_value
+            results[at]["test"] = TEST_PERMUTATION if test.exact else TEST_MONTE_CARLO
+    _paired_intervals(results, to_resample, draws)
+    disagreements = [Disagreement(task, differing[task]) for task in sorted(differing)]
+    return Comparison(n, draws, SEED, [MetricComparison(**m) for m in results], disagreements)
+
+
+def _paired_intervals(results: list[dict], wanted: list, draws: int) -> None:
+    """The paired bootstrap interval of each wanted metric's difference, resampling the tasks
+    that count in it (in task-id order); metrics counting on the same tasks share one pass
+    over the same resamples."""
+    by_tasks: dict[bytes, list] = defaultdict(list)
+    for entry in wanted:
+        by_tasks[entry[1].tobytes()].append(entry)
+    for group in by_tasks.values():
+        counted = group[0][1]
+        operands = [np.ascontiguousarray(sums[counted]) for _, _, sums, _ in group]
+        stacked = np.hstack(operands)
+        (resampled,) = bootstrap_products(int(counted.sum()), [stacked], draws=draws, seed=SEED)
+        for i, (at, _, _, scale) in enumerate(group):
             block = resampled[:, 4 * i : 4 * i + 4]
             with np.errstate(divide="ignore", invalid="ignore"):
                 diffs = scale * (block[:, 0] / block[:, 1] - block[:, 2] / block[:, 3])
-            interval = percentile_interval(diffs)
-            if np.array_equal(ua.task, ub.task) and ua.pass_fail and ub.pass_fail and len(ua.task):
-                only_a = int(((ua.num == 1) & (ub.num == 0)).sum())
-                only_b = int(((ua.num == 0) & (ub.num == 1)).sum())
-                p_value = mcnemar_exact(only_a, only_b)
-                test = "McNemar (exact)"
-                for place in np.unique(ua.task[ua.num != ub.num]):
-                    at = ua.task == place
-                    differing[tasks[place]][column.key] = (
-                        int(ua.num[at].sum()),
-                        int(ub.num[at].sum()),
-                        int(at.sum()),
-                    )
-            else:
-                finite = diffs[np.isfinite(diffs)]
-                if len(finite):
-                    below, above = float((finite <= 0).mean()), float((finite >= 0).mean())
-                    p_value = min(1.0, 2 * min(below, above))
-        results.append(
-            MetricComparison(
-                column.key,
-                value_a,
-                value_b,
-                difference,
-                interval,
-                p_value,
-                test,
-                only_a,
-                only_b,
-                int(len(ua.task)),
-                int(len(ub.task)),
-            )
-        )
-    disagreements = [Disagreement(task, differing[task]) for task in sorted(differing)]
-    return Comparison(n, draws, SEED, results, disagreements)
+            undefined = int((~np.isfinite(diffs)).sum())
+            results[at]["interval"] = percentile_interval(diffs)
+            if undefined:
+                results[at]["note"] = (
+                    f"{undefined:,} of {draws:,} resamples left a system without a unit and "
+                    "are not in the interval"
+                )
 
 
 # --- Rank ranges ----------------------------------------------------------------------------
@@ -478,3 +564,85 @@ def _unit_matrix(systems: Sequence[Contributions], key: str) -> tuple[np.ndarray
         passed[row, at] = num
         counted[row, at] = 1.0
     return passed, counted
+
+
+# --- Methods: what each metric's interval and test are, from the plug-in's declarations -------
+
+
+@dataclass(frozen=True)
+class MetricMethod:
+    key: str
+    group: str
+    label: str
+    interval: str
+    test: str
+    minimum: str
+    resampled: str
+
+
+def metric_methods(plugin) -> list[MetricMethod]:
+    """Per metric of the board (each split alike), the interval the board and its slices show,
+    the test a comparison of two systems uses, the fewest units behind either, and the unit a
+    resample or a permutation moves: the benchmark's About page states them."""
+    found = []
+    for metric in plugin.metrics:
+        units = metric.units
+        nested = f"{units}, nested in {metric.nested_in}" if metric.nested_in else units
+        by_task = (
+            f"tasks ({metric.nested_in}: each one's {units} together)"
+            if metric.nested_in
+            else "tasks"
+        )
+        if metric.interval == "wilson":
+            z = "1.959964" if plugin.wilson_z == Z95 else f"{plugin.wilson_z:g}"
+            interval = f"95% Wilson score interval of the count of {nested} (z = {z})"
+            if metric.nested_in:
+                interval += f", taking the {units} as independent"
+            minimum_interval = "1 unit"
+            resampled = "none (a formula on the count)"
+        elif metric.interval == "bootstrap":
+            own = type(plugin).mean_interval is not BenchmarkPluginBase.mean_interval
+            interval = (
+                "95% percentile bootstrap interval, the benchmark's own procedure (see the "
+                "metric's description)"
+                if own
+                else f"95% percentile bootstrap interval of {DRAWS:,} resamples (seed {SEED})"
+            )
+            minimum_interval = f"{MIN_TASKS} tasks"
+            resampled = "tasks"
+        else:
+            interval = "none"
+            minimum_interval = "–"
+            resampled = "–"
+        if metric.type == "count":
+            test = "none (a count is reported, not compared)"
+        elif metric.significant:
+            test = "none (it is itself a test's p-value)"
+        elif metric.type == "rate" and not metric.nested_in:
+            test = (
+                "exact two-sided McNemar test on the units both were scored on (a sign-flip "
+                "permutation test over tasks where their units differ)"
+            )
+        else:
+            test = (
+                f"two-sided sign-flip permutation test over {by_task}: exact up to "
+                f"{EXACT_MAX_TASKS} differing tasks, else {PERMUTATION_DRAWS:,} draws (seed "
+                f"{SEED})"
+            )
+        minimum = (
+            f"interval: {minimum_interval}; test and interval of a difference: {MIN_TASKS} tasks"
+        )
+        if metric.type == "count" or metric.significant:
+            minimum = "–"
+        found.append(
+            MetricMethod(
+                metric.key,
+                metric.group,
+                metric.label,
+                interval,
+                test,
+                minimum,
+                f"{resampled}; differences: {by_task}" if minimum != "–" else "–",
+            )
+        )
+    return found

@@ -36,7 +36,7 @@ from evaluation.benchmarks.base import Metric
 from evaluation.identity import ANONYMOUS_NAME, identity_state, viewer_for
 from evaluation.models import Benchmark, Judge, Score, Submission, System, TaskJudgment
 from evaluation.selectors import submissions_visible_to
-from evaluation.stats import Agreement, agreement_from_table, merge_tables, wilson_pct
+from evaluation.stats import Z95, Agreement, agreement_from_table, merge_tables, wilson_pct
 
 # --- Columns --------------------------------------------------------------------------------
 
@@ -47,6 +47,7 @@ class Column:
 
     metric: Metric
     split: str = ""
+    wilson_z: float = Z95  # the benchmark's (BenchmarkPlugin.wilson_z)
 
     @property
     def key(self) -> str:
@@ -90,9 +91,11 @@ class Column:
         return node if self.kind == "rate" and isinstance(node, dict) else None
 
     def interval(self, results: dict | None) -> tuple[float, float] | None:
-        """The 95% interval in the metric's unit, by its declared method."""
+        """The 95% interval in the metric's unit, by its declared method: a Wilson interval
+        unrounded (a page rounds it once, to the metric's decimals; exports with
+        export_interval)."""
         if self.metric.interval == "wilson":
-            return wilson_pct(self.rate(results))
+            return wilson_pct(self.rate(results), None, z=self.wilson_z)
         if self.metric.interval == "bootstrap":
             return self.metric.stored_interval(self._results(results))
         return None
@@ -109,7 +112,14 @@ def board_split(*, benchmark: Benchmark, requested: str = "") -> str:
 def board_columns(*, benchmark: Benchmark, split: str = "") -> list[Column]:
     plugin = get_plugin(benchmark.plugin)
     split = board_split(benchmark=benchmark, requested=split)
-    return [Column(metric, split) for metric in plugin.metrics]
+    return [Column(metric, split, plugin.wilson_z) for metric in plugin.metrics]
+
+
+def export_interval(interval) -> tuple[float, float] | None:
+    """An interval as the API and CSV give it: percent to 2 decimals, rounded once."""
+    if interval is None:
+        return None
+    return round(interval[0], 2), round(interval[1], 2)
 
 
 def _rank_columns(benchmark: Benchmark, split: str) -> list[Column]:

@@ -215,7 +215,7 @@ def submission_comparison(
         raise ComparisonError(f"judge {judge.slug!r} has not scored both submissions")
     score_a, score_b = scores[a.pk], scores[b.pk]
     key = cache_key(
-        "compare-v1",
+        "compare-v2",
         score_a.pk,
         score_a.computed_at.isoformat(),
         score_b.pk,
@@ -259,8 +259,8 @@ def _compute(benchmark, plugin, columns, a, b, requested_slice):
             for value, _ in choice.values:
                 chosen = BoardSlice(choice.attribute, value, f"{choice.label}: {value}")
                 tasks = common_tasks(a, b, within(chosen))
-                # Per slice the differences and the exact tests; a slice's intervals and
-                # bootstrap tests are computed when it is asked for (?slice=).
+                # Per slice the differences, the tests and their n; a slice's intervals are
+                # computed when it is asked for (?slice=).
                 found = compare(plugin, columns, a, b, tasks, draws=0)
                 found = Comparison(found.tasks, found.draws, found.seed, found.metrics)
                 by_slice.append(SliceComparison(chosen, found))

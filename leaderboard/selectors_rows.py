@@ -168,7 +168,8 @@ def with_rank_ranges(
 ) -> list[Entry]:
     """Each scored row's plausible rank range on the board's first rank key (see
     evaluation/slices.py): from exact McNemar tests against every other scored row on the
-    units both submitted, within the row group when grouped, on the slice when one is chosen.
+    units both were scored on (a partial submission's absent tasks as the failures its rank
+    counts), within the row group when grouped, on the slice when one is chosen.
     Paper rows and rows without stored contributions get none."""
     rank_columns = _rank_columns(benchmark, split)
     if judge is None or not rank_columns:
@@ -179,14 +180,13 @@ def with_rank_ranges(
         judge=judge, submission_id__in=[e.submission_id for e in scored]
     ).annotate(
         part_sha=KeyTransform("tasks_sha", "contributions"),
-        part_absent=KeyTransform("absent", "contributions"),
         part_units=KeyTransform(key, KeyTransform("metrics", "contributions")),
     )
-    found = list(scores.values_list("pk", "submission_id", "part_sha", "part_absent", "part_units"))
+    found = list(scores.values_list("pk", "submission_id", "part_sha", "part_units"))
     # Scores of one benchmark mostly share one task list: read each distinct list once, all in
     # one query (scores stored before lists had a key, or without contributions, read their own).
     wanted = {}
-    for pk, _, sha, _, units in found:
+    for pk, _, sha, units in found:
         if units is not None:
             wanted.setdefault(sha or f"score {pk}", pk)
     read = dict(
@@ -196,8 +196,8 @@ def with_rank_ranges(
     )
     task_lists = {list_key: read.get(pk) for list_key, pk in wanted.items()}
     rows = {
-        submission_id: (task_lists.get(sha or f"score {pk}"), absent, units)
-        for pk, submission_id, sha, absent, units in found
+        submission_id: (task_lists.get(sha or f"score {pk}"), units)
+        for pk, submission_id, sha, units in found
     }
     keep = None
     if chosen is not None:
@@ -205,21 +205,20 @@ def with_rank_ranges(
         keep = {t for t, found in attributes.items() if found.get(chosen.attribute) == chosen.value}
     systems = []
     for entry in scored:
-        tasks, absent, units = rows.get(entry.submission_id, (None, None, None))
-        systems.append(_only(tasks, absent, units, key, keep))
+        tasks, units = rows.get(entry.submission_id, (None, None))
+        systems.append(_only(tasks, units, key, keep))
     found = rank_ranges(systems, key, [e.system_type for e in scored] if grouped else None)
     ranges = {e.submission_id: r for e, r in zip(scored, found, strict=True)}
     return [dataclasses.replace(e, rank_range=ranges.get(e.submission_id)) for e in entries]
 
 
-def _only(tasks, absent, units, key: str, keep: set | None) -> Contributions | None:
-    """One metric's units of the tasks the system submitted (and of the slice)."""
+def _only(tasks, units, key: str, keep: set | None) -> Contributions | None:
+    """One metric's units (of the slice): the tasks a partial submission left out count as
+    the benchmark scores them, failures, as they do in its rank, so that a rank and its range
+    stand on the same footing."""
     if not tasks or not units:
         return None
-    left_out = set(absent or ())
-    chosen = {
-        i for i, task in enumerate(tasks) if i not in left_out and (keep is None or task in keep)
-    }
+    chosen = {i for i, task in enumerate(tasks) if keep is None or task in keep}
     rows = [row for row in units if int(row[0]) in chosen]
     if not rows:
         return None

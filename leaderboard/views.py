@@ -59,6 +59,7 @@ from leaderboard.selectors import (
     chart_cache_key,
     chart_points,
     default_judge,
+    export_interval,
     judge_agreement,
     leaderboard_count,
     leaderboard_entries,
@@ -531,7 +532,25 @@ def _judge_json(judge):
     }
 
 
+def _metric_headers(columns) -> list[str]:
+    """Each column's key, then a rate's count and total and an interval's bounds as
+    key.count, key.total, key.ci_low, key.ci_high; where such a name is a metric's own key
+    (a count declared under a rate's key, say), key.rate_total instead: every name is unique."""
+    keys = {column.key for column in columns}
+    header = []
+    for column in columns:
+        header.append(column.key)
+        parts = ("count", "total") if column.kind == "rate" else ()
+        if column.metric.interval != "none":
+            parts += ("ci_low", "ci_high")
+        for part in parts:
+            name = f"{column.key}.{part}"
+            header.append(f"{column.key}.rate_{part}" if name in keys else name)
+    return header
+
+
 def _interval_json(interval):
+    interval = export_interval(interval)
     return None if interval is None else {"low": interval[0], "high": interval[1]}
 
 
@@ -754,12 +773,7 @@ def leaderboard_csv(request, slug: str):
     header += ["slice", "slice_tasks", "slice_unavailable", "rank_best", "rank_worst"]
     header += ["held_out_rank", "rank_delta", "older_scorer", "contamination"]
     header += ["contamination_note", "config_differs", "run_config"]
-    for column in columns:
-        header.append(column.key)
-        if column.kind == "rate":
-            header += [f"{column.key}.{p}" for p in ("count", "total")]
-        if column.metric.interval != "none":
-            header += [f"{column.key}.{p}" for p in ("ci_low", "ci_high")]
+    header += _metric_headers(columns)
     rows = []
     for e in entries:
         row = [e.rank, e.system_type_label, e.system, e.system_id, e.team]
@@ -786,7 +800,7 @@ def leaderboard_csv(request, slug: str):
                     "" if rate.get("total") is None else rate["total"],
                 ]
             if column.metric.interval != "none":
-                interval = e.intervals.get(column.key)
+                interval = export_interval(e.intervals.get(column.key))
                 row += ["" if interval is None else interval[0]]
                 row += ["" if interval is None else interval[1]]
         rows.append(row)

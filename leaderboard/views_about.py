@@ -18,6 +18,7 @@ from django.views.decorators.http import require_safe
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import BenchmarkPlugin
 from evaluation.models import Benchmark
+from evaluation.slices import ALPHA, MIN_TASKS, metric_methods
 from leaderboard.selectors import board_columns
 from leaderboard.views import ranking_note
 
@@ -88,6 +89,9 @@ def benchmark_about(request, slug: str):
             "benchmark": benchmark,
             "plugin": plugin,
             "metrics": _metric_rows(benchmark),
+            "methods": metric_methods(plugin),
+            "min_tasks": MIN_TASKS,
+            "alpha": ALPHA,
             "ranking_note": ranking_note(plugin=plugin, columns=columns, grouped=True),
             "judges": list(benchmark.judges.order_by("-is_official", "slug")),
             "official": official,

@@ -20,7 +20,8 @@ from evaluation.held_out import task_results_for
 from evaluation.identity import viewer_for
 from evaluation.models import Benchmark
 from evaluation.selectors import submissions_visible_to
-from evaluation.slices import ALPHA, DRAWS, SEED
+from evaluation.slices import ALPHA, DRAWS, MIN_TASKS, PERMUTATION_DRAWS, SEED
+from evaluation.stats import EXACT_MAX_TASKS
 from leaderboard.audio import clip_for
 from leaderboard.selectors import board_split
 from leaderboard.selectors_compare import (
@@ -161,7 +162,7 @@ def _comparison_html(found, slug: str, params: dict, viewer) -> str:
     under both scores' state (found.key); the names shown to this viewer are part of this key."""
     names = {"name_a": viewer.name(found.a), "name_b": viewer.name(found.b)}
     key = cache_key(
-        "compare-page-v2",
+        "compare-page-v3",
         found.key,
         sorted(params.items()),
         names["name_a"],
@@ -180,6 +181,9 @@ def _comparison_html(found, slug: str, params: dict, viewer) -> str:
                 "disagreements": _disagreements(found, slug, params),
                 "params": params,
                 "draws": DRAWS,
+                "permutation_draws": PERMUTATION_DRAWS,
+                "exact_max": EXACT_MAX_TASKS,
+                "min_tasks": MIN_TASKS,
                 "seed": SEED,
                 "alpha": ALPHA,
             },

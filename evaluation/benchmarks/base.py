@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar, Literal
 
+from evaluation.stats import Z95
+
 # --- Import ---------------------------------------------------------------------------------
 
 
@@ -319,6 +321,18 @@ class Metric:
     decimals: int = 2
     unit: str = "%"
     description: str = ""
+    # What one counted unit of the metric is (plural): the n behind its intervals and tests.
+    units: str = "tasks"
+    # What the units are nested in where one task holds several ("runs": windows of a run;
+    # "cases": atoms of a case). They are not independent draws: comparisons test each task's
+    # units together; a Wilson interval over them says it takes them as independent.
+    nested_in: str = ""
+    # A p-value (or any number spanning orders of magnitude): shown with this many significant
+    # digits instead of fixed decimals.
+    significant: int = 0
+    # A hover text for the number, formatted with the fields of the node holding it (b, c and
+    # the pairs behind a p-value, say).
+    detail: str = ""
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -578,6 +592,9 @@ class BenchmarkPlugin:
     fact_badges: ClassVar[tuple[FactBadge, ...]] = ()
     # The row group of a submission that declares none (empty: the first group).
     default_row_group: ClassVar[str] = ""
+    # The normal quantile of every Wilson interval of this benchmark (a benchmark whose paper
+    # prints 1.96 declares it; otherwise the exact 95% quantile).
+    wilson_z: ClassVar[float] = Z95
     # Bytes allowed for an upload of this benchmark once uncompressed.
     max_upload_bytes: ClassVar[int] = 4 * 1024**3
     # The most zip entries one task of a real run needs (folders count too); an upload holding
@@ -684,6 +701,16 @@ class BenchmarkPlugin:
         if metric.unit == "%":
             value *= 100
         return round(value, metric.decimals)
+
+    def mean_interval(
+        self, metric: Metric, task_ids: Sequence[str], numerators, denominators
+    ) -> tuple[float, float] | None:
+        """The 95% interval, in the metric's unit, of a "bootstrap" mean on these tasks (a
+        slice of the board: the tasks that count in it, in task-id order, with each task's
+        summed contributions as numpy arrays), where the benchmark fixes its own procedure:
+        the board's column and a slice of the same tasks then show one interval. None: the
+        core's bootstrap (evaluation/slices.py)."""
+        return None
 
     def metric_counts(self, metric: Metric, results: Mapping | None) -> tuple | None:
         """(count, denominator) behind a metric's value in ``results``, for the command line

@@ -12,7 +12,16 @@ from rest_framework.views import APIView
 
 from evaluation.identity import viewer_for
 from evaluation.models import Benchmark
-from evaluation.slices import ALPHA, DRAWS, SEED
+from evaluation.slices import (
+    ALPHA,
+    DRAWS,
+    MIN_TASKS,
+    PERMUTATION_DRAWS,
+    SEED,
+    TEST_MCNEMAR,
+    TEST_MONTE_CARLO,
+    TEST_PERMUTATION,
+)
 from leaderboard.selectors_compare import ComparisonError, slice_choices
 from leaderboard.views_compare import comparison_from_request
 
@@ -69,10 +78,23 @@ class MetricComparisonSerializer(serializers.Serializer):
     interval = serializers.ListField(
         child=serializers.FloatField(),
         allow_null=True,
-        help_text="95% paired bootstrap interval of a - b (null without resampling)",
+        help_text=(
+            "95% paired bootstrap interval of a - b over the metric's tasks (null on a slice "
+            "of the whole comparison, and below the minimum n)"
+        ),
     )
-    test = serializers.ChoiceField(choices=["McNemar (exact)", "paired bootstrap"])
+    test = serializers.ChoiceField(
+        choices=[TEST_MCNEMAR, TEST_PERMUTATION, TEST_MONTE_CARLO, ""],
+        help_text="the test behind p_value; empty when there is none (see note)",
+    )
     p_value = serializers.FloatField(allow_null=True)
+    tasks = serializers.IntegerField(
+        help_text="n: compared tasks where either system counts a unit of this metric"
+    )
+    note = serializers.CharField(
+        help_text="why there is no p-value or interval (n below the minimum, no units), or "
+        "what the interval left out; empty otherwise"
+    )
     significant = serializers.BooleanField()
     b_only_a = serializers.IntegerField(
         allow_null=True, help_text="McNemar's b: units only A passed"
@@ -109,9 +131,15 @@ class ComparisonSerializer(serializers.Serializer):
     split = serializers.CharField(allow_null=True)
     a = SideSerializer()
     b = SideSerializer()
-    draws = serializers.IntegerField()
+    draws = serializers.IntegerField(help_text="bootstrap resamples behind each interval")
+    permutation_draws = serializers.IntegerField(
+        help_text="Monte Carlo arrangements of a permutation test too large to enumerate"
+    )
     seed = serializers.IntegerField()
     alpha = serializers.FloatField()
+    min_tasks = serializers.IntegerField(
+        help_text="the fewest tasks behind a p-value or an interval"
+    )
     overall = SliceComparisonSerializer()
     by_slice = SliceComparisonSerializer(many=True)
     disagreements = DisagreementSerializer(many=True)
@@ -139,6 +167,8 @@ def _metrics(found, comparison) -> list[dict]:
             "c_only_b": m.only_b,
             "units_a": m.units_a,
             "units_b": m.units_b,
+            "tasks": m.tasks,
+            "note": m.note,
         }
         for m in comparison.metrics
         if m.key in columns
@@ -154,8 +184,10 @@ def comparison_json(found, viewer) -> dict:
         "a": {"submission": found.a.pk, "system": viewer.name(found.a), "tasks": found.tasks_a},
         "b": {"submission": found.b.pk, "system": viewer.name(found.b), "tasks": found.tasks_b},
         "draws": DRAWS,
+        "permutation_draws": PERMUTATION_DRAWS,
         "seed": SEED,
         "alpha": ALPHA,
+        "min_tasks": MIN_TASKS,
         "overall": {
             "slice": overall.slice.key if overall.slice else None,
             "tasks": overall.comparison.tasks,
@@ -184,10 +216,11 @@ def comparison_json(found, viewer) -> dict:
 
 class BenchmarkCompare(APIView):
     """Submission A against submission B under one judge: each metric's difference with its
-    95% paired bootstrap interval and a paired test (exact McNemar on pass/fail units, with b
-    and c; otherwise the paired bootstrap's p-value), on the tasks both were scored on; without
-    a slice, the same for every slice (differences and exact tests); and the tasks they
-    disagree on."""
+    95% paired bootstrap interval and a paired test (exact McNemar on pass/fail units, one per
+    task, with b and c; otherwise a sign-flip permutation test over tasks), on the tasks both
+    were scored on, each with its n; no p-value or interval below the minimum n (the note says
+    why); without a slice, the same for every slice (differences, tests, p-values and n, without
+    intervals); and the tasks they disagree on."""
 
     @extend_schema(
         parameters=[

@@ -6,6 +6,8 @@ import math
 
 from django import template
 
+from leaderboard.templatetags.scores import significant_text
+
 register = template.Library()
 
 
@@ -38,9 +40,5 @@ def difference_interval(interval, column) -> str:
 
 @register.filter
 def p_value(value) -> str:
-    """Three significant digits; below 0.001 as "< 0.001"."""
-    if value is None:
-        return "–"
-    if value < 0.001:
-        return "< 0.001"
-    return f"{value:.3f}"
+    """Two significant digits, in powers of ten below 0.001 (7.6 × 10⁻⁶, never 0.000)."""
+    return "–" if value is None else significant_text(value, 2)

@@ -1,3 +1,4 @@
+import string
 from functools import cache
 from html import escape
 
@@ -8,6 +9,7 @@ from django.utils.safestring import mark_safe
 from evaluation.held_out import held_out_column_band
 from evaluation.links import web_url
 from evaluation.scorer import PART_LABELS
+from evaluation.stats import Z95
 
 register = template.Library()
 
@@ -81,16 +83,49 @@ def kappa(value) -> str:
 
 
 def metric_text(value, metric) -> str:
-    """A metric's value as the benchmark prints it: its declared decimals; a dash when there is
-    none."""
+    """A metric's value as the benchmark prints it: its declared decimals (or significant
+    digits, for a p-value); a dash when there is none."""
     if value is None:
         return "–"
+    if metric.significant:
+        return significant_text(value, metric.significant)
     return f"{value:.{metric.decimals}f}"
+
+
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def significant_text(value: float, digits: int = 2) -> str:
+    """A p-value in significant digits: 0.031, 1, 7.6 × 10⁻⁶ (never 0.000)."""
+    if value == 0 or value >= 0.001:
+        text = f"{value:.{digits}g}"
+        return "1" if value >= 1 else text
+    mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
+    return f"{mantissa} × 10{str(int(exponent)).translate(SUPERSCRIPT)}"
+
+
+def _parent(results, column):
+    """The node holding a metric's value (its rate or mean node, or the mapping a plain number
+    sits in)."""
+    node = column._results(results)
+    for part in column.metric.key.split(".")[:-1]:
+        node = node.get(part) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else None
+
+
+def _units(metric, n) -> str:
+    units = metric.units
+    if n == 1 and units.endswith("s"):
+        units = units[:-1]
+    return f"{n} {units}"
 
 
 @register.simple_tag
 def board_cell(results, column, intervals=None) -> dict:
-    """What one board cell shows: the number, its 95% interval text, and the hover text."""
+    """What one board cell shows: the number, its 95% interval text, and the hover text (with
+    the n behind every interval)."""
+    from evaluation.slices import MIN_TASKS
+
     metric = column.metric
     value = column.value(results)
     text = metric_text(value, metric)
@@ -98,25 +133,43 @@ def board_cell(results, column, intervals=None) -> dict:
         return {"text": text, "interval": "", "title": "no items" if column.kind == "rate" else ""}
     interval = intervals.get(column.key) if intervals is not None else column.interval(results)
     counts = ""
+    node = metric.node(column._results(results))
+    n = None
     if column.kind == "rate":
         rate = column.rate(results) or {}
         if isinstance(rate.get("count"), int):
-            counts = f"{rate['count']}/{rate['total']}; "
+            counts = f"{rate['count']}/{rate['total']} {metric.units}; "
+            n = rate["total"]
+    elif isinstance(node, dict):
+        found = node.get("n", node.get("total"))
+        n = found if isinstance(found, int) else None
+        if n is not None:
+            counts = f"n = {_units(metric, n)}; "
+    if metric.detail:
+        parent = _parent(results, column) or {}
+        fields = [field for _, field, _, _ in string.Formatter().parse(metric.detail) if field]
+        if all(parent.get(field) is not None for field in fields):
+            counts = metric.detail.format(**parent) + "; "
     if metric.interval == "none":
         return {"text": text, "interval": "", "title": counts + metric.description}
     if interval is None:
-        return {
-            "text": text,
-            "interval": "",
-            "title": counts + "reported in the paper without counts: no interval",
-        }
+        if n is None:
+            why = "reported in the paper without counts: no interval"
+        elif n < MIN_TASKS and column.kind != "rate":
+            why = f"no interval from fewer than {MIN_TASKS} {metric.units}"
+        else:
+            why = "no interval"
+        return {"text": text, "interval": "", "title": counts + why}
     span = f"{interval[0]:.{metric.decimals}f}–{interval[1]:.{metric.decimals}f}"
-    method = "Wilson" if metric.interval == "wilson" else "bootstrap"
-    return {
-        "text": text,
-        "interval": f"[{span}]",
-        "title": f"{counts}95% {method} interval {span}{metric.unit}",
-    }
+    if metric.interval == "wilson":
+        method = "Wilson" if column.wilson_z == Z95 else f"Wilson (z = {column.wilson_z:g})"
+    else:
+        method = "bootstrap"
+    title = f"{counts}95% {method} interval {span}{metric.unit}"
+    if metric.interval == "wilson" and metric.nested_in:
+        title += f", taking the {metric.units} as independent (they are nested in "
+        title += f"{metric.nested_in})"
+    return {"text": text, "interval": f"[{span}]", "title": title}
 
 
 def _td(results, column, intervals) -> str:

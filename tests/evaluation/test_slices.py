@@ -8,7 +8,8 @@ import random
 
 import numpy as np
 import pytest
-from scipy.stats import binomtest
+from scipy.stats import binomtest, permutation_test
+from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import BenchmarkPlugin, JudgedSlot, Metric, TaskOutcome
@@ -65,38 +66,65 @@ def test_mcnemar_critical_values_against_scipy():
 
 
 def test_pass_fail_units_get_mcnemar_with_counts_and_disagreeing_tasks():
-    a = stored({f"t{i}": {"acc": (passed, 1)} for i, passed in enumerate([1, 1, 0, 1, 0])})
-    b = stored({f"t{i}": {"acc": (passed, 1)} for i, passed in enumerate([0, 1, 1, 0, 0])})
+    a = stored({f"t{i}": {"acc": (p, 1)} for i, p in enumerate([1, 1, 0, 1, 0, 1, 1, 0])})
+    b = stored({f"t{i}": {"acc": (p, 1)} for i, p in enumerate([0, 1, 1, 0, 0, 1, 0, 0])})
     tasks = common_tasks(a, b)
     found = compare(Plain(), [Column("acc", RATE)], a, b, tasks)
     (acc,) = found.metrics
-    assert found.tasks == 5
-    assert (acc.a, acc.b) == (60.0, 40.0)
-    assert acc.difference == pytest.approx(20.0)
+    assert found.tasks == 8
+    assert (acc.a, acc.b, acc.tasks) == (62.5, 37.5, 8)
+    assert acc.difference == pytest.approx(25.0)
     assert acc.test == "McNemar (exact)"
-    assert (acc.only_a, acc.only_b) == (2, 1)
-    assert acc.p_value == 1.0  # 2 * (1 + 3) / 8, capped at 1
-    assert [d.task_id for d in found.disagreements] == ["t0", "t2", "t3"]
+    assert (acc.only_a, acc.only_b) == (3, 1)
+    # statsmodels' exact McNemar on the 2x2 table of (A, B) outcomes.
+    table = [[2, 3], [1, 2]]  # both passed 2, only A 3, only B 1, neither 2
+    assert acc.p_value == pytest.approx(sm_mcnemar(table, exact=True).pvalue)
+    assert acc.p_value == pytest.approx(2 * (1 + 4) / 16)  # by hand
+    assert [d.task_id for d in found.disagreements] == ["t0", "t2", "t3", "t6"]
     assert found.disagreements[1].outcomes == {"acc": (0, 1, 1)}
 
 
 def test_only_tasks_both_were_scored_on_count():
-    a = stored({f"t{i}": {"acc": (1, 1)} for i in range(1, 6)})  # t1..t5
-    b = stored({f"t{i}": {"acc": (0, 1)} for i in range(2, 7)})  # t2..t6
+    a = stored({f"t{i}": {"acc": (1, 1)} for i in range(1, 9)})  # t1..t8
+    b = stored({f"t{i}": {"acc": (0, 1)} for i in range(2, 10)})  # t2..t9
     tasks = common_tasks(a, b)
-    assert tasks == ["t2", "t3", "t4", "t5"]
+    assert tasks == [f"t{i}" for i in range(2, 9)]
     (acc,) = compare(Plain(), [Column("acc", RATE)], a, b, tasks).metrics
-    assert (acc.units_a, acc.units_b, acc.only_a, acc.only_b) == (4, 4, 4, 0)
-    assert acc.p_value == pytest.approx(2 / 16)
+    assert (acc.units_a, acc.units_b, acc.only_a, acc.only_b, acc.tasks) == (7, 7, 7, 0, 7)
+    assert acc.p_value == pytest.approx(binomtest(0, 7, 0.5).pvalue)
 
 
-def test_units_within_a_task_are_paired_one_by_one():
-    # Two windows per task: McNemar on windows, not on tasks.
+def test_units_within_a_task_are_counted_one_by_one_and_tested_by_task():
+    # Two windows per task: b and c count windows; the test takes each task's windows together.
     a = stored({"t1": {"acc": [(1, 1), (0, 1)]}, "t2": {"acc": [(1, 1), (1, 1)]}})
     b = stored({"t1": {"acc": [(0, 1), (0, 1)]}, "t2": {"acc": [(1, 1), (0, 1)]}})
     (acc,) = compare(Plain(), [Column("acc", RATE)], a, b, common_tasks(a, b)).metrics
-    assert (acc.only_a, acc.only_b, acc.units_a) == (2, 0, 4)
+    assert (acc.only_a, acc.only_b, acc.units_a, acc.tasks) == (2, 0, 4, 2)
     assert (acc.a, acc.b) == (75.0, 25.0)
+    # Two tasks: below the minimum n, no test, and the note says why.
+    assert (acc.p_value, acc.interval, acc.test) == (None, None, "")
+    assert "n = 2 tasks" in acc.note and "6" in acc.note
+
+
+def test_nested_units_are_tested_at_the_task_level():
+    # Eight runs of ten windows: A passes every window of runs 0-6 and none of run 7, B none
+    # of any. A window-level McNemar would give b = 70, c = 0 (p = 2 / 2**70); the runs are the
+    # independent units: 8 runs whose differences are +10 (7 runs) and 0 (one run, a tie).
+    a = stored({f"r{i}": {"acc": [(int(i < 7), 1)] * 10} for i in range(8)})
+    b = stored({f"r{i}": {"acc": [(0, 1)] * 10} for i in range(8)})
+    (acc,) = compare(Plain(), [Column("acc", RATE)], a, b, common_tasks(a, b)).metrics
+    assert (acc.only_a, acc.only_b, acc.tasks) == (70, 0, 8)
+    assert acc.test == "sign-flip permutation (exact)"
+    # Sign-flip test of the 8 per-run differences (scipy, every arrangement): 2 / 2**7.
+    expected = permutation_test(
+        ([10.0] * 7 + [0.0],),
+        np.sum,
+        permutation_type="samples",
+        n_resamples=np.inf,
+        alternative="two-sided",
+    ).pvalue
+    assert expected == pytest.approx(2 / 2**7)
+    assert acc.p_value == pytest.approx(expected)
 
 
 def test_paired_bootstrap_is_reproduced_from_its_documented_draws():
@@ -134,10 +162,19 @@ def test_paired_bootstrap_is_reproduced_from_its_documented_draws():
         diffs = diffs[np.isfinite(diffs)]
         low, high = np.percentile(diffs, [2.5, 97.5])
         metric = found[key]
-        assert metric.test == "paired bootstrap"
         assert metric.interval == pytest.approx((low, high), rel=1e-9, abs=1e-12)
-        p = min(1.0, 2 * min((diffs <= 0).mean(), (diffs >= 0).mean()))
-        assert metric.p_value == pytest.approx(p)
+        # Every task differs: more than 20, so the Monte Carlo permutation test, written out
+        # from its documentation: swap each task's pair where random() < 0.5.
+        assert metric.test == "sign-flip permutation (Monte Carlo, 10,000 draws)"
+        swap = np.random.default_rng(SEED).random((10_000, n)) < 0.5
+        pa_num = np.where(swap, num_b, num_a).sum(1)
+        pa_den = np.where(swap, den_b, den_a).sum(1)
+        pb_num = np.where(swap, num_a, num_b).sum(1)
+        pb_den = np.where(swap, den_a, den_b).sum(1)
+        permuted = scale * (pa_num / pa_den - pb_num / pb_den)
+        observed = scale * (num_a.sum() / den_a.sum() - num_b.sum() / den_b.sum())
+        extreme = (np.abs(permuted) >= abs(observed) - 1e-9).sum()
+        assert metric.p_value == pytest.approx((1 + extreme) / (1 + 10_000))
         expected = scale * (num_a.sum() / den_a.sum() - num_b.sum() / den_b.sum())
         assert metric.difference == pytest.approx(expected)
 

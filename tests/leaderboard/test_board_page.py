@@ -384,7 +384,7 @@ def test_page_layout_badges_chance_and_hover(client, board, mpbench):
     assert page.count("verified by staff") == 1
     assert "private" not in page.split("<tbody>", 1)[1].split("</table>")[0].replace("private-", "")
     # Hover text: counts and the 95% Wilson interval of every accuracy.
-    assert 'title="72/256; 95% Wilson interval 22.97–33.92%"' in page
+    assert 'title="72/256 tasks; 95% Wilson interval 22.97–33.92%"' in page
     assert '<span class="ci"> [22.97–33.92]</span>' in page
     # Paper rows: no counts, no interval, and the hover says so.
     official = client.get("/benchmarks/mp-bench/").content.decode()

@@ -103,9 +103,12 @@ def test_comparison_counts_and_tests_by_hand(client, runs, mpbench_tasks):
         passed = sum(found.get(key, False) for found in expected_a.values())
         units = sum(key in found for found in expected_a.values())
         m = metrics[key]
-        assert m["test"] == "McNemar (exact)", key
         assert (m["b_only_a"], m["c_only_b"], m["units_a"]) == (passed, 0, units), key
-        assert m["p_value"] == pytest.approx(min(1.0, 2 / 2**passed)), key
+        assert m["tasks"] == units, key  # one unit per task
+        # At most three tasks: fewer than the six an exact test needs to reach p < 0.05, so
+        # no test, no p-value, no interval, and the note says why.
+        assert (m["test"], m["p_value"], m["interval"]) == ("", None, None), key
+        assert m["note"].startswith(f"n = {units} task"), key
         assert m["a"] == round(100 * passed / units, 2) and m["b"] == 0.0
         assert m["difference"] == pytest.approx(100 * passed / units)
     # Latency: B never spoke, so it has no latency and no difference.
@@ -118,6 +121,13 @@ def test_comparison_counts_and_tests_by_hand(client, runs, mpbench_tasks):
         "family=discussion",
         "family=turnbased",
     }
+    # Every slice cell has its difference and its n (its test below the minimum n: none).
+    for chosen in body["by_slice"]:
+        for m in chosen["metrics"]:
+            if m["a"] is not None and m["b"] is not None:
+                assert m["difference"] is not None, (chosen["slice"], m["key"])
+                assert 0 < m["tasks"] <= chosen["tasks"], (chosen["slice"], m["key"])
+                assert m["p_value"] is None and "n = " in m["note"]
 
 
 def test_slice_limits_the_tasks_and_unknown_slices_are_named(client, runs):

@@ -239,6 +239,27 @@ def bootstrap_intervals(
     return apr, ars
 
 
+def ars_interval(
+    shares: Sequence[Fraction], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> list[float] | None:
+    """ARS's [lo, hi] in percent over tasks whose shares met (m_t / n_t) are given in task-id
+    order: the draws and the percentile rule of bootstrap_intervals, so that a slice of the
+    board holding an axis's tasks shows the axis column's own interval."""
+    n = len(shares)
+    if n == 0 or resamples <= 0:
+        return None
+    scale = lcm(*(share.denominator for share in shares))
+    exact_dtype = np.int64 if n * scale < 2**62 else object
+    weights = np.array([int(share * scale) for share in shares], dtype=exact_dtype)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    score_sums = np.empty(resamples, dtype=exact_dtype)
+    for start in range(0, resamples, _DRAW_ROWS):
+        rows = min(_DRAW_ROWS, resamples - start)
+        idx = rng.integers(0, n, size=(rows, n))
+        score_sums[start : start + rows] = weights[idx].sum(axis=1)
+    return _percentile_interval(np.sort(score_sums), Fraction(1, n * scale))
+
+
 def _percentile_interval(sorted_sums: np.ndarray, unit: Fraction) -> list[float]:
     tail = (1 - BOOTSTRAP_LEVEL) / 2
     return [pct_half_up(_linear_percentile(sorted_sums, q) * unit) for q in (tail, 1 - tail)]

@@ -70,6 +70,15 @@ def contributions(outcome: TaskOutcome) -> dict:
     return found
 
 
+def share_met(numerator: float, denominator: float) -> Fraction:
+    """A task's share of rubric items met (m / n) back from its ARS contribution."""
+    whole = round(numerator)
+    if abs(numerator - whole) <= 1e-6:
+        return Fraction(whole, round(denominator))
+    # A share whose scaled value is not whole: n has a prime factor above 13 (n <= 10,000).
+    return Fraction(numerator / denominator).limit_denominator(10_000)
+
+
 def exact_pct(numerator: float, denominator: float) -> float | None:
     """Percent, 2 decimals, half up on the exact ratio of two summed contributions."""
     if not denominator:

@@ -41,7 +41,7 @@ from . import demo, drilldown, importer, judging, paper, upload
 from . import outcomes as scoring
 from .dataset import AXES
 from .judge import DEFAULT_MODEL, JUDGE_KIND
-from .metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from .metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, ars_interval
 from .offline import offline_raw_output
 
 AXIS_LABELS = {
@@ -66,10 +66,13 @@ def _metrics(prefix: str, group: str, tasks: str) -> tuple[Metric, ...]:
             "rate",
             True,
             None,
-            "bootstrap",
+            # One pass or fail per task: the Wilson interval of the count, which never
+            # collapses to zero width at 0 or n passes (the results keep the benchmark's own
+            # bootstrap interval too).
+            "wilson",
             2,
             "%",
-            f"average pass rate: {tasks} whose every rubric item was met; {INTERVAL}",
+            f"average pass rate: {tasks} whose every rubric item was met; 95% Wilson interval",
         ),
         Metric(
             f"{prefix}.ars",
@@ -287,6 +290,14 @@ class AudioMultiChallenge(BenchmarkPlugin):
     def metric_value(self, metric: Metric, numerator: float, denominator: float):
         """Percent, 2 decimals, half up on the exact ratio (SPEC §5)."""
         return scoring.exact_pct(numerator, denominator)
+
+    def mean_interval(self, metric: Metric, task_ids, numerators, denominators):
+        """ARS on a slice: the benchmark's own task bootstrap (metrics.ars_interval), the one
+        its columns show."""
+        if not metric.key.endswith(".ars"):
+            return None
+        shares = sorted(zip(task_ids, numerators, denominators, strict=True))
+        return tuple(ars_interval([scoring.share_met(num, den) for _, num, den in shares]))
 
     def metric_counts(self, metric: Metric, results: Mapping | None):
         return scoring.metric_counts(metric.key, results)

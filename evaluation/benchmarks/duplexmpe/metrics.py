@@ -9,11 +9,12 @@ ack -> acknowledgement | intrusion | unparseable | missing | empty_transcript.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+
+from evaluation.stats import mcnemar_exact
 
 from . import segments as seg
 from .segments import DEADLINE_MS, GAP_MS, N_MIN, POST_MS, W_T_MS, Segment
@@ -285,13 +286,6 @@ def score_condition(timings: Iterable[Mapping], verdicts: Verdicts, *, complete:
         "missing_judgments": missing,
         "unused_judgments": [list(key) for key in unused],
     }
-
-
-def mcnemar_exact(b: int, c: int) -> float:
-    """Two-sided exact McNemar: min(1, 2 P[X <= min(b, c)]), X ~ Bin(b + c, 1/2)."""
-    n = b + c
-    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1))
-    return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
 
 
 def paired_presence(timings: Iterable[Mapping]) -> dict:

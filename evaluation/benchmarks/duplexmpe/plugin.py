@@ -54,8 +54,12 @@ VAD_STEP, ASR_STEP, INPUT_STEP, SUMMARY_STEP = "vad", "asr", "input", "summary"
 MAX_UPLOAD_BYTES = 48 * 1024**3
 
 
-def _rate(key: str, label: str, group: str, description: str) -> Metric:
-    return Metric(key, label, group, "rate", True, None, "wilson", 2, "%", description)
+def _rate(
+    key: str, label: str, group: str, description: str, units: str = "runs", nested_in: str = ""
+) -> Metric:
+    return Metric(
+        key, label, group, "rate", True, None, "wilson", 2, "%", description, units, nested_in
+    )
 
 
 def _prompt_rule(kind: str, title: str) -> str:
@@ -114,25 +118,33 @@ class DuplexMPE(BenchmarkPlugin):
     metrics = (
         _rate("fresh_onset", "Fresh onset", "Scored", "no speech at the end of T and an onset "
               "within 5 s (all T turns)"),
-        _rate("accuracy", "Accuracy", "Scored", "judged correct among present responses"),
+        _rate("accuracy", "Accuracy", "Scored", "judged correct among present responses",
+              "runs with a present response"),
         _rate("silence", "Silence", "Scored", "N1-N3 windows with no speech, or only a brief "
-              "acknowledgement"),
+              "acknowledgement", "N1-N3 windows", "runs"),
         _rate("yield", "Yield", "Scored", f"answering-window yield over eligible N4 events; not "
-              f"reported below {N_MIN}"),
+              f"reported below {N_MIN}", "eligible N4 events", "runs"),
         Metric("yield.total", "Yield n", "Scored", "count", True, None, "none", 0, "",
-               "eligible N4 events behind the yield"),
+               "eligible N4 events behind the yield", "eligible N4 events"),
         _rate("presence", "Presence", "Diagnostic", "a response active at or starting within "
               "5 s of the end of T"),
         _rate("window_response", "Window resp.", "Diagnostic", "speech from the N4 question's "
-              "start to 3 s after its end"),
-        _rate("silence_by_label.N1", "N1", "Silence by label", "Aria mentioned, not asked"),
-        _rate("silence_by_label.N2", "N2", "Silence by label", "addressed to someone else"),
-        _rate("silence_by_label.N3", "N3", "Silence by label", "no addressee"),
+              "start to 3 s after its end", "N4 events", "runs"),
+        _rate("silence_by_label.N1", "N1", "Silence by label", "Aria mentioned, not asked",
+              "N1 windows", "runs"),
+        _rate("silence_by_label.N2", "N2", "Silence by label", "addressed to someone else",
+              "N2 windows", "runs"),
+        _rate("silence_by_label.N3", "N3", "Silence by label", "no addressee", "N3 windows",
+              "runs"),
         Metric("paired_presence.diff_pp", "Presence expl. − impl.", "Paired (both conditions)",
                "duration", True, None, "none", 2, "pp",
-               "explicit minus implicit response presence over pairs present in both"),
+               "explicit minus implicit response presence over pairs present in both",
+               "scenario pairs"),
         Metric("paired_presence.p", "McNemar p", "Paired (both conditions)", "duration", False,
-               None, "none", 3, "", "exact two-sided McNemar test on the discordant pairs"),
+               None, "none", 3, "", "exact two-sided McNemar test on the discordant pairs",
+               "scenario pairs", significant=2,
+               detail="b = {explicit_only} present only in the explicit run, c = "
+               "{implicit_only} only in the implicit one, of {pairs} pairs"),
     )  # fmt: skip
     splits = (Split("explicit", "Explicit"), Split("implicit", "Implicit"))
     row_groups = (

@@ -81,6 +81,7 @@ def _latency(split: str, group: str) -> Metric:
         1,
         "s",
         "mean latency of the tasks where the agent spoke",
+        "tasks where the agent spoke",
     )
 
 

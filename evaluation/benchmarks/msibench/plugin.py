@@ -81,9 +81,13 @@ def _rate(
     *,
     better: bool = True,
     interval: str = "wilson",
+    units: str = "base cases",
+    nested_in: str = "",
 ) -> Metric:
     # One decimal, half-up on the float's repr (SPEC §7.7): metrics.py rounds, the board shows.
-    return Metric(key, label, group, "rate", better, None, interval, 1, "%", description)
+    return Metric(
+        key, label, group, "rate", better, None, interval, 1, "%", description, units, nested_in
+    )
 
 
 class MSIBench(BenchmarkPlugin):
@@ -95,6 +99,8 @@ class MSIBench(BenchmarkPlugin):
         "disclosed to whom, when to stay silent?"
     )
     rules_version = "harness-6d8313f"
+    # SPEC §7.4: the paper's Wilson intervals use z = 1.96 (its APR ± too).
+    wilson_z = 1.96
     upload = UploadFormat(
         label="a predictions JSONL (or a zip of the harness's JSONL files)",
         suffixes=(".jsonl", ".zip"),
@@ -182,14 +188,23 @@ class MSIBench(BenchmarkPlugin):
             "atoms passed over all atoms (micro); atoms of one case are not independent draws, "
             "so no interval",
             interval="none",
+            units="atoms",
+            nested_in="cases",
         ),
-        _rate("tool", "Tool", OVERALL, "validator passes over the cases requiring a tool call"),
+        _rate(
+            "tool",
+            "Tool",
+            OVERALL,
+            "validator passes over the cases requiring a tool call",
+            units="base cases requiring a tool call",
+        ),
         _rate(
             "bir",
             "BIR: barge-in (harness v2)",
             OVERALL,
             "speak-time probes passed over those executed, as the harness computes it (a "
             "deterministic action and tool-call check, not the paper's rubric re-judging)",
+            units="executed speak-time probes",
         ),
         _rate(
             "prr",
@@ -198,6 +213,7 @@ class MSIBench(BenchmarkPlugin):
             "hear-time probes (disc, retr) answered instead of staying silent, over the valid "
             "ones (V of T)",
             better=False,
+            units="valid hear-time probes",
         ),
         Metric(
             "prr.total",

@@ -354,8 +354,15 @@ def test_upload_to_board_with_local_asr_and_judge(board, judge_server, asr_serve
         "&split=explicit"
     ).json()
     rows = {m["key"]: m for m in compared["overall"]["metrics"]}
-    assert rows["explicit.fresh_onset"]["test"] == "McNemar (exact)"
+    # Three runs: below the six tasks an exact test needs to reach p < 0.05, no test, and the
+    # note says why; the windows of a run count as units but the run is the test's unit.
+    assert (
+        rows["explicit.fresh_onset"]["test"] == ""
+        and rows["explicit.fresh_onset"]["p_value"] is None
+    )
+    assert rows["explicit.fresh_onset"]["note"].startswith("n = 3 tasks")
     assert rows["explicit.fresh_onset"]["units_a"] == 3
+    assert rows["explicit.silence"]["tasks"] == 3
     assert rows["explicit.silence"]["units_a"] == expected["explicit"]["windows"]
     assert all(m["difference"] in (0, None) for m in rows.values())
     assert {s["slice"].split("=")[0] for s in compared["by_slice"]} <= {
