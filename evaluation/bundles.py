@@ -312,6 +312,30 @@ def unpacked_bytes(path) -> int:
         return sum(info.file_size for info in archive.infolist() if not info.is_dir())
 
 
+def audio_members_check(path, limits: AudioLimits, report: ValidationReport) -> bool:
+    """Every WAV member of a zip upload checked from its header alone against the benchmark's
+    audio limits (wav_member_problem), each problem reported on its file; True when all are
+    fine (a single-file upload has none). The core runs it before a plug-in reads the upload,
+    so no plug-in can forget it, and scan_zip may then exempt WAVs from the compression-ratio
+    test: silence under a valid header deflates about 1000:1."""
+    if not zipfile.is_zipfile(path):
+        return True
+    try:
+        archive = zipfile.ZipFile(path)
+    except ZIP_READ_ERRORS:
+        return True  # scan_zip reports it
+    fine = True
+    with archive:
+        for info in archive.infolist():
+            if info.is_dir() or not info.filename.lower().endswith(RATIO_EXEMPT_SUFFIXES):
+                continue
+            problem = wav_member_problem(archive, info, limits)
+            if problem:
+                report.add(f"not accepted as audio: {problem}", file=info.filename)
+                fine = False
+    return fine
+
+
 def scan_zip(
     path,
     report: ValidationReport,
@@ -319,12 +343,10 @@ def scan_zip(
     is_task_folder,
     max_uncompressed: int,
     max_ratio: float,
-    audio_limits: AudioLimits | None = None,
 ) -> tuple[zipfile.ZipFile | None, list[Entry]]:
     """Open the zip (a path or a seekable file) and list its safe regular files, reporting every
-    unsafe entry. With `audio_limits` (validation), a WAV escapes the compression-ratio test only
-    when its header declares audio within them; without (re-reading a bundle that was validated
-    so), every WAV does."""
+    unsafe entry. A WAV escapes the compression-ratio test: every one was checked against the
+    benchmark's audio limits before (audio_members_check)."""
     try:
         archive = zipfile.ZipFile(path)
     except ZIP_READ_ERRORS:
@@ -353,16 +375,10 @@ def scan_zip(
             continue
         total_uncompressed += info.file_size
         ratio = info.file_size / max(info.compress_size, 1)
-        is_audio = name.lower().endswith(RATIO_EXEMPT_SUFFIXES)
-        suspicious = info.file_size >= RATIO_CHECK_MIN_BYTES and ratio > max_ratio
-        refused = None
-        if is_audio and audio_limits is not None and suspicious:
-            refused = wav_member_problem(archive, info, audio_limits)
-        if not is_audio or refused:
+        if not name.lower().endswith(RATIO_EXEMPT_SUFFIXES):
             if info.file_size >= RATIO_CHECK_MIN_BYTES and ratio > max_ratio:
                 report.add(
-                    f"compression ratio {ratio:.0f}:1 exceeds the limit of {max_ratio:.0f}:1"
-                    + (f"; a WAV is exempt only as valid audio, and {refused}" if refused else ""),
+                    f"compression ratio {ratio:.0f}:1 exceeds the limit of {max_ratio:.0f}:1",
                     file=name,
                 )
                 continue

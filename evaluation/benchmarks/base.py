@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar, Literal
 
+from evaluation.audio import AudioLimits
 from evaluation.stats import Z95
 
 # --- Import ---------------------------------------------------------------------------------
@@ -601,6 +602,12 @@ class BenchmarkPlugin:
     # more than this per task of the benchmark, plus a few, is refused before its directory is
     # read.
     max_entries_per_task: ClassVar[int] = 32
+    # What one WAV of an upload may be. The core checks every WAV member of every zip upload
+    # against it from its header (bundles.audio_members_check) before the plug-in reads the
+    # upload: a benchmark whose audio is longer or richer declares its own.
+    audio_limits: ClassVar[AudioLimits] = AudioLimits(
+        max_seconds=10 * 60, max_bytes=256 * 1024**2, max_channels=2, max_sample_rate=48_000
+    )
 
     # --- import ---
 

@@ -21,6 +21,7 @@ from evaluation.benchmarks.base import UploadContents, UploadLimits
 from evaluation.bundles import (
     BundleRejected,
     ValidationReport,
+    audio_members_check,
     manifest_check,
     unpacked_bytes,
     zip_entry_count,
@@ -137,6 +138,8 @@ def bundle_validate(
             f"({len(tasks):,} tasks) needs at most {most:,}"
         )
         return report, None
+    if not audio_members_check(path, plugin.audio_limits, report):
+        return report, None  # before the plug-in reads anything
     options = _options(plugin, options or {}, report)
     contents = plugin.validate_upload(
         Path(path),

@@ -269,7 +269,11 @@ def test_wav_that_is_not_a_wav(mpbench, task_ids, tmp_path):
     files = full_bundle(
         task_ids, extra={f"run/{first(task_ids)}/response.wav": b"ID3 mp3 data here"}
     )
-    assert_rejected(mpbench, write_zip(tmp_path / "b.zip", files), "response.wav: not a WAV file")
+    assert_rejected(
+        mpbench,
+        write_zip(tmp_path / "b.zip", files),
+        "response.wav: not accepted as audio: not a WAV file",
+    )
 
 
 def test_manifest_must_be_an_object(mpbench, task_ids, tmp_path):

@@ -111,8 +111,10 @@ def test_validation_refuses_audio_formats_and_lengths_the_benchmark_does_not_use
         f"{TASK}/fine.wav": wav_file(silence),
     }
     assert validate(mpbench, zipped(tmp_path, files)) == [
-        f"{TASK} / channels.wav: has 65,535 channels; at most 2",
-        f"{TASK} / rate.wav: has a sample rate of 384,000 Hz; at most 48,000 Hz",
-        f"{TASK} / mp3.wav: is not PCM audio (format tag 85)",
-        f"{TASK} / long.wav: declares 18,000 s of audio; at most 14,400 s for this file",
+        f"{TASK}/channels.wav: not accepted as audio: the WAV has 65,535 channels; at most 2",
+        f"{TASK}/rate.wav: not accepted as audio: the WAV has a sample rate of 384,000 Hz; at "
+        "most 48,000 Hz",
+        f"{TASK}/mp3.wav: not accepted as audio: the WAV is not PCM audio (format tag 85)",
+        f"{TASK}/long.wav: not accepted as audio: the WAV declares 18,000 s of audio; at most "
+        "14,400 s for this file",
     ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import shutil
+import struct
 import zipfile
 from pathlib import Path
 
@@ -85,6 +86,85 @@ def test_the_entry_count_is_read_from_a_zip64_end_record(tmp_path):
     assert zip_entry_count(path) == 70_000
     (tmp_path / "plain.txt").write_text("not a zip")
     assert zip_entry_count(tmp_path / "plain.txt") is None
+
+
+def _wav_header(*, seconds: int, rate: int = 16_000) -> bytes:
+    """A 16-bit mono PCM WAV header declaring ``seconds`` of audio, built by hand."""
+    data = seconds * rate * 2
+    return (
+        b"RIFF"
+        + struct.pack("<I", 36 + data)
+        + b"WAVEfmt "
+        + struct.pack("<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16)
+        + b"data"
+        + struct.pack("<I", data)
+    )
+
+
+def _with_members(bundle: Path, path: Path, members: dict[str, bytes]) -> Path:
+    """The plug-in's demo upload (a zip, or a single file put in one) with ``members`` added."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        if zipfile.is_zipfile(bundle):
+            with zipfile.ZipFile(bundle) as archive:
+                for info in archive.infolist():
+                    if not info.is_dir():
+                        out.writestr(info.filename, archive.read(info))
+        else:
+            out.writestr(bundle.name, bundle.read_bytes())
+        for name, data in members.items():
+            out.writestr(name, data)
+    return path
+
+
+@pytest.mark.parametrize("board", SLUGS, indirect=True)
+def test_every_wav_member_is_checked_by_the_core_against_the_plugins_audio_limits(board, tmp_path):
+    """Whatever the plug-in reads or ignores: a WAV declaring more than the plug-in's limit, one
+    that is no WAV, and one longer than its header says, each refused on its file before the
+    plug-in reads the upload; within the limit, silence that deflates 1000:1 passes the
+    compression-ratio test."""
+    benchmark, plugin, bundle, _ = board
+    limit = plugin.audio_limits.max_seconds
+    over = int(limit) + 60
+    header = _wav_header(seconds=2)
+    bad = _with_members(
+        bundle,
+        tmp_path / "bad.zip",
+        {
+            "extra/long.wav": _wav_header(seconds=over) + bytes(32_000),
+            "extra/noise.wav": b"not audio at all" * 10,
+            "extra/padded.wav": header + bytes(64_000) + bytes(2 * 1024 * 1024),
+        },
+    )
+    report, contents = bundle_validate(benchmark=benchmark, path=bad, allow_partial=True)
+    assert contents is None
+    assert {(p.file, p.message) for p in report.problems} == {
+        (
+            "extra/long.wav",
+            f"not accepted as audio: the WAV declares {over:,} s of audio; at most {limit:,.0f} s "
+            "for this file",
+        ),
+        ("extra/noise.wav", "not accepted as audio: not a WAV file (no RIFF/WAVE header)"),
+        (
+            "extra/padded.wav",
+            "not accepted as audio: the file is larger than the audio its header declares",
+        ),
+    }
+    if ".zip" not in plugin.upload.suffixes:
+        return  # the plug-in reads no zip: the core's check above is all a zip meets
+    # Silence under a valid header of at most five minutes deflates far past the 100:1 ratio:
+    # a WAV is exempt from that test once the core checked its header.
+    seconds = min(int(limit), 300)
+    quiet = _with_members(
+        bundle,
+        tmp_path / "quiet.zip",
+        {"extra/quiet.wav": _wav_header(seconds=seconds) + bytes(seconds * 32_000)},
+    )
+    with zipfile.ZipFile(quiet) as archive:
+        info = archive.getinfo("extra/quiet.wav")
+        assert info.file_size / info.compress_size > 100
+    report, _ = bundle_validate(benchmark=benchmark, path=quiet, allow_partial=True)
+    said = [p.message for p in report.problems]
+    assert not [m for m in said if "compression ratio" in m or "not accepted as audio" in m], said
 
 
 def _people():

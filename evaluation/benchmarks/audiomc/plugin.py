@@ -43,6 +43,7 @@ from .dataset import AXES
 from .judge import DEFAULT_MODEL, JUDGE_KIND
 from .metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, ars_interval
 from .offline import offline_raw_output
+from .upload import AUDIO_LIMITS
 
 AXIS_LABELS = {
     "INFERENCE_MEMORY": "Inference memory",
@@ -233,6 +234,7 @@ class AudioMultiChallenge(BenchmarkPlugin):
     )
     reported_source = f"{paper.SOURCE} (overall APR quoted in its text; Table 2 not transcribed)"
     max_upload_bytes = 2 * 1024**3
+    audio_limits = AUDIO_LIMITS
 
     # --- import ---
 

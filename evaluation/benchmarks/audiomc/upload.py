@@ -26,7 +26,6 @@ from evaluation.bundles import (
     read_manifest,
     scan_zip,
     source_opener,
-    wav_member_problem,
 )
 from evaluation.jsonbounds import unstorable_path
 
@@ -77,11 +76,10 @@ def read_upload(
     *,
     name: str,
     limits: UploadLimits,
-    validating: bool = False,
 ) -> UploadFiles:
     """The replies file, the reply audio members and the manifest of an upload. A zip stays
-    open in ``archive`` (the caller closes it). ``validating``: every WAV's header is checked
-    against AUDIO_LIMITS (a stored upload read again was checked so)."""
+    open in ``archive`` (the caller closes it). Every WAV's header was checked against
+    AUDIO_LIMITS by the core before (the plug-in's audio_limits)."""
     found = UploadFiles()
     if not _is_zip(source):
         size = source.stat().st_size if isinstance(source, Path) else _size(source)
@@ -96,7 +94,6 @@ def read_upload(
         is_task_folder=lambda part: False,
         max_uncompressed=limits.max_bytes,
         max_ratio=limits.max_ratio,
-        audio_limits=AUDIO_LIMITS if validating else None,
     )
     if archive is None:
         return found
@@ -115,14 +112,6 @@ def read_upload(
                 continue
             found.jsonl = (entry.path, member_opener(archive, entry.info))
         elif suffix in AUDIO_TYPES:
-            problem = (
-                wav_member_problem(archive, entry.info, AUDIO_LIMITS)
-                if validating and suffix == "wav"
-                else None
-            )
-            if problem:
-                report.add(f"not accepted as reply audio: {problem}", file=entry.path)
-                continue
             found.audio[entry.path] = entry.info
         elif entry.path == MANIFEST:
             found.manifest = read_manifest(archive, entry.info, report, file=MANIFEST)
@@ -159,7 +148,7 @@ def validate(
     limits: UploadLimits,
 ) -> UploadContents:
     """Every problem of the upload in ``report``; the tasks it answers and lacks."""
-    upload = read_upload(path, report, name=single_file_name(path), limits=limits, validating=True)
+    upload = read_upload(path, report, name=single_file_name(path), limits=limits)
     try:
         return _validate(upload, report, tasks, allow_partial, modality)
     finally:

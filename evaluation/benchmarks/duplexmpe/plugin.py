@@ -46,6 +46,7 @@ from . import judge as judges
 from .manifest import ManifestError, read_manifest
 from .metrics import ACK, ANSWER, CONDITIONS
 from .segments import N_MIN
+from .upload import AUDIO_LIMITS
 
 # The paper's judge [P]; SPEC §7 asks to pin the snapshot (staff set the judge's model names).
 OFFICIAL_MODEL = "claude-opus-5"
@@ -238,6 +239,7 @@ class DuplexMPE(BenchmarkPlugin):
     reported_source = paper.SOURCE
     default_row_group = "full-duplex"
     max_upload_bytes = MAX_UPLOAD_BYTES
+    audio_limits = AUDIO_LIMITS
 
     # --- import ---
 

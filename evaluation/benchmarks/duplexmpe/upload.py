@@ -333,7 +333,6 @@ def validate(
         is_task_folder=lambda part: part in FOLDERS,
         max_uncompressed=limits.max_bytes,
         max_ratio=limits.max_ratio,
-        audio_limits=AUDIO_LIMITS,
     )
     if archive is None:
         return UploadContents()

@@ -7,11 +7,9 @@ import math
 import zipfile
 from dataclasses import dataclass, field
 
-from evaluation.audio import WAV_HEAD_BYTES, NotAWav, wav_format, wav_problem
 from evaluation.bundles import ZIP_READ_ERRORS, Entry, ValidationReport, iter_task_entries
 from evaluation.jsonbounds import JsonRefused, loads_bounded, unstorable_text
 
-from . import limits
 from .detection import (
     TRANSCRIPT_NAMES,
     TRANSCRIPT_PAIRS,
@@ -209,23 +207,6 @@ def _read_json(
     return None
 
 
-def _check_audio(
-    archive: zipfile.ZipFile, entry: Entry, report: ValidationReport, task: str
-) -> None:
-    try:
-        with archive.open(entry.info) as handle:
-            head = handle.read(WAV_HEAD_BYTES)
-    except ZIP_READ_ERRORS:
-        report.add("cannot be read from the zip (damaged data)", task=task, file=entry.relative)
-        return
-    try:
-        problem = wav_problem(wav_format(head), limits.AUDIO_LIMITS)
-    except NotAWav as exc:
-        problem = str(exc)
-    if problem:
-        report.add(problem, task=task, file=entry.relative)
-
-
 def validate_contents(
     archive: zipfile.ZipFile,
     entries: list[Entry],
@@ -275,7 +256,7 @@ def validate_contents(
                     parsed[entry.relative] = data
                 accepted[entry.relative] = entry
             elif is_audio(entry.relative):
-                _check_audio(archive, entry, report, task)
+                # Its header was checked against the plug-in's audio_limits by the core.
                 accepted[entry.relative] = entry
             else:
                 report.warn(

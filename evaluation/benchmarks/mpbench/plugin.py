@@ -246,6 +246,7 @@ class MPBench(BenchmarkPlugin):
     reported_source = paper.SOURCE
     default_row_group = "realtime"
     max_upload_bytes = bundle_limits.MAX_BUNDLE_UNCOMPRESSED_BYTES
+    audio_limits = bundle_limits.AUDIO_LIMITS
 
     # --- import ---
 
@@ -261,7 +262,6 @@ class MPBench(BenchmarkPlugin):
             is_task_folder=bundle.is_task_folder,
             max_uncompressed=limits.max_bytes,
             max_ratio=limits.max_ratio,
-            audio_limits=bundle_limits.AUDIO_LIMITS,
         )
         if archive is None:
             return UploadContents()
