@@ -393,7 +393,7 @@ def _ranked(
             order_by=rank_order,
         )
     else:
-        # A benchmark without rank keys ranks no system (Duplex-MPE's paper combines no metric).
+        # A benchmark without rank keys ranks no system (its paper may combine no metric).
         ranking = Value(None, output_field=IntegerField())
     queryset = queryset.annotate(board_rank=ranking)
     if filters.search:
