@@ -5,7 +5,8 @@ who belongs to a team opens each page a person reaches from the board (home, boa
 judges, compare and a task compared, system, submission, a task's drill-down, the studies, a new
 study, the study's dashboard). Wide content (tables, a 64-character digest) scrolls inside its
 own box, which the core's stylesheet gives every table. The header's account links stay in its
-bar. Screenshots are kept in test-artifacts/layout/."""
+bar; the board's charts fill their width; a task's answer text is a box of its own and its
+timeline's words are readable. Screenshots are kept in test-artifacts/layout/."""
 
 from __future__ import annotations
 
@@ -99,6 +100,30 @@ def test_no_page_scrolls_sideways_and_the_header_holds_its_links(walk, browser, 
                     path=str(ARTIFACTS / f"{benchmark.plugin}-{name}-{viewport}.png"),
                     full_page=True,
                 )
+            if name in ("task", "compare-task") and response.status == 200:
+                # Answer text sits in a box of its own (an inline bordered span ran over the
+                # next row); a timeline's words are readable, not cut to a few letters; audio
+                # links renew themselves, so no note asks for a reload.
+                inline = page.evaluate(
+                    "() => Array.from(document.querySelectorAll('.response-text'))"
+                    ".filter(e => getComputedStyle(e).display === 'inline').length"
+                )
+                assert inline == 0, (viewport, name)
+                chips = page.evaluate(
+                    "() => Array.from(document.querySelectorAll('.timeline .w'))"
+                    ".map(w => w.scrollWidth > w.clientWidth + 1)"
+                )
+                assert sum(chips) <= len(chips) / 2, (viewport, name, sum(chips), len(chips))
+                assert "reload the page to renew" not in page.content()
+            if name == "board" and viewport == "wide":
+                # Each chart fills the width it is given, not plotly's default 700 px.
+                page.wait_for_selector('#charts[data-ready="1"]', timeout=30000)
+                widths = page.evaluate(
+                    """() => Array.from(document.querySelectorAll('#chart-list .chart')).map(
+                         c => [c.clientWidth,
+                               c.querySelector('.main-svg').getBoundingClientRect().width])"""
+                )
+                assert all(abs(box - drawn) <= 2 and box > 700 for box, drawn in widths), widths
             if name == "board":
                 # The account links (user, teams, tokens, log out) stay inside the header bar.
                 bar = page.locator("header.site").bounding_box()
