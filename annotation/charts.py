@@ -78,8 +78,10 @@ def strata_chart(report: dict, names: dict[str, str]) -> go.Figure:
         yaxis={"title": "agreement", "range": [-1.05, 1.05]},
         xaxis={"title": "stratum"},
         height=420,
-        margin={"t": 50, "b": 120},
-        legend={"orientation": "h", "y": -0.35},
+        # The legend sits above the plot: below it, long stratum names pushed it past the
+        # chart's foot, where plotly gave it a scrollbar.
+        margin={"t": 80, "b": 120},
+        legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
     )
     return fig
 

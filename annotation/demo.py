@@ -10,11 +10,11 @@ import sys
 from django.db import transaction
 
 from evaluation.benchmarks import get_plugin, registry
+from evaluation.benchmarks.base import kind_guideline
 from evaluation.models import Benchmark, Submission
 from evaluation.services.pipeline import inline, submission_ingest
 
 from . import assignment
-from .forms import DEFAULT_GUIDELINE
 from .models import Item, Study
 from .services import (
     StudyPlan,
@@ -133,12 +133,13 @@ def _create(benchmark: Benchmark, judge, kind, strata: list[Submission]):
     study = study_create(
         plan=StudyPlan(
             name=f"Demo: can the offline judge be trusted on {kind.label.lower()}?",
+            rater_title=f"{benchmark.name}: {kind.label}",
             slug=DEMO_STUDY,
             benchmark=benchmark,
             judge=judge,
             kind=kind.key,
             strata=tuple(strata),
-            guideline_text=DEFAULT_GUIDELINE,
+            guideline_text=kind_guideline(kind),
             per_stratum=PER_STRATUM,
             seed=7,
             overlap=3,

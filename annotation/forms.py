@@ -5,47 +5,45 @@ from __future__ import annotations
 from django import forms
 
 from evaluation.benchmarks import registry
+from evaluation.benchmarks.base import StudyKind, kind_guideline
 from evaluation.models import Benchmark, Judge
 
 from .models import Item, Study
-from .selectors import eligible_strata
+from .selectors import eligible_strata, task_languages
 from .services import StudyPlan
-
-# One paragraph per line: the page wraps them, so a line break never falls mid-sentence.
-DEFAULT_GUIDELINE = (
-    "Listen to the conversation and to the agent's response, then decide:\n\n"
-    "Consistent: the response fits the conversation: it follows what was said, answers or acts "
-    "on what the group asked of the agent, and does not contradict the facts established so "
-    "far.\n\n"
-    "Inconsistent: the response ignores, misreads or contradicts the conversation, or answers "
-    "something nobody asked.\n\n"
-    "If the audio does not play or is too damaged to judge, choose \"Can't judge: audio "
-    'problem". Judge the response itself; do not guess which system produced it.'
-)
-
-
-def _kind_choices() -> list[tuple[str, str]]:
-    """Every study kind a benchmark declares, named with its benchmark."""
-    return [
-        (kind.key, f"{plugin.name}: {kind.label}")
-        for plugin in registry().values()
-        for kind in plugin.study_kinds
-    ]
 
 
 class StudyForm(forms.Form):
-    name = forms.CharField(max_length=200)
-    slug = forms.SlugField(max_length=50)
-    benchmark = forms.ModelChoiceField(queryset=Benchmark.objects.order_by("slug"))
-    judge = forms.ModelChoiceField(
-        queryset=Judge.objects.select_related("benchmark").order_by("benchmark__slug", "slug"),
-        help_text="The judge whose verdicts the raters check",
+    """A new study on one benchmark, of one of its item kinds: the judges, submissions and
+    languages offered are that benchmark's; the labels are the kind's and its guideline is the
+    one the page starts from. The benchmark and kind come from the page's first step (its
+    query string) and travel with the form."""
+
+    benchmark = forms.ModelChoiceField(
+        queryset=Benchmark.objects.order_by("name"), widget=forms.HiddenInput
     )
-    kind = forms.ChoiceField(choices=_kind_choices, initial="discussion")
+    kind = forms.ChoiceField(widget=forms.HiddenInput)
+    name = forms.CharField(
+        max_length=200, label="Your title", help_text="For you and other staff: raters never see it"
+    )
+    rater_title = forms.CharField(
+        max_length=200,
+        required=False,
+        label="Title raters see",
+        help_text="Empty: the benchmark and the kind of item",
+    )
+    slug = forms.SlugField(max_length=50)
+    judge = forms.ModelChoiceField(
+        queryset=Judge.objects.none(), help_text="The judge whose verdicts the raters check"
+    )
+    language = forms.ChoiceField(
+        required=False,
+        help_text="Raters see only tasks in this language: choose one they read",
+    )
     strata = forms.ModelMultipleChoiceField(
         queryset=Judge.objects.none(),
         label="Submissions (strata)",
-        widget=forms.SelectMultiple(attrs={"size": 12}),
+        widget=forms.CheckboxSelectMultiple,
     )
     per_stratum = forms.IntegerField(min_value=1, initial=20, label="Items per stratum")
     seed = forms.IntegerField(min_value=0, initial=0)
@@ -57,31 +55,42 @@ class StudyForm(forms.Form):
     require_play_through = forms.BooleanField(required=False)
     lock_minutes = forms.IntegerField(min_value=1, initial=60)
     allow_accounts = forms.BooleanField(required=False)
-    positive_label = forms.CharField(max_length=50, initial="consistent")
-    negative_label = forms.CharField(max_length=50, initial="inconsistent")
     tie_rule = forms.ChoiceField(choices=Study.TieRule.choices, initial=Study.TieRule.DROP)
     guideline_text = forms.CharField(widget=forms.Textarea(attrs={"rows": 10}))
 
-    def __init__(self, *args, user, **kwargs):
+    def __init__(self, *args, user, benchmark: Benchmark, kind: StudyKind, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["strata"].queryset = eligible_strata(user=user)
-        self.fields["strata"].label_from_instance = lambda s: (
-            f"{s.benchmark.slug}: {s.system.name} (#{s.pk})"
-        )
-        self.fields["guideline_text"].initial = DEFAULT_GUIDELINE
+        plugin = registry()[benchmark.plugin]
+        self.kind = kind
+        self.fields["benchmark"].initial = benchmark.pk
+        self.fields["kind"].choices = [(k.key, k.label) for k in plugin.study_kinds]
+        self.fields["kind"].initial = kind.key
+        self.fields["judge"].queryset = benchmark.judges.order_by("-is_official", "slug")
+        self.fields["strata"].queryset = eligible_strata(user=user).filter(benchmark=benchmark)
+        self.fields["strata"].label_from_instance = lambda s: f"{s.system.name} (#{s.pk})"
         self.fields["strata"].help_text = (
             "Unpublished submissions keep raters blind: a published one's responses sit beside "
             "its system's name on the board."
         )
+        languages = task_languages(benchmark=benchmark)
+        if languages:
+            self.fields["language"].choices = [("", "every language")] + [
+                (language, language) for language in languages
+            ]
+        else:
+            del self.fields["language"]
+        self.fields["guideline_text"].initial = kind_guideline(kind)
 
     def plan(self) -> StudyPlan:
         data = self.cleaned_data
         return StudyPlan(
             name=data["name"],
+            rater_title=data["rater_title"],
             slug=data["slug"],
             benchmark=data["benchmark"],
             judge=data["judge"],
             kind=data["kind"],
+            language=data.get("language") or "",
             strata=tuple(data["strata"]),
             guideline_text=data["guideline_text"],
             per_stratum=data["per_stratum"],
@@ -94,10 +103,27 @@ class StudyForm(forms.Form):
             lock_minutes=data["lock_minutes"],
             allow_accounts=data["allow_accounts"],
             skip_empty_responses=data["skip_empty_responses"],
-            positive_label=data["positive_label"],
-            negative_label=data["negative_label"],
+            # The kind's labels: the first is the judge's yes (evaluation.benchmarks.base).
+            positive_label=self.kind.labels[0],
+            negative_label=self.kind.labels[1],
             tie_rule=data["tie_rule"],
         )
+
+
+def study_choice(params, *, user) -> tuple[Benchmark | None, StudyKind | None]:
+    """The benchmark and item kind a new study is of, from the page's first step: the chosen
+    benchmark (the only one, when there is one), and the chosen kind when it is that
+    benchmark's, else its first. Benchmarks whose plug-in declares no kind are not offered."""
+    offered = [b for b in Benchmark.objects.order_by("name") if registry()[b.plugin].study_kinds]
+    wanted = str(params.get("benchmark", ""))
+    benchmark = next((b for b in offered if str(b.pk) == wanted or b.slug == wanted), None)
+    if benchmark is None and len(offered) == 1:
+        benchmark = offered[0]
+    if benchmark is None:
+        return None, None
+    kinds = registry()[benchmark.plugin].study_kinds
+    kind = next((k for k in kinds if k.key == params.get("kind")), kinds[0])
+    return benchmark, kind
 
 
 class GuidelineForm(forms.Form):

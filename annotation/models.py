@@ -23,7 +23,9 @@ class Study(models.Model):
         DROP = "drop", "Drop the item"
         DISAGREE = "disagree", "Count as disagreement"
 
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=200, help_text="The owner's own title: raters never see it")
+    # What raters see above every item; empty: the benchmark and the kind of item they label.
+    rater_title = models.CharField(max_length=200, blank=True)
     slug = models.SlugField(unique=True)
     benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="+")
     judge = models.ForeignKey(
@@ -38,6 +40,8 @@ class Study(models.Model):
     strata = models.ManyToManyField(
         Submission, related_name="+", help_text="Sampled submissions, one stratum each"
     )
+    # Only tasks in this language are sampled, on a benchmark whose tasks have one; "" : any.
+    language = models.CharField(max_length=20, blank=True)
     per_stratum = models.PositiveIntegerField(default=20, validators=[MinValueValidator(1)])
     seed = models.IntegerField(default=0)
     skip_empty_responses = models.BooleanField(

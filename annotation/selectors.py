@@ -5,11 +5,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db.models import Count, Q, QuerySet
+from django.db.models.fields.json import KT
 from django.utils import timezone
 
+from evaluation.benchmarks import get_plugin
+from evaluation.models import Benchmark
 from evaluation.selectors import submissions_visible_to
 
 from .models import Assignment, Item, Rater, Rating, Study
+
+
+def study_title_for_raters(*, study: Study) -> str:
+    """The title raters see: the one the owner wrote for them, else the benchmark and the kind
+    of item they label; never the owner's own title (it may say what the study suspects)."""
+    if study.rater_title:
+        return study.rater_title
+    plugin = get_plugin(study.benchmark.plugin)
+    kind = next((k.label for k in plugin.study_kinds if k.key == study.kind), study.kind)
+    return f"{study.benchmark.name}: {kind}"
+
+
+def task_languages(*, benchmark: Benchmark) -> list[str]:
+    """The languages of a benchmark's tasks, where its plug-in says which spec key names one."""
+    key = get_plugin(benchmark.plugin).task_language
+    if not key:
+        return []
+    found = benchmark.tasks.annotate(language=KT(f"spec__{key}")).values_list("language", flat=True)
+    return sorted({language for language in found.distinct() if language})
+
 
 EXPORT_FIELDS = (
     "study",

@@ -21,6 +21,7 @@ from evaluation.services.files import open_upload
 from evaluation.services.pipeline import judged_slots
 
 from .models import Guideline, Item, Rater, Snapshot, Study
+from .selectors import study_title_for_raters, task_languages
 
 
 class StudyError(ValueError):
@@ -35,7 +36,7 @@ class OwnWorkExcluded(StudyError):
 class StudyPlan:
     """Everything that defines a study before it exists."""
 
-    name: str
+    name: str  # the owner's own title
     slug: str
     benchmark: Benchmark
     judge: Judge
@@ -55,6 +56,8 @@ class StudyPlan:
     positive_label: str = "consistent"
     negative_label: str = "inconsistent"
     tie_rule: str = Study.TieRule.DROP
+    rater_title: str = ""  # what raters see; "" : the benchmark and the kind of item
+    language: str = ""  # only tasks in this language, where the benchmark's have one
 
 
 def _check_plan(plan: StudyPlan) -> None:
@@ -88,6 +91,14 @@ def _check_plan(plan: StudyPlan) -> None:
         problems.append("the two labels must be non-empty and different")
     if plan.tie_rule not in Study.TieRule.values:
         problems.append(f"tie rule {plan.tie_rule!r} is not one of {Study.TieRule.values}")
+    if plan.language:
+        languages = task_languages(benchmark=plan.benchmark)
+        if not plugin.task_language:
+            problems.append(f"{plan.benchmark.slug}'s tasks have no language to keep to")
+        elif plan.language not in languages:
+            problems.append(
+                f"language {plan.language!r} is not one of {', '.join(languages) or 'none'}"
+            )
     if Study.objects.filter(slug=plan.slug).exists():
         problems.append(f"a study with slug {plan.slug!r} exists")
     if problems:
@@ -100,6 +111,8 @@ def study_create(*, plan: StudyPlan, created_by=None) -> Study:
     with transaction.atomic():
         study = Study.objects.create(
             name=plan.name,
+            rater_title=plan.rater_title.strip(),
+            language=plan.language,
             slug=plan.slug,
             benchmark=plan.benchmark,
             judge=plan.judge,
@@ -163,12 +176,13 @@ def study_units(
 
 
 def _eligible(study: Study, submission: Submission) -> list[tuple[TaskResult, StudyUnit]]:
-    """The units of one stratum raters can label, in task order."""
-    rows = list(
-        submission.task_results.filter(task__held_out=False)
-        .select_related("task", "submission")
-        .order_by("task__task_id")
-    )
+    """The units of one stratum raters can label, in task order (of the study's language
+    only, when it keeps to one)."""
+    rows = submission.task_results.filter(task__held_out=False)
+    if study.language:
+        key = get_plugin(study.benchmark.plugin).task_language
+        rows = rows.filter(**{f"task__spec__{key}": study.language})
+    rows = list(rows.select_related("task", "submission").order_by("task__task_id"))
     units = _units(study, rows)
     if study.skip_empty_responses:
         units = [(row, unit) for row, unit in units if unit.response_text.strip()]
@@ -385,7 +399,7 @@ def rater_for_user(*, study: Study, user) -> Rater:
     own = study.strata.filter(team__memberships__user=user).values_list("pk", flat=True)
     if own:
         raise OwnWorkExcluded(
-            f"You cannot rate in {study.name}: it samples responses of your team's submissions "
+            f"You cannot rate in {study_title_for_raters(study=study)}: it samples responses of your team's submissions "
             f"({', '.join(f'#{pk}' for pk in sorted(own))}), and raters judge others' work only."
         )
     return rater_invite(study=study, name=user.get_username(), user=user)

@@ -10,16 +10,18 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, JsonResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponseBadRequest, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from evaluation.benchmarks import registry
 from evaluation.exports import csv_lines
+from evaluation.models import Benchmark
 
 from . import charts, selectors, services
 from . import figures as figures_module
-from .forms import CheckItemForm, GuidelineForm, InviteForm, StudyForm
+from .forms import CheckItemForm, GuidelineForm, InviteForm, StudyForm, study_choice
 from .models import Study
 
 
@@ -48,8 +50,19 @@ def study_list(request):
 
 @staff_member_required
 def study_new(request):
-    form = StudyForm(request.POST or None, user=request.user)
-    if request.method == "POST" and form.is_valid():
+    """First the benchmark and the kind of item (a GET form: the page reloads with the
+    benchmark's judges, submissions, languages and the kind's labels and guideline), then the
+    study itself."""
+    posted = request.method == "POST"
+    benchmark, kind = study_choice(request.POST if posted else request.GET, user=request.user)
+    if benchmark is None:
+        if posted:
+            return HttpResponseBadRequest("choose a benchmark first", content_type="text/plain")
+        return render(request, "annotation/study_new.html", {"choices": _study_choices()})
+    form = StudyForm(
+        request.POST if posted else None, user=request.user, benchmark=benchmark, kind=kind
+    )
+    if posted and form.is_valid():
         try:
             study = services.study_create(plan=form.plan(), created_by=request.user)
         except services.StudyError as error:
@@ -59,11 +72,19 @@ def study_new(request):
             messages.success(
                 request, f"Study created with {count} item{'s' if count != 1 else ''}."
             )
-            public = selectors.public_strata(study=study)
-            if public:
-                messages.warning(request, selectors.public_strata_warning(public))
+            # Published strata: the dashboard says so, once, on every visit.
             return redirect("annotation:study", study.slug)
-    return render(request, "annotation/study_new.html", {"form": form})
+    context = {"form": form, "choices": _study_choices(), "benchmark": benchmark, "kind": kind}
+    return render(request, "annotation/study_new.html", context)
+
+
+def _study_choices() -> list[tuple[Benchmark, list]]:
+    """Each benchmark that offers rating studies, with its kinds of item."""
+    return [
+        (benchmark, registry()[benchmark.plugin].study_kinds)
+        for benchmark in Benchmark.objects.order_by("name")
+        if registry()[benchmark.plugin].study_kinds
+    ]
 
 
 def _invite_url(request, rater) -> str:
@@ -86,6 +107,7 @@ def live_figures(*, study: Study) -> tuple[dict, int]:
 @staff_member_required
 def study_dashboard(request, slug: str):
     study = get_object_or_404(Study.objects.select_related("benchmark", "judge"), slug=slug)
+    public = selectors.public_strata(study=study)
     figures, rating_count = live_figures(study=study)
     names = selectors.stratum_names(study=study, user=request.user)
     names = {str(key): value for key, value in names.items()}
@@ -97,12 +119,14 @@ def study_dashboard(request, slug: str):
         "annotation/dashboard.html",
         {
             "study": study,
+            "rater_title": selectors.study_title_for_raters(study=study),
             "progress": selectors.study_progress(study=study),
             "guideline": selectors.current_guideline(study=study),
             "raters": raters,
             "rating_count": rating_count,
             "snapshots": list(study.snapshots.order_by("-created_at")[:10]),
-            "public_strata": selectors.public_strata(study=study),
+            "public_strata": public,
+            "public_strata_warning": selectors.public_strata_warning(public) if public else "",
             "remarks": selectors.study_remarks(study=study),
             "parameters": figures_module.parameters(study=study),
             "figures": figures,

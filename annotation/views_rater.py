@@ -82,7 +82,11 @@ def rate(request, rater: Rater):
     current = rating.rater_current(rater=rater) if study.status == Study.Status.OPEN else None
     guideline = selectors.current_guideline(study=study)
     progress = rating.rater_progress(rater=rater, assignment=current)
-    context = {"study_name": study.name, "guideline": guideline, "progress": progress}
+    context = {
+        "study_name": selectors.study_title_for_raters(study=study),
+        "guideline": guideline,
+        "progress": progress,
+    }
     if current is None:
         context["is_open"] = study.status == Study.Status.OPEN
         context["start_url"] = reverse("annotation:rate-start", args=[rater.token])
@@ -151,7 +155,7 @@ def _item_page(request, rater: Rater, current, guideline, progress, *, review: b
         for clip in item["clips"]
     ]
     context = {
-        "study_name": study.name,
+        "study_name": selectors.study_title_for_raters(study=study),
         "guideline": guideline,
         "progress": progress,
         "item": item,
@@ -212,7 +216,11 @@ def rate_start(request, rater: Rater):
         return render(
             request,
             "annotation/rate_between.html",
-            {"study_name": rater.study.name, "error": str(error), "is_open": False},
+            {
+                "study_name": selectors.study_title_for_raters(study=rater.study),
+                "error": str(error),
+                "is_open": False,
+            },
             status=409,
         )
     if current is None:
@@ -220,7 +228,7 @@ def rate_start(request, rater: Rater):
             request,
             "annotation/rate_between.html",
             {
-                "study_name": rater.study.name,
+                "study_name": selectors.study_title_for_raters(study=rater.study),
                 "nothing_left": True,
                 "is_open": True,
                 "progress": rating.rater_progress(rater=rater, assignment=None),
@@ -355,7 +363,11 @@ def study_join(request, slug: str):
         return render(
             request,
             "annotation/rate_between.html",
-            {"study_name": study.name, "error": str(error), "is_open": False},
+            {
+                "study_name": selectors.study_title_for_raters(study=study),
+                "error": str(error),
+                "is_open": False,
+            },
             status=403,
         )
     except services.StudyError as error:

@@ -205,7 +205,7 @@ def sort_keys(*, benchmark: Benchmark, split: str = "") -> list[str]:
 
 @dataclass(frozen=True)
 class Entry:
-    rank: int
+    rank: int | None  # None: unranked (a benchmark without rank keys, a row off a slice)
     system: str
     system_type: str  # the row group
     submission_id: int
@@ -403,7 +403,8 @@ def _ranked(
             order_by=rank_order,
         )
     else:
-        ranking = Value(1)
+        # A benchmark without rank keys ranks no system (its paper may combine no metric).
+        ranking = Value(None, output_field=IntegerField())
     queryset = queryset.annotate(board_rank=ranking)
     if filters.search:
         # A window over the row itself: filtering on it makes Django filter the ranked rows in
@@ -431,6 +432,10 @@ def leaderboard_count(
     name search counts the same rows whether it filters before or after ranks are given)."""
     filters = filters or BoardFilters()
     queryset = _board_queryset(benchmark=benchmark, judge=judge, user=user, filters=filters)
+    split = board_split(benchmark=benchmark, requested=split)
+    if split:
+        # The rows of this split's table, as _ranked lists them.
+        queryset = queryset.filter(board_results__has_key=split)
     if filters.search:
         queryset = queryset.filter(system__name__icontains=filters.search, board_hidden=False)
     return queryset.count()
@@ -553,7 +558,7 @@ class BoardSummary:
     judge: Judge | None
     scored_here: int  # rows scored on this site
     reported: int  # rows as a paper reported them
-    leader: Entry | None  # rank 1 of one ranking over every row
+    leader: Entry | None  # rank 1 of one ranking over every row; None where none is ranked
 
 
 def board_summary(*, benchmark: Benchmark, user) -> BoardSummary:
@@ -569,7 +574,9 @@ def board_summary(*, benchmark: Benchmark, user) -> BoardSummary:
     leaders = leaderboard_entries(
         benchmark=benchmark, judge=judge, user=user, sort=BoardSort(group_by_type=False), limit=1
     )
-    return BoardSummary(judge, counts["here"], counts["paper"], leaders[0] if leaders else None)
+    # A board that ranks no system has no leader, whichever row its table lists first.
+    leader = leaders[0] if leaders and leaders[0].rank is not None else None
+    return BoardSummary(judge, counts["here"], counts["paper"], leader)
 
 
 # --- Charts ---------------------------------------------------------------------------------

@@ -112,7 +112,7 @@ def competition_ranks(rows, rank_columns) -> dict:
         for place, key in enumerate(sorted(rank_key(r[2]) for r in members), start=1):
             first.setdefault(key, place)
         for row_id, _, results in members:
-            ranked[row_id] = first[rank_key(results)] if rank_columns else 1
+            ranked[row_id] = first[rank_key(results)] if rank_columns else None
     return ranked
 
 
@@ -276,7 +276,7 @@ def with_held_out(
                 held_out_results=found[entry.submission_id],
                 held_out_rank=rank,
                 held_out_tasks=held,
-                rank_delta=rank - public[entry.submission_id],
+                rank_delta=None if rank is None else rank - public[entry.submission_id],
             )
         )
     return shown

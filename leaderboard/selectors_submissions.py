@@ -30,6 +30,12 @@ FINAL_STATUSES = (S.SCORED, S.FAILED)
 MAX_TICKS = 12
 # Nor more spans in one lane than this: a page draws them all (neighbours merge beyond it).
 MAX_SPANS_PER_LANE = 400
+# A word chip's text at the timeline's font (.7em of 15 px) takes about this many pixels a
+# character, plus its padding: the track is drawn wide enough for a typical word to fit its chip
+# (it scrolls in its box), never wider than a full lane of twelve-letter words.
+CHIP_CHAR_PX = 6.5
+CHIP_PADDING_PX = 4
+MAX_TRACK_PX = MAX_SPANS_PER_LANE * (12 * CHIP_CHAR_PX + CHIP_PADDING_PX)
 # A task's drill-down, once read and laid out, is kept this long while nothing it shows changes.
 TASK_PAGE_CACHE_SECONDS = 3600
 SETTLED = (Judgment.Status.DONE, Judgment.Status.FAILED)
@@ -238,9 +244,18 @@ def timeline_layout(timeline: Timeline | None) -> dict:
         lanes.append({"label": lane.label, "player": lane.player, "spans": spans})
     step = _tick_step(duration)
     count = min(MAX_TICKS, int(duration // step)) + 1
+    # For each word, the track width at which its text fits its chip; the median word's rules.
+    needed = sorted(
+        (len(span["text"]) * CHIP_CHAR_PX + CHIP_PADDING_PX) * duration / seconds
+        for lane in lanes
+        for span in lane["spans"]
+        if span["text"] and (seconds := span["end"] - span["start"]) > 0
+    )
+    middle = needed[len(needed) // 2] if needed else 0.0
     ticks = [round(i * step, 3) for i in range(count)]
     return {
         "duration": duration,
+        "min_width": round(min(middle, MAX_TRACK_PX)),  # px; 0: the box's width will do
         "lanes": lanes,
         "markers": [
             {"time": time, "label": label, "left": left(time)} for time, label in timeline.markers

@@ -2,7 +2,7 @@
 agreement, and the staff page that adds judges and re-scores with them.
 
 All board state lives in the query string (judge, split, sort, group, ci, type, arch, open,
-duplex, q, rows), so every URL is a permalink and the exports show exactly the rows of the page
+duplex, q, in, out, contamination, slice, rows, hide), so every URL is a permalink and the exports show exactly the rows of the page
 (all of them: the page shows the first FIRST_ROWS unless rows=all)."""
 
 from __future__ import annotations
@@ -81,6 +81,8 @@ TABLE_CACHE_SECONDS = 120
 # The first screen of a board: its best rows; the whole table is one click (rows=all) away.
 FIRST_ROWS = 50
 SEARCH_MAX = 100
+# Columns besides the metrics that the column chooser can hide (rank and system stay).
+HIDEABLE = ("system_type", "org", "date")
 YES_NO = {"yes": True, "no": False}
 
 
@@ -101,6 +103,7 @@ class BoardState:
     default_split: str = ""
     all_rows: bool = False
     slice: str = ""  # attribute=value: every number on that subset of the tasks
+    hidden: tuple[str, ...] = ()  # columns the column chooser hides (HIDEABLE keys, metric keys)
 
     def params(self, **overrides) -> dict[str, str]:
         """The query parameters that differ from the defaults (the judge always), in a fixed
@@ -124,6 +127,7 @@ class BoardState:
             "contamination": filters.contamination or "",
             "slice": self.slice,
             "rows": "all" if self.all_rows else "",
+            "hide": ",".join(self.hidden),
         }
         values.update(overrides)
         return {key: value for key, value in values.items() if value}
@@ -195,6 +199,13 @@ def _board_state(params, *, benchmark: Benchmark, judge: Judge | None) -> BoardS
             chosen_slice = board_slice(benchmark=benchmark, requested=chosen_slice).key
         except ComparisonError as problem:
             raise BadBoardQuery(str(problem)) from None
+    hidden = tuple(key for key in params.get("hide", "").split(",") if key)
+    unknown = [key for key in hidden if key not in (*HIDEABLE, *columns)]
+    if unknown:
+        raise BadBoardQuery(
+            f"hide: unknown column {unknown[0]!r}; any of {', '.join([*HIDEABLE, *columns])}, "
+            "separated by commas"
+        )
     search = " ".join(params.get("q", "").split())
     if len(search) > SEARCH_MAX:
         raise BadBoardQuery(f"q: a name search has at most {SEARCH_MAX} characters")
@@ -220,6 +231,7 @@ def _board_state(params, *, benchmark: Benchmark, judge: Judge | None) -> BoardS
         default_split=board_split(benchmark=benchmark),
         all_rows=rows == "all",
         slice=chosen_slice,
+        hidden=tuple(dict.fromkeys(hidden)),
     )
 
 
@@ -353,6 +365,9 @@ def _headers(board: Board, columns) -> tuple[list[dict], list[dict]]:
             "aria_sort": ("descending" if state.sort.descending else "ascending")
             if active
             else "none",
+            # Which way the sorted column runs (▲ smallest first, ▼ largest first): ↑ and ↓
+            # beside a metric say which way is better, not how the table is sorted.
+            "direction": ("▼" if state.sort.descending else "▲") if active else "",
             "href": state.query(sort=("-" if descending else "") + key),
         }
 

@@ -90,14 +90,17 @@ def compare_page(request, slug: str):
     benchmark = get_object_or_404(Benchmark, slug=slug)
     plugin = get_plugin(benchmark.plugin)
     picked = request.GET.getlist("pick")
-    if len(picked) == 2 and not (request.GET.get("a") or request.GET.get("b")):
-        # Two rows ticked on the board: the permalink names them as a and b.
+    if len(picked) in (1, 2) and not (request.GET.get("a") or request.GET.get("b")):
+        # Rows ticked on the board: the permalink names them as a and b (one: A, and B is
+        # chosen here).
         query = request.GET.copy()
         query.pop("pick")
-        query["a"], query["b"] = picked
+        for key, pk in zip("ab", picked, strict=False):
+            query[key] = pk
         return redirect(f"{request.path}?{query.urlencode()}")
     found, error = None, ""
-    if request.GET.get("a") or request.GET.get("b") or picked:
+    one_chosen = bool(request.GET.get("a")) != bool(request.GET.get("b")) and not picked
+    if (request.GET.get("a") or request.GET.get("b") or picked) and not one_chosen:
         try:
             found = comparison_from_request(request, benchmark)
         except ComparisonError as problem:
@@ -117,6 +120,7 @@ def compare_page(request, slug: str):
             "plugin": plugin,
             "found": found,
             "error": error,
+            "one_chosen": one_chosen,
             "comparison_html": _comparison_html(found, slug, params, viewer) if found else "",
             "options_a": _options(
                 candidates, str(found.a.pk) if found else request.GET.get("a", "")

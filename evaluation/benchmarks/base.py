@@ -496,6 +496,26 @@ class StudyKind:
     judge_kind: str
     labels: tuple[str, str]
     question: str = ""
+    # What raters read before they start; "" : written from the question and the labels
+    # (kind_guideline).
+    guideline: str = ""
+
+
+def kind_guideline(kind: StudyKind) -> str:
+    """The guideline a new study of this kind starts from: the kind's own, else one written
+    from its question and its two labels. One paragraph per line: the page wraps them."""
+    if kind.guideline:
+        return kind.guideline
+    yes, no = kind.labels
+    question = kind.question or f"{kind.label}: which label fits the agent's response?"
+    return (
+        f"Read (and listen to) the conversation and the agent's response, then answer: "
+        f"{question}\n\n"
+        f"{yes.capitalize()}: yes, it does.\n\n"
+        f"{no.capitalize()}: no, it does not.\n\n"
+        "If the audio does not play or is too damaged to judge, choose \"Can't judge: audio "
+        'problem". Judge the response itself; do not guess which system produced it.'
+    )
 
 
 @dataclass(frozen=True)
@@ -577,6 +597,9 @@ class BenchmarkPlugin:
     slices: ClassVar[tuple[SliceAttribute, ...]] = ()
     task_columns: ClassVar[tuple[TaskColumn, ...]] = ()
     study_kinds: ClassVar[tuple[StudyKind, ...]] = ()
+    # The key of a task's spec that names its language, where the tasks come in several: a
+    # rating study can keep to one (raters are shown items in a language they read).
+    task_language: ClassVar[str] = ""
     # The drill-down of one task: a template of the plug-in's package, given task_context().
     task_template: ClassVar[str] = ""
     # Plain-language notes for the benchmark's page: the rules and the decisions taken.

@@ -319,8 +319,14 @@ def _submitted(entry) -> str:
 
 
 def _rank_cell(entry) -> str:
+    """The rank, and under it (a line of its own, and words of its own for a screen reader) its
+    plausible range: "1" above "certain", "1" above "1–3", never "1certain" or "11–3"."""
     if entry.rank is None:
-        title = "not ranked on a slice: no per-task outcomes" if entry.slice_unavailable else ""
+        title = (
+            "not ranked on a slice: no per-task outcomes"
+            if entry.slice_unavailable
+            else "this benchmark ranks no system: its rows are listed, not ranked"
+        )
         return f'<td class="rank muted" title="{title}">–</td>'
     spread = ""
     if entry.rank_range:
@@ -331,8 +337,11 @@ def _rank_cell(entry) -> str:
             "rank key, p &lt; 0.05)"
         )
         text = f"{best}–{worst}" if best != worst else "certain"
-        spread = f'<span class="rank-range" title="{title}">{text}</span>'
-    return f'<td class="rank">{int(entry.rank)}{spread}</td>'
+        spread = (
+            f'<span class="rank-range" title="{title}">'
+            f'<span class="visually-hidden">, plausible rank </span>{text}</span>'
+        )
+    return f'<td class="rank"><span class="rank-number">{int(entry.rank)}</span>{spread}</td>'
 
 
 def _pick(entry, name: str) -> str:

@@ -329,7 +329,8 @@
       setProgress(file.size, file.size);
       await finish(file, state);
     } catch (err) {
-      const reason = err instanceof UploadFailure ? err.message : `unexpected error: ${err}`;
+      // The server's reasons are sentences already: one full stop, not "required..".
+      const reason = (err instanceof UploadFailure ? err.message : `unexpected error: ${err}`).replace(/\.+$/, "");
       const resumable = active.state && active.stopped !== "cancelled";
       say(
         active.stopped === "cancelled"

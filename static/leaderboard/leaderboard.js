@@ -1,7 +1,8 @@
-// Leaderboard page: filters apply on change, the interval switch toggles without a reload
-// (and stays in every link, so the permalink keeps it), columns can be hidden (remembered per
-// board in this browser), the BibTeX copies with one click, and the charts load after the table;
-// a click on a point or bar opens its system.
+// Leaderboard page: filters apply on change and the name search as one stops typing (the
+// search box keeps the focus across the reload), the interval switch and the column chooser
+// change the page without a reload and stay in every link (so the permalink keeps them), the
+// BibTeX copies with one click, and the charts load after the table; a click on a point or bar
+// opens its system.
 (function () {
   "use strict";
   var form = document.getElementById("board-controls");
@@ -17,6 +18,27 @@
     form.querySelectorAll("select, input[name=group]").forEach(function (field) {
       field.addEventListener("change", function () { form.requestSubmit(); });
     });
+    // The name search applies like the filters: a pause in typing applies it, no Enter needed.
+    var search = document.getElementById("board-search");
+    var FOCUS_KEY = "floorboard:search-focus";
+    if (search) {
+      var timer = null;
+      var applied = search.value;
+      search.addEventListener("input", function () {
+        window.clearTimeout(timer);
+        timer = window.setTimeout(function () {
+          if (search.value.trim() === applied.trim()) { return; }
+          try { window.sessionStorage.setItem(FOCUS_KEY, "1"); } catch (error) { /* private mode */ }
+          form.requestSubmit();
+        }, 500);
+      });
+      var refocus = false;
+      try { refocus = window.sessionStorage.getItem(FOCUS_KEY) === "1"; window.sessionStorage.removeItem(FOCUS_KEY); } catch (error) { refocus = false; }
+      if (refocus) {
+        search.focus();
+        search.setSelectionRange(search.value.length, search.value.length);
+      }
+    }
   }
 
   function withParam(href, name, value) {
@@ -25,30 +47,34 @@
     return url.pathname + url.search;
   }
 
+  // Links that carry the board's state (the permalink among them), rewritten when a switch
+  // changes the state without a reload.
+  var STATE_LINKS = "#board thead a, #permalink, #export-csv, #export-json, #show-all-rows, #clear-filters, nav.splits a";
+
   var ciSwitch = document.getElementById("show-ci");
   if (ciSwitch && board) {
     ciSwitch.addEventListener("change", function (event) {
       event.stopPropagation();
       var value = ciSwitch.checked ? "1" : "";
       board.classList.toggle("show-ci", ciSwitch.checked);
-      document.querySelectorAll("#board thead a, #permalink, #export-csv, #export-json, #show-all-rows, #clear-filters")
+      document.querySelectorAll(STATE_LINKS)
         .forEach(function (link) { link.setAttribute("href", withParam(link.getAttribute("href"), "ci", value)); });
       window.history.replaceState(null, "", withParam(window.location.href, "ci", value));
     });
   }
 
-  // --- Columns: hidden ones get a generated style rule, by position -------------------------
+  // --- Columns: hidden ones get a generated style rule, by position; the hidden ones are in
+  // the URL (hide=...), like every other part of the board's state -----------------------------
   var menu = document.getElementById("columns-menu");
   if (menu && board) {
-    var storeKey = "floorboard:hidden-columns:" + window.location.pathname;
+    var hiddenField = document.getElementById("hidden-columns");
     var fixedCount = parseInt(board.getAttribute("data-fixed") || "5", 10);
     var fixedKeys = ["rank", "system", "system_type", "org", "date"];
     var metricKeys = Array.prototype.map.call(
       board.querySelectorAll("thead tr:nth-child(2) th"), function (th) { return th.getAttribute("data-col"); });
     var style = document.createElement("style");
     document.head.appendChild(style);
-    var hidden = [];
-    try { hidden = JSON.parse(window.localStorage.getItem(storeKey) || "[]"); } catch (error) { hidden = []; }
+    var hidden = hiddenField && hiddenField.value ? hiddenField.value.split(",") : [];
 
     var apply = function () {
       var rules = [];
@@ -84,7 +110,11 @@
       if (!key) { return; }
       hidden = hidden.filter(function (k) { return k !== key; });
       if (!event.target.checked) { hidden.push(key); }
-      try { window.localStorage.setItem(storeKey, JSON.stringify(hidden)); } catch (error) { /* private mode */ }
+      var value = hidden.join(",");
+      if (hiddenField) { hiddenField.value = value; }
+      document.querySelectorAll(STATE_LINKS)
+        .forEach(function (link) { link.setAttribute("href", withParam(link.getAttribute("href"), "hide", value)); });
+      window.history.replaceState(null, "", withParam(window.location.href, "hide", value));
       apply();
     });
     apply();

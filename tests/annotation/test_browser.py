@@ -215,6 +215,25 @@ def test_the_dashboard_draws_its_charts_with_the_local_plotly(rater_server, brow
     page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 3")
     assert page.locator("#chart-confusion .heatmaplayer").count() == 1
     assert page.locator("#chart-strata .point").count() >= 3
+    # Each chart fills its box; the per-stratum one the whole width (not plotly's 700 px or
+    # half the screen), and no legend has a scrollbar.
+    charts = page.evaluate(
+        """() => Array.from(document.querySelectorAll('.chart')).map(c => ({
+             id: c.id, box: c.clientWidth,
+             drawn: c.querySelector('.main-svg').getBoundingClientRect().width,
+             scrollbars: Array.from(c.querySelectorAll('.legend .scrollbar'))
+               .filter(b => b.getBoundingClientRect().height > 0).length}))"""
+    )
+    main = page.evaluate(
+        "() => { const m = getComputedStyle(document.querySelector('main'));"
+        " return document.querySelector('main').clientWidth - parseFloat(m.paddingLeft)"
+        " - parseFloat(m.paddingRight); }"
+    )
+    for chart in charts:
+        assert abs(chart["drawn"] - chart["box"]) <= 2, chart
+        assert chart["scrollbars"] == 0, chart
+    strata = next(c for c in charts if c["id"] == "chart-strata")
+    assert strata["box"] >= main - 4, (strata, main)
     shot(page, "dashboard")
     context.close()
     assert not errors, errors

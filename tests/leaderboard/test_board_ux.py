@@ -118,7 +118,7 @@ def test_a_name_search_keeps_the_boards_ranks(client, mpbench, judge):
     assert len(data["entries"]) == 10
     page = client.get("/benchmarks/mp-bench/?judge=gpt&group=none&q=ROW 011").content.decode()
     assert re.findall(r'data-system="(Row \d+)"', page) == ["Row 011"]
-    assert '<td class="rank">1</td>' in page
+    assert '<td class="rank"><span class="rank-number">1</span>' in page
     assert "1 row matches these filters" in page
 
 

@@ -204,9 +204,12 @@ def test_ticking_two_rows_on_the_board_compares_them(client, runs):
     assert ticked["Location"] == f"{url}?judge=offline&a={a.pk}&b={b.pk}"
     page = client.get(ticked["Location"])
     assert page.status_code == 200 and 'id="compare-table"' in page.content.decode()
+    # One ticked: it is A, and B is chosen on the compare page.
     one = client.get(f"{url}?pick={a.pk}")
-    assert one.status_code == 400
-    assert "tick exactly two rows to compare (1 ticked)" in one.content.decode()
+    assert one.status_code == 302 and one["Location"] == f"{url}?a={a.pk}"
+    three = client.get(f"{url}?pick={a.pk}&pick={b.pk}&pick={a.pk}")
+    assert three.status_code == 400
+    assert "tick exactly two rows to compare (3 ticked)" in three.content.decode()
 
 
 def test_scores_carry_contributions_and_slices(runs, mpbench_tasks):

@@ -55,3 +55,17 @@ def test_a_lane_of_ten_thousand_spans_is_drawn_as_four_hundred_merged_ones():
     # Under the bound, every span is drawn as it is.
     few = timeline_layout(Timeline(lanes=(TimelineLane("Agent", spans[:400]),)))
     assert [s["text"] for s in few["lanes"][0]["spans"]] == [f"w{i}" for i in range(400)]
+
+
+def test_the_track_is_wide_enough_for_a_typical_word():
+    # Ten words "hello", a quarter second each, one a second: 9.75 s drawn (the last ends at
+    # 9.25, plus half a second). A chip of "hello" needs 5 x 6.5 + 4 = 36.5 px; a quarter second
+    # of 9.75 s gets 36.5 px of a track 36.5 x 9.75 / 0.25 = 1423.5 px wide.
+    spans = tuple(TimelineSpan(float(i), i + 0.25, "hello") for i in range(10))
+    laid = timeline_layout(Timeline(lanes=(TimelineLane("Agent", spans),)))
+    assert laid["min_width"] == 1424
+    chip = laid["lanes"][0]["spans"][0]
+    assert laid["min_width"] * chip["width"] / 100 >= 36.5
+    # Whatever the times, the track stays within a lane of twelve-letter words (400 x 82 px).
+    for end in (1e8, 1e12, 1.7e308 / 2):
+        assert 0 <= layout(10.0, end)["min_width"] <= 32_800

@@ -85,6 +85,19 @@ def _latency(split: str, group: str) -> Metric:
     )
 
 
+# The paper's discussion study (Sec. 7). One paragraph per line: the page wraps them.
+DISCUSSION_GUIDELINE = (
+    "Listen to the conversation and to the agent's response, then decide:\n\n"
+    "Consistent: the response fits the conversation: it follows what was said, answers or acts "
+    "on what the group asked of the agent, and does not contradict the facts established so "
+    "far.\n\n"
+    "Inconsistent: the response ignores, misreads or contradicts the conversation, or answers "
+    "something nobody asked.\n\n"
+    "If the audio does not play or is too damaged to judge, choose \"Can't judge: audio "
+    'problem". Judge the response itself; do not guess which system produced it.'
+)
+
+
 class MPBench(BenchmarkPlugin):
     slug = "mp-bench"
     name = "MP-Bench"
@@ -197,6 +210,7 @@ class MPBench(BenchmarkPlugin):
             scoring.DISCUSSION,
             ("consistent", "inconsistent"),
             "Is the agent's contribution consistent with the discussion?",
+            DISCUSSION_GUIDELINE,
         ),
         StudyKind(
             scoring.TURNBASED,

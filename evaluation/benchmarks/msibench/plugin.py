@@ -290,6 +290,7 @@ class MSIBench(BenchmarkPlugin):
         TaskColumn("Answer", "data", "answer_text", "truncate"),
         TaskColumn("Validator passed", "detection", "tool_passed", "bool"),
     )
+    task_language = "language"
     study_kinds = (
         StudyKind(
             "rubric_atom",

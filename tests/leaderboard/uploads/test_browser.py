@@ -142,6 +142,23 @@ def test_rejected_bundle_in_the_browser_lists_its_problems(
     page.screenshot(path=str(ARTIFACTS / "upload-rejected-status-page.png"), full_page=True)
 
 
+def test_a_refused_upload_says_why_in_one_sentence(
+    browser, live_server, people, mpbench, make_bundle
+):
+    """The server's reason ends with its own full stop; the page's message adds none."""
+    page = logged_in_page(browser, live_server, people.alice)
+    page.goto(f"{live_server.url}/benchmarks/mp-bench/submit/")
+    fill_form(page, make_bundle("good"), "")
+    page.evaluate("document.getElementById('id_system_name').removeAttribute('required')")
+    page.click("#upload-button")
+    page.wait_for_function(
+        "document.getElementById('upload-message').innerText.includes('Upload stopped')",
+        timeout=30_000,
+    )
+    message = page.inner_text("#upload-message")
+    assert "This field is required." in message and ".." not in message, message
+
+
 def test_an_interrupted_upload_resumes_where_the_server_stopped(
     browser, live_server, people, mpbench, make_bundle, settings, eager
 ):
