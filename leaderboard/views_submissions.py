@@ -227,8 +227,10 @@ def _manage(action: str, submission: Submission, user) -> str:
             submission=submission, by=user, anonymous=action == "anonymize"
         )
         return "Shown anonymously to others." if action == "anonymize" else "Revealed."
+    # Named before it goes: a deleted row has no primary key left.
+    named = f"Submission #{submission.pk} ({submission.system.name})"
     account_services.submission_delete(submission=submission, by=user)
-    return f"Submission #{submission.pk} deleted with its files."
+    return f"{named} deleted with its files."
 
 
 @require_http_methods(["GET", "POST"])
