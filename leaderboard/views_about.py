@@ -18,6 +18,9 @@ from django.views.decorators.http import require_safe
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import BenchmarkPlugin
 from evaluation.models import Benchmark
+from evaluation.run_config import CONTAMINATION
+from evaluation.run_config import FIELDS as RUN_CONFIG_FIELDS
+from evaluation.run_config import HELP as RUN_CONFIG_HELP
 from leaderboard.selectors import board_columns
 from leaderboard.views import ranking_note
 
@@ -100,6 +103,8 @@ def benchmark_about(request, slug: str):
             "api_url": site + reverse("api-submission-create"),
             "submit_url": reverse("upload-page", args=[benchmark.slug]),
             "row_groups": plugin.row_groups,
+            "run_config_fields": [(name, RUN_CONFIG_HELP[name]) for name in RUN_CONFIG_FIELDS],
+            "contamination_values": CONTAMINATION,
         },
     )
 

@@ -33,7 +33,11 @@ from leaderboard.selectors_compare import (
     slice_choices,
     submission_comparison,
 )
-from leaderboard.selectors_submissions import task_judgment_groups, task_page_context
+from leaderboard.selectors_submissions import (
+    run_config_comparison,
+    task_judgment_groups,
+    task_page_context,
+)
 
 
 def _pair(request) -> tuple[str, str]:
@@ -161,7 +165,7 @@ def _comparison_html(found, slug: str, params: dict, viewer) -> str:
     under both scores' state (found.key); the names shown to this viewer are part of this key."""
     names = {"name_a": viewer.name(found.a), "name_b": viewer.name(found.b)}
     key = cache_key(
-        "compare-page-v2",
+        "compare-page-v3",
         found.key,
         sorted(params.items()),
         names["name_a"],
@@ -176,6 +180,9 @@ def _comparison_html(found, slug: str, params: dict, viewer) -> str:
                 "found": found,
                 **names,
                 "rows": _metric_rows(found),
+                "config_rows": run_config_comparison(a=found.a, b=found.b, viewer=viewer),
+                "hidden_a": viewer.hides(found.a),
+                "hidden_b": viewer.hides(found.b),
                 "slice_rows": _slice_rows(found),
                 "disagreements": _disagreements(found, slug, params),
                 "params": params,
