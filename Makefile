@@ -41,7 +41,6 @@ demo: install
 	DJANGO_DEBUG=1 $(BIN)/python manage.py migrate --noinput
 	DJANGO_DEBUG=1 $(BIN)/python manage.py seed_demo
 	DJANGO_DEBUG=1 $(BIN)/python manage.py seed_demo_study --base-url http://$(HOST):$(PORT)
-	@echo "Floorboard demo on http://$(HOST):$(PORT)/ (Ctrl-C stops the site and the worker)"
 	@DJANGO_DEBUG=1 $(BIN)/python manage.py run_demo $(HOST):$(PORT)
 
 # The demo's supervised worker under a submission every 2 minutes for MINUTES, on a site of its

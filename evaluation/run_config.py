@@ -275,3 +275,50 @@ def manifest_disclosures(manifest) -> tuple[dict, str, str]:
     if problems:
         raise RunConfigInvalid(problems)
     return config, value, note
+
+
+# What each field holds, for the pages that document the manifest (the About pages).
+HELP = {
+    "model": "the model's name (or the cascade's LLM)",
+    "revision": "checkpoint, commit or API version",
+    "system_prompt": "the exact system prompt, or",
+    "system_prompt_sha256": "its SHA-256 (64 hex digits) when the text is private",
+    "decoding": 'sampling settings, e.g. {"temperature": 0.7, "top_p": 0.9, "seed": 1}',
+    "components": 'the parts of a cascade: {"asr", "llm", "tts", "vad"}, each a model name',
+    "input_modality": "audio or text",
+    "output_modality": "audio or text",
+    "hardware": "e.g. 1x H100 80GB",
+    "run_date": "YYYY-MM-DD",
+    "notes": "anything else a reader needs to reproduce the run",
+}
+LABELS = {
+    "model": "Model",
+    "revision": "Revision",
+    "system_prompt": "System prompt",
+    "system_prompt_sha256": "System prompt (SHA-256)",
+    "decoding": "Decoding",
+    "components": "Components",
+    "input_modality": "Input",
+    "output_modality": "Output",
+    "hardware": "Hardware",
+    "run_date": "Run date",
+    "notes": "Notes",
+}
+
+
+def config_rows(config: Mapping | None) -> list[tuple[str, str, str]]:
+    """(field, label, text) of each field a stored configuration gives, in the schema's order;
+    decoding and components read as "name: value" pairs (components as ASR, LLM, ...)."""
+    rows = []
+    for name in FIELDS:
+        value = (config or {}).get(name)
+        if value in (None, "", {}):
+            continue
+        if name == "components":
+            text = ", ".join(f"{key.upper()}: {part}" for key, part in value.items())
+        elif name == "decoding":
+            text = ", ".join(f"{key}: {json.dumps(part)}" for key, part in value.items())
+        else:
+            text = str(value)
+        rows.append((name, LABELS[name], text))
+    return rows

@@ -12,10 +12,14 @@ from django.core.cache import cache
 from django.db.models import Count, Max, Q
 from django.http import Http404
 from django.utils import timezone
+from django.utils.text import capfirst
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import Timeline, TimelineSpan
+from evaluation.identity import Viewer
 from evaluation.models import Judgment, Membership, Submission, TaskJudgment, TaskResult
+from evaluation.run_config import FIELDS as RUN_CONFIG_FIELDS
+from evaluation.run_config import config_rows
 from evaluation.selectors import slot_sort_key
 from evaluation.services.files import open_upload, task_input
 from evaluation.services.pipeline import judged_slots
@@ -163,6 +167,69 @@ def score_tables(*, submission: Submission, results: dict | None) -> list[ScoreT
             ScoreTable(key, split.label if split else "", list(groups.items()), columns, results)
         )
     return tables
+
+
+@dataclass(frozen=True)
+class RunDisclosure:
+    """What a submission says produced its outputs, as this viewer may read it: its run
+    configuration's fields (label, text), whether the system saw the benchmark's data, and the
+    note on that. For a viewer the submission is hidden from, the configuration and note are
+    emptied by the core's redaction (evaluation.identity) and ``hidden`` says why."""
+
+    config: dict
+    rows: list[tuple[str, str, str]]
+    contamination: str
+    contamination_label: str
+    note: str
+    hidden: bool
+
+
+def run_disclosure(*, submission: Submission, viewer: Viewer) -> RunDisclosure:
+    shown = viewer.redacted(
+        submission,
+        {"run_config": submission.run_config, "contamination_note": submission.contamination_note},
+    )
+    return RunDisclosure(
+        config=shown["run_config"],
+        rows=config_rows(shown["run_config"]),
+        contamination=submission.contamination,
+        contamination_label=submission.get_contamination_display(),
+        note=shown["contamination_note"],
+        hidden=viewer.hides(submission),
+    )
+
+
+def run_config_comparison(*, a: Submission, b: Submission, viewer: Viewer) -> list[dict]:
+    """Two submissions' run configurations field by field, as this viewer may read each
+    (run_disclosure): {"field", "label", "a", "b", "differs"} for every field either gives, then
+    whether each saw the benchmark's data. A hidden side reads as hidden, never compared."""
+    first, second = (
+        run_disclosure(submission=a, viewer=viewer),
+        run_disclosure(submission=b, viewer=viewer),
+    )
+    shown_a, shown_b = (
+        {field: (label, text) for field, label, text in disclosure.rows}
+        for disclosure in (first, second)
+    )
+    rows = []
+    for field in RUN_CONFIG_FIELDS:
+        if field not in shown_a and field not in shown_b:
+            continue
+        label = (shown_a.get(field) or shown_b.get(field))[0]
+        text_a, text_b = (shown.get(field, ("", ""))[1] for shown in (shown_a, shown_b))
+        rows.append({"field": field, "label": label, "a": text_a, "b": text_b})
+    rows.append(
+        {
+            "field": "contamination",
+            "label": "Benchmark data in training",
+            "a": capfirst(first.contamination_label),
+            "b": capfirst(second.contamination_label),
+        }
+    )
+    hidden = first.hidden or second.hidden
+    for row in rows:
+        row["differs"] = not hidden and row["a"] != row["b"]
+    return rows
 
 
 def submission_facts(*, submission: Submission) -> list[tuple[str, object]]:

@@ -40,6 +40,7 @@ from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 from evaluation.benchmarks import get_plugin
 from evaluation.exports import csv_lines
 from evaluation.held_out import held_out_column_band
+from evaluation.identity import viewer_for
 from evaluation.judge_endpoints import endpoint_refusal
 from evaluation.models import Benchmark, Judge, System
 from evaluation.run_config import CONTAMINATION, MODALITIES
@@ -74,6 +75,7 @@ from leaderboard.selectors_rows import (
     with_rank_ranges,
     with_scorer_and_config,
 )
+from leaderboard.selectors_submissions import run_disclosure
 
 CHART_CACHE_SECONDS = 600
 # The rendered table waits this long at most for what its key cannot see (a renamed system).
@@ -887,11 +889,36 @@ def system_page(request, pk: int):
         submission.shown_columns = columns_by_benchmark[submission.benchmark_id]
         plugin = get_plugin(submission.benchmark.plugin)
         submission.row_group_label = plugin.row_group_label(submission.row_group)
+    viewer = viewer_for(request.user)
+    configured = [s for s in submissions if not s.is_reported]
+    for submission in configured:
+        submission.disclosure = run_disclosure(submission=submission, viewer=viewer)
     return render(
         request,
         "leaderboard/system.html",
-        {"system": system, "submissions": submissions},
+        {
+            "system": system,
+            "submissions": submissions,
+            "configured": configured,
+            "cascade": _cascade(system, configured),
+        },
     )
+
+
+def _cascade(system: System, submissions: list) -> list[tuple[str, str]]:
+    """(component, model) of the system's ASR, LLM and TTS: the system's own fields, else every
+    distinct one the run configurations the viewer may read name; empty when none is named."""
+    named = []
+    for key in ("asr", "llm", "tts"):
+        declared = sorted(
+            {
+                submission.disclosure.config.get("components", {}).get(key, "")
+                for submission in submissions
+            }
+            - {""}
+        )
+        named.append((key.upper(), getattr(system, f"{key}_model") or ", ".join(declared)))
+    return named if any(model for _, model in named) else []
 
 
 # --- Judges ---------------------------------------------------------------------------------

@@ -18,6 +18,9 @@ from django.views.decorators.http import require_safe
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import BenchmarkPlugin
 from evaluation.models import Benchmark
+from evaluation.run_config import CONTAMINATION
+from evaluation.run_config import FIELDS as RUN_CONFIG_FIELDS
+from evaluation.run_config import HELP as RUN_CONFIG_HELP
 from evaluation.slices import ALPHA, MIN_TASKS, metric_methods
 from leaderboard.selectors import board_columns
 from leaderboard.views import ranking_note
@@ -28,8 +31,10 @@ _EXAMPLE_LOCK = threading.Lock()
 
 def example_upload_path(plugin) -> Path | None:
     """An upload in the benchmark's format, written by the plug-in's own demo writer (invented
-    tasks and system) once and kept under var/examples; None when the plug-in has no demo."""
-    folder = Path(settings.VAR_DIR) / "examples" / plugin.slug
+    tasks and system) once and kept under var/example-uploads; None when the plug-in has no
+    demo. It is the first demo run, which each plug-in makes a good, complete run in the
+    benchmark's primary format (see BenchmarkPlugin.write_demo_runs)."""
+    folder = Path(settings.VAR_DIR) / "example-uploads" / plugin.slug
     with _EXAMPLE_LOCK:
         found = sorted(p for p in folder.glob("example*") if p.is_file())
         if found:
@@ -43,11 +48,11 @@ def example_upload_path(plugin) -> Path | None:
                 runs = []
             if not runs:
                 return None
-            smallest = min(runs, key=lambda run: run.path.stat().st_size)
+            first = runs[0].path
             folder.mkdir(parents=True, exist_ok=True)
-            suffix = "".join(smallest.path.suffixes) or ".zip"
+            suffix = "".join(first.suffixes) or ".zip"
             target = folder / f"example{suffix}"
-            shutil.move(str(smallest.path), target)
+            shutil.move(str(first), target)
             return target
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -102,6 +107,8 @@ def benchmark_about(request, slug: str):
             "api_url": site + reverse("api-submission-create"),
             "submit_url": reverse("upload-page", args=[benchmark.slug]),
             "row_groups": plugin.row_groups,
+            "run_config_fields": [(name, RUN_CONFIG_HELP[name]) for name in RUN_CONFIG_FIELDS],
+            "contamination_values": CONTAMINATION,
         },
     )
 

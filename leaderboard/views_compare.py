@@ -34,7 +34,11 @@ from leaderboard.selectors_compare import (
     slice_choices,
     submission_comparison,
 )
-from leaderboard.selectors_submissions import task_judgment_groups, task_page_context
+from leaderboard.selectors_submissions import (
+    run_config_comparison,
+    task_judgment_groups,
+    task_page_context,
+)
 
 
 def _pair(request) -> tuple[str, str]:
@@ -181,6 +185,9 @@ def _comparison_html(found, slug: str, params: dict, viewer) -> str:
                 "found": found,
                 **names,
                 "rows": _metric_rows(found),
+                "config_rows": run_config_comparison(a=found.a, b=found.b, viewer=viewer),
+                "hidden_a": viewer.hides(found.a),
+                "hidden_b": viewer.hides(found.b),
                 "slice_rows": _slice_rows(found),
                 "disagreements": _disagreements(found, slug, params),
                 "params": params,

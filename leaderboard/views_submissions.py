@@ -38,6 +38,7 @@ from leaderboard.audio import clip_for
 from leaderboard.selectors_submissions import (
     FINAL_STATUSES,
     duplicate_bundles,
+    run_disclosure,
     score_records,
     score_tables,
     submission_facts,
@@ -176,6 +177,7 @@ def submission_page(request, pk: int):
         "score": score,
         "tables": score_tables(submission=submission, results=score.results if score else None),
         "facts": submission_facts(submission=submission),
+        "disclosure": run_disclosure(submission=submission, viewer=viewer_for(request.user)),
         "usage": judge_usage(submission=submission, judge=submission.judge),
         "form": form,
         "page": page,
@@ -227,8 +229,10 @@ def _manage(action: str, submission: Submission, user) -> str:
             submission=submission, by=user, anonymous=action == "anonymize"
         )
         return "Shown anonymously to others." if action == "anonymize" else "Revealed."
+    # Named before it goes: a deleted row has no primary key left.
+    named = f"Submission #{submission.pk} ({submission.system.name})"
     account_services.submission_delete(submission=submission, by=user)
-    return f"Submission #{submission.pk} deleted with its files."
+    return f"{named} deleted with its files."
 
 
 @require_http_methods(["GET", "POST"])

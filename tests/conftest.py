@@ -44,7 +44,8 @@ def pytest_collection_modifyitems(config, items):
         reason="services tier: set FLOORBOARD_RUN_SERVICES=1 (CI runs it, through .ci/run)"
     )
     for item in items:
-        if "services" in item.keywords or "browser" in getattr(item, "fixturenames", ()):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "services" in item.keywords or {"browser", "module_browser"} & fixtures:
             item.add_marker(skip)
 
 
@@ -410,8 +411,8 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture
-def browser(monkeypatch):
+@contextlib.contextmanager
+def chromium_browser(monkeypatch):
     """Debian's Chromium driven by Playwright (no browser download)."""
     if not Path(CHROMIUM).exists():
         if REQUIRE_SERVICES:
@@ -424,12 +425,27 @@ def browser(monkeypatch):
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     playwright = sync_playwright().start()
     chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-    yield chromium
-    # While that loop runs, the ORM keeps connections per context rather than per thread: close
-    # them before the test database is torn down.
-    connections.close_all()
-    chromium.close()
-    playwright.stop()
+    try:
+        yield chromium
+    finally:
+        # While that loop runs, the ORM keeps connections per context rather than per thread:
+        # close them before the test database is torn down.
+        connections.close_all()
+        chromium.close()
+        playwright.stop()
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    with chromium_browser(monkeypatch) as chromium:
+        yield chromium
+
+
+@pytest.fixture(scope="module")
+def module_browser():
+    """One Chromium for every test of a module (starting one takes about a second)."""
+    with pytest.MonkeyPatch.context() as monkeypatch, chromium_browser(monkeypatch) as chromium:
+        yield chromium
 
 
 # --- S3-compatible storage: a moto server speaking HTTP on loopback ----------------------

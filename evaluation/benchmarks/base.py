@@ -784,7 +784,9 @@ class BenchmarkPlugin:
         raise NotImplementedError
 
     def write_demo_runs(self, directory: Path) -> list[DemoRun]:
-        """Uploads of invented systems for the demo, written under ``directory``."""
+        """Uploads of invented systems for the demo, written under ``directory``. The first is
+        the About page's example upload: a good, complete run (every task, real answers) in the
+        benchmark's primary format, with the options it declares."""
         return []
 
     # --- helpers ---

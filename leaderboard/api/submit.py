@@ -32,6 +32,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evaluation.benchmarks import get_plugin
 from evaluation.models import Benchmark
 from leaderboard.uploads import services
 from leaderboard.uploads.models import Upload
@@ -162,7 +163,10 @@ class SubmissionCreateView(APIView):
         operation_id="submissions_create",
         description=(
             "Hand a result bundle to the site. The body is multipart/form-data: the upload in "
-            "the file part `bundle`, the other fields as text parts. The answer (202) comes at "
+            "the file part `bundle`, the other fields as text parts; each upload option the "
+            "benchmark declares (GET /api/benchmarks/<slug>/, declaration.upload.options: a run "
+            "mode, say) goes as a text part of its name, its default when left out. The answer "
+            "(202) comes at "
             "once: the upload's state, whose `url` (also the Location header) the client polls "
             "while a worker validates the whole bundle. Accepted: `submission` links the "
             "submission. Rejected: `report` lists every problem by task and file, and nothing "
@@ -233,6 +237,10 @@ class SubmissionCreateView(APIView):
                     400,
                     judges=list(benchmark.judges.values_list("slug", flat=True)),
                 )
+        options, errors = _declared_options(benchmark, request.data)
+        if errors:
+            fields = {name: [message] for name, message in errors.items()}
+            return _error("; ".join(errors.values()), 400, fields=fields)
         bundle = data["bundle"]
         try:
             upload, created = services.upload_from_api(
@@ -247,6 +255,7 @@ class SubmissionCreateView(APIView):
                 allow_partial=data["allow_partial"],
                 publish=data["publish"],
                 idempotency_key=key,
+                options=options,
             )
         except services.LimitReached as exc:
             return _limited(exc.refusal)
@@ -265,6 +274,21 @@ class SubmissionCreateView(APIView):
             status=status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK,
             headers={"Location": body["url"]},
         )
+
+
+def _declared_options(benchmark: Benchmark, fields) -> tuple[dict, dict]:
+    """(options, errors): the upload options the benchmark's plug-in declares (a run mode,
+    say), each from the field of its name or its default; errors names each field whose value
+    is not one of its choices."""
+    options, errors = {}, {}
+    for option in get_plugin(benchmark.plugin).upload.options:
+        value = str(fields.get(option.name) or option.default)
+        allowed = [choice for choice, _ in option.choices]
+        if value in allowed:
+            options[option.name] = value
+        else:
+            errors[option.name] = f"{option.name} must be one of {', '.join(allowed)}"
+    return options, errors
 
 
 def _limited(refusal) -> Response:

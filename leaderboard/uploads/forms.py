@@ -71,6 +71,10 @@ class UploadStartForm(forms.Form):
             )
             self.option_names.append(option.name)
 
+    def option_fields(self) -> list:
+        """The bound fields of the benchmark's declared options, in declaration order."""
+        return [self[f"option_{name}"] for name in self.option_names]
+
     def options(self) -> dict:
         return {name: self.cleaned_data[f"option_{name}"] for name in self.option_names}
 

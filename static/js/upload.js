@@ -18,7 +18,10 @@
 
   const MAX_ATTEMPTS = 6;
   const S3_PARALLEL = 4;
-  const FIELDS = ["team", "system_name", "system_type", "judge", "allow_partial", "publish"];
+  // The benchmark's declared options (option_*) go with the submission's own fields.
+  const FIELDS = ["team", "system_name", "system_type", "judge", "allow_partial", "publish"].concat(
+    Array.from(form.querySelectorAll("[name^='option_']"), (field) => field.name)
+  );
 
   let active = null; // {state, xhrs, stopped}
   let transferring = false;
@@ -349,7 +352,7 @@
     event.preventDefault();
     const file = fileInput.files[0];
     if (!file) {
-      say("Choose a bundle (.zip) first.", true);
+      say(`Choose a file (${fileInput.accept.split(",").join(" or ")}) first.`, true);
       return;
     }
     run(file);

@@ -42,3 +42,18 @@ def test_the_demo_login_is_new_on_every_run_and_only_the_last_one_works(settings
     assert first != "floorboard-demo" != second
     assert authenticate(username=user, password=first) is None
     assert authenticate(username=user, password=second).is_staff
+
+
+def test_seeding_the_demo_warns_of_nothing_in_its_own_data(settings, tmp_path, caplog):
+    """Every plug-in's invented release and uploads are valid: seed_demo prints no warning and
+    logs none (a warning there would teach a newcomer to ignore warnings)."""
+    settings.DEBUG = True
+    settings.VAR_DIR = tmp_path / "var"
+    out, err = io.StringIO(), io.StringIO()
+    with caplog.at_level("WARNING"):
+        call_command("seed_demo", stdout=out, stderr=err)
+    printed = out.getvalue() + err.getvalue()
+    assert "queued" in printed  # every board was seeded
+    assert [r.getMessage() for r in caplog.records if r.levelno >= 30] == []
+    assert err.getvalue() == ""
+    assert "warn" not in printed.replace(str(tmp_path), "").lower()

@@ -245,8 +245,8 @@ def test_the_example_upload_is_the_plugins_demo_run_and_passes_on_the_demo_board
     report, _ = bundle_validate(benchmark=board, path=path, allow_partial=False)
     assert report.ok, report.lines()
     # Written once, then served as is.
-    assert list((tmp_path / "var" / "examples" / "mp-bench").iterdir()) == [
-        tmp_path / "var" / "examples" / "mp-bench" / "example.zip"
+    assert list((tmp_path / "var" / "example-uploads" / "mp-bench").iterdir()) == [
+        tmp_path / "var" / "example-uploads" / "mp-bench" / "example.zip"
     ]
 
 

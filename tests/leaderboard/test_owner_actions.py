@@ -416,3 +416,20 @@ def test_the_missing_task_message_names_the_browser_checkbox_too(board, tmp_path
     assert "allow_partial=true in the API" in message
     accepted, _ = bundle_validate(benchmark=board, path=target, allow_partial=True)
     assert accepted.ok
+
+
+def test_deleting_names_the_submission_on_the_board_which_no_longer_shows_it(
+    client, board, people, tmp_path
+):
+    doomed = submit(board, bundle_file(tmp_path), team=people.team, name="Doomed Agent")
+    as_user(client, people.owner)
+    client.post(f"/submissions/{doomed.pk}/manage/unpublish/")
+    # The board as the team sees it, read (and cached) before the deletion.
+    assert "Doomed Agent" in client.get("/benchmarks/demo/").content.decode()
+    response = client.post(f"/submissions/{doomed.pk}/manage/delete/", follow=True)
+    page = response.content.decode()
+    assert response.redirect_chain[-1][0].startswith("/benchmarks/demo/")
+    assert f"Submission #{doomed.pk} (Doomed Agent) deleted with its files." in page
+    assert "#None" not in page
+    assert "Doomed Agent" not in page.replace(f"Submission #{doomed.pk} (Doomed Agent) deleted", "")
+    assert "Doomed Agent" not in client.get("/benchmarks/demo/").content.decode()

@@ -77,6 +77,10 @@ class ToyBench(BenchmarkPlugin):
     study_kinds = (StudyKind("grade", "Grades", "grade", ("pass", "fail"), "Is it good?"),)
     facts = (("answered", "Answered tasks"),)
     rules = ("Each answer is graded twice; a task's score is the mean of its two grades.",)
+    citation = """@misc{toybench,
+      title={Toy-Bench: the example benchmark plug-in of Floorboard's tests},
+      howpublished={tests/toyplugin in Floorboard's repository},
+}"""
     reported_source = "Toy paper, Table 1"
 
     def read_source(self, directory: Path, **options) -> Source:

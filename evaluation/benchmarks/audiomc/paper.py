@@ -17,6 +17,17 @@ REPORTED_NOTE = (
 )
 N_TASKS = 452
 
+# How to cite the benchmark: its arXiv record (the first author as the record names them; the
+# others are left to "and others" rather than guessed).
+CITATION = """@misc{gosai2025audiomultichallenge,
+      title={Audio MultiChallenge},
+      author={Gosai and others},
+      year={2025},
+      eprint={2512.14865},
+      archivePrefix={arXiv},
+      url={https://arxiv.org/abs/2512.14865},
+}"""
+
 # (model as the paper names it, overall APR in percent)
 HEADLINE_APR_PCT = [
     ("Gemini 3 Pro Preview (Thinking)", 54.65),  # the paper's best model

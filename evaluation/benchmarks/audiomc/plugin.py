@@ -232,6 +232,7 @@ class AudioMultiChallenge(BenchmarkPlugin):
         "declaring at most ten minutes, two channels and 48 kHz, and hold no more than it "
         "declares; anything else is refused with the file named.",
     )
+    citation = paper.CITATION
     reported_source = f"{paper.SOURCE} (overall APR quoted in its text; Table 2 not transcribed)"
     max_upload_bytes = 2 * 1024**3
     audio_limits = AUDIO_LIMITS

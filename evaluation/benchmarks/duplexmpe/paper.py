@@ -10,6 +10,17 @@ from __future__ import annotations
 SOURCE = "Duplex-MPE paper, Table 3 (values as on the project page); counts from Tables 15-16"
 T_TURNS, WINDOWS, N4_EVENTS = 2000, 20360, 1911
 
+# How to cite the benchmark: its arXiv record (the first author as the record names them; the
+# others are left to "and others" rather than guessed).
+CITATION = """@misc{ma2026duplexmpe,
+      title={Duplex-MPE: Benchmarking Multi-Party Interaction in Full-Duplex Dialogue},
+      author={Ma and others},
+      year={2026},
+      eprint={2609.31948},
+      archivePrefix={arXiv},
+      url={https://arxiv.org/abs/2609.31948},
+}"""
+
 # system -> condition -> (F, A, S, Y, Y_n, Y_yielded, RP, WR); fractions as published.
 TABLE_3 = {
     "MiniCPM-o 4.5": {

@@ -236,6 +236,7 @@ class DuplexMPE(BenchmarkPlugin):
         "past the stream's end; a run's low-trust segments or transcript chunks number at most "
         "5,000. A run outside them is refused, never cut.",
     )
+    citation = paper.CITATION
     reported_source = paper.SOURCE
     default_row_group = "full-duplex"
     max_upload_bytes = MAX_UPLOAD_BYTES

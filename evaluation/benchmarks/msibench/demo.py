@@ -39,7 +39,7 @@ DEMO_SYSTEMS = (
 
 def write_demo_source(directory: Path) -> None:
     root = Path(directory)
-    write_release(root, **DEMO_SIZE)
+    write_release(root, tolerated=False, **DEMO_SIZE)
     templates = root / "templates"
     templates.mkdir(parents=True, exist_ok=True)
     (templates / "judge_system.j2").write_text(DEMO_SYSTEM_TEMPLATE, "utf-8")
@@ -49,7 +49,7 @@ def write_demo_source(directory: Path) -> None:
 def demo_specs() -> dict[str, dict]:
     """The demo release's cells (written again without audio: it is deterministic)."""
     with tempfile.TemporaryDirectory(prefix="msi-demo-") as scratch:
-        write_release(Path(scratch), audio=False, **DEMO_SIZE)
+        write_release(Path(scratch), audio=False, tolerated=False, **DEMO_SIZE)
         return read_release(Path(scratch), check_audio=False).specs()
 
 

@@ -19,6 +19,14 @@ SOURCE = "MSI-Bench paper, Table 1 (English) and Table 4 (Mandarin)"
 N_CASES = 576
 N_PER_PATTERN = 96
 
+# How to cite the benchmark: its paper's title and its public harness at the commit the scoring
+# follows (no author list or year is given rather than a guessed one).
+CITATION = r"""@misc{msibench,
+      title={MSI-Bench: Evaluating Multi-Speaker Voice Interaction for Collaborative AI Agents},
+      howpublished={\url{https://github.com/boson-ai/MSI-Bench}},
+      note={Harness commit 6d8313f90c00b6cfbd0e0d643fa981f3e9c8af3b},
+}"""
+
 # system, thinking, APR, ±, ARS, Tool, BIR, PRR, (Auth, Discl, Prior, Seq, Scope, Retr)
 TABLE_1 = (
     (

@@ -324,6 +324,7 @@ class MSIBench(BenchmarkPlugin):
         "half-width of APR's 95% Wilson interval; – where the denominator is 0.",
         "Rows of the paper are its Tables 1 and 4 as printed; † marks a thinking/reasoning mode.",
     )
+    citation = paper.CITATION
     reported_source = paper.SOURCE
     default_row_group = "proprietary"
     max_upload_bytes = 512 * 1024**2

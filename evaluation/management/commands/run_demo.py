@@ -20,6 +20,8 @@ from collections import deque
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from evaluation.demo_site import demo_environment
+
 POLL_SECONDS = 0.2
 RESTART_WINDOW = 600.0
 # The pause before a worker is started again, doubled after each exit inside the window.
@@ -96,8 +98,18 @@ class Command(BaseCommand):
         self.stopping = False
         for caught in (signal.SIGINT, signal.SIGTERM):
             signal.signal(caught, self._stop)
+        # The site and the worker (whose notices link to the site) learn where the demo is
+        # reached, and the site accepts this machine's names when it serves every interface.
+        try:
+            os.environ.update(demo_environment(address, os.environ))
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         server = None
         if not no_server:
+            self.stdout.write(
+                f"Floorboard demo on {os.environ['FLOORBOARD_SITE_URL'].rstrip('/')}/ "
+                "(Ctrl-C stops the site and the worker)"
+            )
             server = subprocess.Popen(
                 [sys.executable, "manage.py", "runserver", "--noreload", address],
                 cwd=settings.BASE_DIR,
