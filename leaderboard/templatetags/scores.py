@@ -243,10 +243,12 @@ def _badges(entry, judge_name: str) -> list[str]:
             '<span class="badge clean" title="Disclosed: did not see the benchmark&#x27;s data '
             'in training">no contamination</span>'
         )
-    if entry.config_differs:
+    if entry.config_differs and entry.system_id:
+        # Its system's page sets the runs' configurations out one by one.
+        where = reverse("system", args=[entry.system_id]) + "#run-configs"
         badges.append(
-            '<span class="badge config" title="This system&#x27;s runs here used different '
-            'configurations: see its page">configurations differ</span>'
+            f'<a class="badge config" href="{where}" title="This system&#x27;s runs here used '
+            'different configurations: see them on its page">configurations differ</a>'
         )
     if entry.older_scorer:
         parts = ", ".join(PART_LABELS[part] for part in entry.older_scorer)

@@ -100,6 +100,16 @@ def test_run_configuration_on_the_submission_system_and_compare_pages(board):
             "Did not see the benchmark's data in training"
         ) in compared
 
+    # Two runs of one system under different configurations: the board's badge opens the
+    # system page where they are set out.
+    Submission.objects.filter(pk=other.pk).update(system_id=configured.system_id)
+    board_page = Client().get(f"/benchmarks/{benchmark.slug}/").content.decode()
+    assert f'href="/systems/{configured.system_id}/#run-configs"' in board_page
+    assert "configurations differ" in board_page
+    both = visitor.get(f"/systems/{configured.system_id}/").content.decode()
+    assert f'id="run-config-{configured.pk}"' in both and f'id="run-config-{other.pk}"' in both
+    Submission.objects.filter(pk=other.pk).update(system_id=other.system_id)
+
     # Shown anonymously: a visitor reads none of it; its team still does.
     Submission.objects.filter(pk=configured.pk).update(is_anonymous=True)
     hidden_pages = [f"/submissions/{configured.pk}/"]

@@ -54,6 +54,7 @@ class ToyBench(BenchmarkPlugin):
     upload = UploadFormat(
         label="a JSONL file of {id, answer}",
         suffixes=(".jsonl",),
+        description='One JSON object per line and task: {"id": task id, "answer": the text}.',
         options=(UploadOption("mode", "Run mode", (("text", "Text"), ("voice", "Voice")), "text"),),
     )
     steps = (Step("measure", "submission", "Measure: answer lengths"),)

@@ -16,11 +16,12 @@ from django.test import Client
 from evaluation.benchmarks import registry
 from evaluation.models import Membership, Submission, Team
 from leaderboard.uploads.models import Upload
-from tests.conftest import every_plugin_board
+from tests.conftest import REPO, every_plugin_board
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SLUGS = [*sorted(registry()), "toy-bench"]
+ARTIFACTS = REPO / "test-artifacts"
 
 
 def signed_in_page(browser, live_server, user):
@@ -70,6 +71,8 @@ def test_the_example_goes_through_the_submit_form_with_the_declared_options(
         chosen[option.name] = next(value for value, _ in option.choices if value != option.default)
         page.select_option(field, chosen[option.name])
 
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"submit-form-{slug}.png"), full_page=True)
     page.select_option("#id_team", "gamma")
     page.fill("#id_system_name", "Form Agent")
     page.select_option("#id_judge", "offline")
