@@ -188,6 +188,7 @@ def _comparison_html(found, slug: str, params: dict, viewer) -> str:
                 "config_rows": run_config_comparison(a=found.a, b=found.b, viewer=viewer),
                 "hidden_a": viewer.hides(found.a),
                 "hidden_b": viewer.hides(found.b),
+                "slice_columns": _slice_columns(found),
                 "slice_rows": _slice_rows(found),
                 "disagreements": _disagreements(found, slug, params),
                 "params": params,
@@ -212,15 +213,23 @@ def _metric_rows(found) -> list[dict]:
     ]
 
 
+def _slice_columns(found) -> list:
+    """The columns the comparison compares (counts, and metrics no task contributes to, are
+    not): each slice's cell under them holds a difference or says why not."""
+    compared = {m.key for m in found.overall.comparison.metrics}
+    return [c for c in found.columns if c.key in compared]
+
+
 def _slice_rows(found) -> list[dict]:
     rows = []
+    columns = _slice_columns(found)
     for chosen in found.by_slice:
         by_key = {m.key: m for m in chosen.comparison.metrics}
         rows.append(
             {
                 "slice": chosen.slice,
                 "tasks": chosen.comparison.tasks,
-                "cells": [(c, by_key.get(c.key)) for c in found.columns],
+                "cells": [(c, by_key.get(c.key)) for c in columns],
             }
         )
     return rows

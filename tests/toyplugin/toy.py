@@ -176,6 +176,16 @@ class ToyBench(BenchmarkPlugin):
             }
         return results
 
+    def metric_contributions(self, outcome: TaskOutcome, *, facts) -> dict:
+        """What the task adds to its language's columns, as aggregate counts them: its score to
+        the mean quality, whether it was answered to the answered rate."""
+        language = outcome.spec["language"]
+        answered = int(bool(outcome.data.get("answer", "").strip()))
+        return {
+            f"{language}.quality": (task_score(outcome), 1),
+            f"{language}.answered": (answered, 1),
+        }
+
     def study_units(self, kind, task, *, judged) -> list[StudyUnit]:
         units = []
         for slot in SLOTS:
