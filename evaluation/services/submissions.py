@@ -138,8 +138,9 @@ def bundle_validate(
             f"({len(tasks):,} tasks) needs at most {most:,}"
         )
         return report, None
-    if not audio_members_check(path, plugin.audio_limits, report):
-        return report, None  # before the plug-in reads anything
+    # Every WAV's header, whatever the plug-in reads; its problems join the plug-in's, so that
+    # one report names them all.
+    audio_members_check(path, plugin.audio_limits, report)
     options = _options(plugin, options or {}, report)
     contents = plugin.validate_upload(
         Path(path),

@@ -29,10 +29,9 @@ def _zip(path: Path, files: dict[str, bytes | str]) -> Path:
 
 def _problems(path: Path, modality: str = "audio") -> list[tuple[str | None, str]]:
     """As bundle_validate runs them: the core's check of every WAV member against the plug-in's
-    audio limits, then (when it passes) the plug-in's validation."""
+    audio limits, then the plug-in's validation."""
     report = ValidationReport()
-    if not audio_members_check(path, AudioMultiChallenge.audio_limits, report):
-        return [(p.file, p.message) for p in report.problems]
+    audio_members_check(path, AudioMultiChallenge.audio_limits, report)
     upload.validate(path, report, tasks=TASKS, allow_partial=False, modality=modality,
                     limits=LIMITS)  # fmt: skip
     return [(p.file, p.message) for p in report.problems]
