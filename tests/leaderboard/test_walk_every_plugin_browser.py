@@ -31,6 +31,7 @@ from evaluation.benchmarks import registry
 from evaluation.models import Membership, Submission, Team
 from tests.annotation.test_browser import rater_server  # noqa: F401 (the serial live server)
 from tests.conftest import REPO, demo_runs_scored, every_plugin_board
+from tests.leaderboard.test_ux_browser import watch
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 
@@ -46,16 +47,6 @@ NUMBERS = ("A", "B", "A − B", "95% interval of A − B", "p", "n")
 def shot(page, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-
-
-def watch(page) -> dict:
-    seen = {"errors": [], "failed": []}
-    page.on("pageerror", lambda error: seen["errors"].append(str(error)))
-    page.on(
-        "response",
-        lambda r: seen["failed"].append(f"{r.status} {r.url}") if r.status >= 400 else None,
-    )
-    return seen
 
 
 def signed_in(browser, server: str, user, viewport=WIDTHS["wide"]):
