@@ -49,18 +49,6 @@ SECURE_PROXY_SSL_HEADER = (
 )
 USE_X_FORWARDED_HOST = False
 USE_X_FORWARDED_PORT = False
-# Scripts only from this site (plotly.js included); inline styles for the timeline and plotly;
-# media and uploads may go to the S3 bucket's presigned URLs. Empty: no header.
-CONTENT_SECURITY_POLICY = env_str(
-    "FLOORBOARD_CONTENT_SECURITY_POLICY",
-    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-    "img-src 'self' data: blob:; media-src 'self' blob: https:; connect-src 'self' https:; "
-    "font-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; "
-    "frame-ancestors 'none'"
-    if PRODUCTION
-    else "",
-)
-
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -141,13 +129,37 @@ STATIC_ROOT = VAR_DIR / "static"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 
 AWS_STORAGE_BUCKET_NAME = env_str("AWS_STORAGE_BUCKET_NAME")
+AWS_S3_ENDPOINT_URL = env_str("AWS_S3_ENDPOINT_URL")
+# Presigned links are SigV4, which names the bucket's region.
+AWS_S3_REGION_NAME = env_str("AWS_S3_REGION_NAME") or "us-east-1"
+# The store's address as browsers reach it (presigned audio and upload parts go there), when the
+# site reaches it under a private name (Compose's http://s3:9000). Empty: AWS_S3_ENDPOINT_URL.
+S3_PUBLIC_ENDPOINT_URL = env_str("FLOORBOARD_S3_PUBLIC_ENDPOINT_URL") or AWS_S3_ENDPOINT_URL
+for _name, _url in (
+    ("AWS_S3_ENDPOINT_URL", AWS_S3_ENDPOINT_URL),
+    ("FLOORBOARD_S3_PUBLIC_ENDPOINT_URL", S3_PUBLIC_ENDPOINT_URL),
+):
+    if _url and not re.fullmatch(r"https?://[^/\s?#]+/?", _url):
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"{_name}={_url!r} is not an http:// or https:// address without a path"
+        )
+# Every call to the bucket (config/storage.py): a connection is given up after the connect
+# timeout, an answer that stops coming after the read timeout (seconds without a byte), and a
+# call is tried this many times in all, with exponential back-off between tries. A store that
+# hangs costs a page or a task at most about attempts x (connect + read) seconds.
+STORAGE_CONNECT_TIMEOUT_SECONDS = env_float("FLOORBOARD_STORAGE_CONNECT_TIMEOUT_SECONDS", 2.0)
+STORAGE_READ_TIMEOUT_SECONDS = env_float("FLOORBOARD_STORAGE_READ_TIMEOUT_SECONDS", 5.0)
+STORAGE_MAX_ATTEMPTS = env_int("FLOORBOARD_STORAGE_MAX_ATTEMPTS", 3, minimum=1)
 if AWS_STORAGE_BUCKET_NAME:
     default_storage = {
-        "BACKEND": "storages.backends.s3.S3Storage",
+        "BACKEND": "config.storage.S3Storage",
         "OPTIONS": {
             "bucket_name": AWS_STORAGE_BUCKET_NAME,
-            "endpoint_url": env_str("AWS_S3_ENDPOINT_URL") or None,
-            "region_name": env_str("AWS_S3_REGION_NAME") or None,
+            "endpoint_url": AWS_S3_ENDPOINT_URL or None,
+            "public_endpoint_url": S3_PUBLIC_ENDPOINT_URL or None,
+            "region_name": AWS_S3_REGION_NAME,
             "access_key": env_str("AWS_ACCESS_KEY_ID") or None,
             "secret_key": env_str("AWS_SECRET_ACCESS_KEY") or None,
             "default_acl": None,
@@ -165,6 +177,29 @@ STORAGES = {
     "default": default_storage,
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
+
+# --- Content-Security-Policy ----------------------------------------------------------------
+# Scripts only from this site (plotly.js included); inline styles for the timeline and plotly;
+# audio and upload parts may go to the store browsers reach (the origin of
+# FLOORBOARD_S3_PUBLIC_ENDPOINT_URL, http:// included when that is what it names; AWS's own
+# hosts without an endpoint). Set FLOORBOARD_CONTENT_SECURITY_POLICY to replace it whole;
+# empty: no header.
+if not AWS_STORAGE_BUCKET_NAME:
+    STORAGE_BROWSER_SOURCES = ""
+elif S3_PUBLIC_ENDPOINT_URL:
+    STORAGE_BROWSER_SOURCES = " " + S3_PUBLIC_ENDPOINT_URL.rstrip("/")
+else:
+    STORAGE_BROWSER_SOURCES = " https://*.amazonaws.com"
+CONTENT_SECURITY_POLICY = env_str(
+    "FLOORBOARD_CONTENT_SECURITY_POLICY",
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    f"img-src 'self' data: blob:; media-src 'self' blob:{STORAGE_BROWSER_SOURCES}; "
+    f"connect-src 'self'{STORAGE_BROWSER_SOURCES}; "
+    "font-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; "
+    "frame-ancestors 'none'"
+    if PRODUCTION
+    else "",
+)
 
 # --- Celery ---------------------------------------------------------------------------------
 # Loaded by config/celery.py with namespace="CELERY"; tests/config/test_celery.py checks them.
@@ -369,6 +404,9 @@ WORKER_SILENT_SECONDS = env_float("FLOORBOARD_WORKER_SILENT_SECONDS", 60.0)
 # /healthz writes, reads back and deletes a storage object at most this often (seconds); the
 # requests in between are answered with that probe's outcome (config/health.py).
 HEALTH_STORAGE_PROBE_SECONDS = env_float("FLOORBOARD_HEALTH_STORAGE_SECONDS", 60.0)
+# /healthz waits this long for the storage probe (which runs beside the request, with these
+# connect and read timeouts and no retry); one that has not answered by then counts as failing.
+HEALTH_STORAGE_TIMEOUT_SECONDS = env_float("FLOORBOARD_HEALTH_STORAGE_TIMEOUT_SECONDS", 0.3)
 # A score with failed judgments (a judge outage that outlasted the call's own retries) is
 # re-judged after this pause, up to this many times, before its numbers count as final.
 FAILED_RETRY_PAUSE_SECONDS = env_float("FLOORBOARD_FAILED_RETRY_PAUSE_SECONDS", 300.0)

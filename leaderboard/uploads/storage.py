@@ -99,7 +99,10 @@ def multipart_start(*, key: str) -> str:
 
 
 def part_url(*, key: str, upload_id: str, number: int) -> str:
-    client, bucket = _s3()
+    """A presigned PUT for one part, for the endpoint browsers reach (config/storage.py)."""
+    storage = storages["default"]
+    client = getattr(storage, "public_client", None) or storage.bucket.meta.client
+    bucket = storage.bucket_name
     return client.generate_presigned_url(
         "upload_part",
         Params={"Bucket": bucket, "Key": key, "UploadId": upload_id, "PartNumber": number},

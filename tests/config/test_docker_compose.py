@@ -325,8 +325,9 @@ def test_settings_resolve_to_postgres_s3_and_redis_with_the_compose_env(resolved
         5432,
         "floorboard",
     )
-    assert seen["storage_backend"] == "storages.backends.s3.S3Storage"
-    assert seen["storage_class"] == "storages.backends.s3.S3Storage"
+    # The site's S3 backend: django-storages' with bounded calls and SigV4 (config/storage.py).
+    assert seen["storage_backend"] == "config.storage.S3Storage"
+    assert seen["storage_class"] == "config.storage.S3Storage"
     assert seen["storage_endpoint"] == "http://s3:9000"
     assert seen["storage_bucket"] == resolved_env["AWS_STORAGE_BUCKET_NAME"]
     assert seen["broker_url"] == seen["celery_broker_url"] == "redis://redis:6379/0"
