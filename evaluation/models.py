@@ -280,6 +280,9 @@ class Submission(models.Model):
     # Last sign of a live worker on this submission; the sweeper re-queues stalled work.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     requeued_at = models.DateTimeField(null=True, blank=True)
+    # Since when a stage has been waiting for the file store to answer (its calls were retried
+    # and gave up): not failed; the sweeper re-queues it and it resumes once storage answers.
+    storage_waiting_since = models.DateTimeField(null=True, blank=True)
     # Failed judgments are retried on their own after a pause, a few times, before the numbers
     # count as final; until then the board marks the row.
     failed_retries = models.PositiveSmallIntegerField(default=0)
