@@ -32,11 +32,15 @@ CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 # Production defaults (FLOORBOARD_PRODUCTION=1) pass `manage.py check --deploy`; each can be
 # turned off from the environment, e.g. for a local Compose stack served over plain HTTP.
 PRODUCTION = env_bool("FLOORBOARD_PRODUCTION", False)
-SECURE_HSTS_SECONDS = env_int("FLOORBOARD_HSTS_SECONDS", 365 * 24 * 3600 if PRODUCTION else 0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("FLOORBOARD_HSTS_INCLUDE_SUBDOMAINS", PRODUCTION)
-SECURE_HSTS_PRELOAD = env_bool("FLOORBOARD_HSTS_PRELOAD", PRODUCTION)
-SECURE_SSL_REDIRECT = env_bool("FLOORBOARD_SSL_REDIRECT", PRODUCTION)
-SESSION_COOKIE_SECURE = env_bool("FLOORBOARD_SECURE_COOKIES", PRODUCTION)
+# Production served over plain HTTP (a local Compose stack): no HTTPS redirect, no HSTS, cookies
+# over HTTP. One switch for the defaults below; each can still be set on its own.
+PLAIN_HTTP = env_bool("FLOORBOARD_PLAIN_HTTP", False)
+_HTTPS = PRODUCTION and not PLAIN_HTTP
+SECURE_HSTS_SECONDS = env_int("FLOORBOARD_HSTS_SECONDS", 365 * 24 * 3600 if _HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("FLOORBOARD_HSTS_INCLUDE_SUBDOMAINS", _HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("FLOORBOARD_HSTS_PRELOAD", _HTTPS)
+SECURE_SSL_REDIRECT = env_bool("FLOORBOARD_SSL_REDIRECT", _HTTPS)
+SESSION_COOKIE_SECURE = env_bool("FLOORBOARD_SECURE_COOKIES", _HTTPS)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # Trust the proxy's X-Forwarded-Proto (docker/nginx.conf ends TLS and sets it to the scheme it
 # served; never enable it without a proxy that overwrites the header, or clients could claim
@@ -83,6 +87,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.middleware.ContentSecurityPolicyMiddleware",
+    # Last: a view whose storage did not answer gets a 503 page, not a bare 500.
+    "config.middleware.StorageUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -182,24 +188,25 @@ STORAGES = {
 # Scripts only from this site (plotly.js included); inline styles for the timeline and plotly;
 # audio and upload parts may go to the store browsers reach (the origin of
 # FLOORBOARD_S3_PUBLIC_ENDPOINT_URL, http:// included when that is what it names; AWS's own
-# hosts without an endpoint). Set FLOORBOARD_CONTENT_SECURITY_POLICY to replace it whole;
-# empty: no header.
+# hosts without an endpoint). In production only. FLOORBOARD_CONTENT_SECURITY_POLICY replaces it
+# whole; "none": no header; empty (as Compose passes an unset variable): this default.
 if not AWS_STORAGE_BUCKET_NAME:
     STORAGE_BROWSER_SOURCES = ""
 elif S3_PUBLIC_ENDPOINT_URL:
     STORAGE_BROWSER_SOURCES = " " + S3_PUBLIC_ENDPOINT_URL.rstrip("/")
 else:
     STORAGE_BROWSER_SOURCES = " https://*.amazonaws.com"
-CONTENT_SECURITY_POLICY = env_str(
-    "FLOORBOARD_CONTENT_SECURITY_POLICY",
+CONTENT_SECURITY_POLICY = env_str("FLOORBOARD_CONTENT_SECURITY_POLICY").strip() or (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
     f"img-src 'self' data: blob:; media-src 'self' blob:{STORAGE_BROWSER_SOURCES}; "
     f"connect-src 'self'{STORAGE_BROWSER_SOURCES}; "
     "font-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; "
     "frame-ancestors 'none'"
     if PRODUCTION
-    else "",
+    else "none"
 )
+if CONTENT_SECURITY_POLICY.lower() == "none":
+    CONTENT_SECURITY_POLICY = ""
 
 # --- Celery ---------------------------------------------------------------------------------
 # Loaded by config/celery.py with namespace="CELERY"; tests/config/test_celery.py checks them.
@@ -280,6 +287,10 @@ CELERY_BEAT_SCHEDULE = {
     },
     "sweep-upload-temp-files": {
         "task": "leaderboard.uploads.tasks.sweep_upload_temp_files",
+        "schedule": 3600,
+    },
+    "sweep-incomplete-multipart-uploads": {
+        "task": "leaderboard.uploads.tasks.sweep_incomplete_multipart_uploads",
         "schedule": 3600,
     },
     "purge-failed-submission-files": {
@@ -456,6 +467,12 @@ UPLOAD_MAX_OPEN_BYTES_PER_USER = env_int("FLOORBOARD_UPLOAD_MAX_OPEN_BYTES_PER_U
 FILE_UPLOAD_TEMP_DIR = env_str("FLOORBOARD_UPLOAD_TEMP_DIR", str(VAR_DIR / "tmp"))
 Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
 UPLOAD_TEMP_MAX_AGE_SECONDS = env_int("FLOORBOARD_UPLOAD_TEMP_MAX_AGE_SECONDS", 6 * 3600)
+# Each web process sweeps the folder itself this often (its requests' files are in its own
+# container), besides beat's hourly sweep where the workers run.
+UPLOAD_TEMP_SWEEP_SECONDS = env_float("FLOORBOARD_UPLOAD_TEMP_SWEEP_SECONDS", 3600.0)
+# Beat aborts incomplete multipart uploads begun this long ago, under every prefix of the
+# bucket (what a store cut mid-put or mid-copy leaves), except open browser uploads'.
+MULTIPART_ABORT_HOURS = env_float("FLOORBOARD_MULTIPART_ABORT_HOURS", 72.0)
 # Sign-ups per client address and team creations per account and per address.
 SIGNUPS_PER_ADDRESS_PER_HOUR = env_int("FLOORBOARD_SIGNUPS_PER_ADDRESS_PER_HOUR", 5)
 TEAMS_PER_ACCOUNT_PER_DAY = env_int("FLOORBOARD_TEAMS_PER_ACCOUNT_PER_DAY", 3)

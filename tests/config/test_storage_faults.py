@@ -152,3 +152,39 @@ def test_a_presigned_audio_url_is_sigv4_for_the_region_in_settings(proxied_bucke
     assert "Signature=" in location and "AWSAccessKeyId=" not in location
     fetched = httpx.get(location, headers={"Range": "bytes=0-3"})
     assert fetched.status_code == 206 and fetched.content == b"RIFF"
+
+
+# --- Pages that need storage ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fault", ["cut", "pause"])
+def test_a_task_page_without_storage_says_so_with_a_503_page(
+    fault, proxied_bucket, settings, tmp_path
+):
+    from evaluation.models import TaskResult
+
+    _, _, proxy = proxied_bucket
+    settings.DEBUG = False
+    # What is under test is the answer, not how long the shipped timeouts take to give up.
+    settings.STORAGE_READ_TIMEOUT_SECONDS = 0.5
+    settings.STORAGES = {**settings.STORAGES}  # made again with the lowered timeout
+    benchmark, plugin = every_plugin_board("mp-bench", settings, tmp_path, name="task")
+    (submission,) = demo_runs_scored(benchmark, plugin, tmp_path, count=1)
+    task_id = (
+        TaskResult.objects.filter(submission=submission, files__isnull=False)
+        .exclude(files={})
+        .values_list("task__task_id", flat=True)
+        .first()
+    )
+    path = f"/submissions/{submission.pk}/tasks/{task_id}/"
+    client = Client()
+    assert client.get(path).status_code == 200
+    from django.core.cache import cache
+
+    cache.clear()  # nothing of the page kept from the healthy read
+    getattr(proxy, fault)()
+    response = client.get(path)
+    assert response.status_code == 503
+    assert b"Storage unavailable" in response.content
+    assert response["Retry-After"] == "30"
+    assert proxy.url.encode() not in response.content

@@ -103,6 +103,10 @@ def test_on_aws_the_policy_names_aws_hosts_and_on_the_filesystem_only_this_site(
 def test_the_policy_is_set_whole_from_the_environment():
     found = settings_of(**S3, FLOORBOARD_CONTENT_SECURITY_POLICY="default-src 'self' http://x:1")
     assert found["csp"] == "default-src 'self' http://x:1"
+    assert settings_of(**S3, FLOORBOARD_CONTENT_SECURITY_POLICY="none")["csp"] == ""
+    # Empty, as Compose passes a variable the host left unset: the default, built.
+    empty = settings_of(**S3, FLOORBOARD_CONTENT_SECURITY_POLICY="")
+    assert "http://s3:9000" in directive(empty["csp"], "media-src")
 
 
 def test_every_call_carries_the_timeouts_and_bounded_retries():
