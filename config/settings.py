@@ -293,6 +293,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "leaderboard.uploads.tasks.sweep_incomplete_multipart_uploads",
         "schedule": 3600,
     },
+    "delete-pending-objects": {
+        "task": "evaluation.tasks.delete_pending_objects",
+        "schedule": env_float("FLOORBOARD_DELETION_RETRY_SECONDS", 300.0),
+    },
     "purge-failed-submission-files": {
         "task": "evaluation.tasks.purge_failed_files",
         "schedule": 3600,

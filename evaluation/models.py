@@ -607,3 +607,18 @@ class WorkerBeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.worker} on {self.queue}"
+
+
+class PendingDeletion(models.Model):
+    """A stored object whose rows are gone, waiting to be deleted from storage. Marked in the
+    transaction that deletes its rows, deleted by a task retried until storage answers
+    (evaluation.services.submissions.pending_deletions_run), so a delete never stops half-way:
+    rows gone and bytes kept, or bytes gone and rows kept."""
+
+    key = models.CharField(max_length=1024, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    attempts = models.PositiveIntegerField(default=0)
+    tried_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.key

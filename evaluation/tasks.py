@@ -113,3 +113,9 @@ def sweep_stalled() -> None:
 @shared_task(acks_late=True, ignore_result=True)
 def purge_failed_files() -> None:
     services.failed_files_purge()
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def delete_pending_objects() -> None:
+    """Queued when rows are deleted, and run by beat: deletes the objects they left marked."""
+    services.pending_deletions_run()

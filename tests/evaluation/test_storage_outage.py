@@ -109,3 +109,58 @@ def test_a_missing_bundle_fails_the_submission_saying_so(proxied_bucket, setting
     assert submission.status == Submission.Status.FAILED
     assert "ingest failed: a stored file is missing" in submission.error
     assert submission.storage_waiting_since is None
+
+
+# --- Deleting while storage is away ----------------------------------------------------------
+
+
+def bucket_keys(client, bucket) -> set[str]:
+    keys = set()
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        keys |= {item["Key"] for item in page.get("Contents", [])}
+    return keys
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_a_delete_while_storage_is_cut_leaves_nothing_once_it_returns(
+    slug, proxied_bucket, settings, tmp_path
+):
+    """The team deletes its submission with the store cut: the page answers (no 500), the rows
+    are gone, and once storage answers beat's retry deletes every object the submission had
+    (its upload, its tasks' files, what its steps stored: Duplex-MPE's input channels too),
+    leaving exactly what the bucket held before it was submitted."""
+    from django.contrib.auth.models import User
+
+    from evaluation.models import Membership, PendingDeletion, TaskResult, Team
+    from evaluation.tasks import delete_pending_objects
+
+    client, bucket, proxy = proxied_bucket
+    benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="delete")
+    before = bucket_keys(client, bucket)
+    (submission,) = demo_runs_scored(benchmark, plugin, tmp_path, count=1)
+    assert submission.status == Submission.Status.SCORED, submission.error
+    stored = bucket_keys(client, bucket) - before
+    assert submission.bundle.name in stored
+    if slug == "duplex-mpe":
+        assert any(key.startswith("duplexmpe/input/") for key in stored)
+    team = Team.objects.create(slug="deleters", name="Deleters")
+    owner = User.objects.create_user("owner", password="pw-owner-1234")
+    Membership.objects.create(team=team, user=owner, role=Membership.Role.OWNER)
+    Submission.objects.filter(pk=submission.pk).update(team=team, is_published=False)
+
+    proxy.cut()
+    browser = Client()
+    browser.force_login(owner)
+    response = browser.post(f"/submissions/{submission.pk}/manage/delete/")
+    assert response.status_code == 302, response.content[:500]
+    assert not Submission.objects.filter(pk=submission.pk).exists()
+    assert not TaskResult.objects.filter(submission_id=submission.pk).exists()
+    assert set(PendingDeletion.objects.values_list("key", flat=True)) == stored
+    assert bucket_keys(client, bucket) - before == stored  # nothing deleted yet: storage away
+
+    delete_pending_objects.apply()  # beat, while the store is still cut: nothing lost
+    assert PendingDeletion.objects.count() == len(stored)
+    proxy.resume()
+    delete_pending_objects.apply()
+    assert bucket_keys(client, bucket) == before
+    assert not PendingDeletion.objects.exists()
