@@ -850,7 +850,12 @@ def upload_cancel(*, upload: Upload) -> Upload:
         upload.refresh_from_db()
         raise UploadClosed(f"the upload is {upload.status}; there is nothing to cancel")
     upload.refresh_from_db()
-    _discard(upload)
+    # Cancelled (and no longer counted against the user's open uploads) whatever storage says:
+    # bytes it cannot take now are swept later (multipart_uploads_sweep, partial files).
+    try:
+        _discard(upload)
+    except Exception:
+        logger.exception("cancelled upload %s: its bytes stay until the sweep", upload.pk)
     return upload
 
 
