@@ -297,6 +297,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "evaluation.tasks.delete_pending_objects",
         "schedule": env_float("FLOORBOARD_DELETION_RETRY_SECONDS", 300.0),
     },
+    "sweep-unreferenced-objects": {
+        "task": "evaluation.tasks.sweep_unreferenced_objects",
+        "schedule": 24 * 3600,
+    },
     "purge-failed-submission-files": {
         "task": "evaluation.tasks.purge_failed_files",
         "schedule": 3600,
@@ -477,6 +481,9 @@ UPLOAD_TEMP_SWEEP_SECONDS = env_float("FLOORBOARD_UPLOAD_TEMP_SWEEP_SECONDS", 36
 # Beat aborts incomplete multipart uploads begun this long ago, under every prefix of the
 # bucket (what a store cut mid-put or mid-copy leaves), except open browser uploads'.
 MULTIPART_ABORT_HOURS = env_float("FLOORBOARD_MULTIPART_ABORT_HOURS", 72.0)
+# Beat deletes stored objects no row names (a store cut mid-delete, a request killed mid-store)
+# once last written this long ago; younger ones may belong to a write not committed yet.
+UNREFERENCED_MIN_AGE_HOURS = env_float("FLOORBOARD_UNREFERENCED_MIN_AGE_HOURS", 24.0)
 # Sign-ups per client address and team creations per account and per address.
 SIGNUPS_PER_ADDRESS_PER_HOUR = env_int("FLOORBOARD_SIGNUPS_PER_ADDRESS_PER_HOUR", 5)
 TEAMS_PER_ACCOUNT_PER_DAY = env_int("FLOORBOARD_TEAMS_PER_ACCOUNT_PER_DAY", 3)

@@ -355,7 +355,7 @@ def _keys_within(value) -> list[str]:
 
 def submission_stored_keys(*, submission: Submission) -> list[str]:
     """Every object stored for the submission: its upload, each task's own files, and what
-    its processing steps stored (Duplex-MPE's input channels, say)."""
+    its processing steps stored (derived audio a plug-in recorded, say)."""
     keys = [submission.bundle.name] if submission.bundle else []
     for files, detection in submission.task_results.values_list("files", "detection"):
         keys += _keys_within(files or {}) + _keys_within(detection or {})
@@ -426,6 +426,59 @@ def pending_deletions_run(*, limit: int = 1000) -> int:
             continue
         pending.delete()
         deleted += 1
+    return deleted
+
+
+def referenced_keys() -> set[str]:
+    """Every stored key a row names: submissions' uploads, their tasks' files and what their
+    steps stored (not those of a submission whose files were purged), the benchmarks' task
+    assets, open browser uploads' objects, and objects marked for deletion (theirs to delete)."""
+    from evaluation.models import PendingDeletion, Task, TaskResult
+    from leaderboard.uploads.models import Upload
+
+    keys = set(Submission.objects.exclude(bundle="").values_list("bundle", flat=True))
+    rows = TaskResult.objects.exclude(submission__bundle="").values_list("files", "detection")
+    for files, detection in rows.iterator(chunk_size=2000):
+        keys.update(_keys_within(files or {}), _keys_within(detection or {}))
+    for assets in Task.objects.values_list("assets", flat=True).iterator(chunk_size=2000):
+        keys.update(_keys_within(assets or {}))
+    keys.update(
+        Upload.objects.filter(
+            status__in=[Upload.Status.UPLOADING, Upload.Status.FINISHING, Upload.Status.VALIDATING]
+        )
+        .exclude(s3_key="")
+        .values_list("s3_key", flat=True)
+    )
+    keys.update(PendingDeletion.objects.values_list("key", flat=True))
+    return keys
+
+
+def unreferenced_objects_sweep(*, older_than: timedelta) -> list[str]:
+    """On S3: delete objects no row names (see referenced_keys) that were last written longer
+    ago than ``older_than`` (a write whose rows are not committed yet is younger): what a
+    request or a worker killed mid-store, or an outage mid-delete, left. Returns their keys."""
+    from evaluation.stored import storage_is_s3
+
+    if not storage_is_s3():
+        return []
+    storage = default_storage
+    location = (storage.location or "").strip("/")
+    prefix = f"{location}/" if location else ""
+    referenced = referenced_keys()
+    cutoff = timezone.now() - older_than
+    client = storage.bucket.meta.client
+    deleted = []
+    for page in client.get_paginator("list_objects_v2").paginate(
+        Bucket=storage.bucket_name, Prefix=prefix
+    ):
+        for item in page.get("Contents", []):
+            name = item["Key"][len(prefix) :]
+            if name in referenced or item["LastModified"] >= cutoff:
+                continue
+            client.delete_object(Bucket=storage.bucket_name, Key=item["Key"])
+            deleted.append(name)
+    if deleted:
+        logger.warning("deleted %d stored objects no row named", len(deleted))
     return deleted
 
 

@@ -164,3 +164,27 @@ def test_a_delete_while_storage_is_cut_leaves_nothing_once_it_returns(
     delete_pending_objects.apply()
     assert bucket_keys(client, bucket) == before
     assert not PendingDeletion.objects.exists()
+
+
+def test_the_sweep_deletes_objects_no_row_names_once_old_enough(proxied_bucket, settings, tmp_path):
+    """What a killed request or an outage mid-delete left (a bundle no submission holds, a
+    deleted submission's task file, a derived file nothing names) goes; everything a row names
+    (the scored submission's upload, files and derived audio, the benchmark's assets) stays."""
+    from datetime import timedelta
+
+    from evaluation.services.submissions import unreferenced_objects_sweep
+
+    client, bucket, _ = proxied_bucket
+    benchmark, plugin = every_plugin_board("toy-bench", settings, tmp_path, name="orphans")
+    (submission,) = demo_runs_scored(benchmark, plugin, tmp_path, count=1)
+    assert submission.status == Submission.Status.SCORED, submission.error
+    kept = bucket_keys(client, bucket)
+    orphans = {"bundles/killed-request.zip", "submissions/999999/t/response.wav",
+               "duplexmpe/input/0000.wav", "healthz/left.txt"}  # fmt: skip
+    for key in orphans:
+        client.put_object(Bucket=bucket, Key=key, Body=b"left behind")
+    # Younger than the age: they may be writes whose rows are not committed yet.
+    assert unreferenced_objects_sweep(older_than=timedelta(hours=1)) == []
+    assert bucket_keys(client, bucket) == kept | orphans
+    assert sorted(unreferenced_objects_sweep(older_than=timedelta(0))) == sorted(orphans)
+    assert bucket_keys(client, bucket) == kept
