@@ -108,3 +108,44 @@ def test_a_cut_store_keeps_the_upload_and_it_resumes_when_storage_returns(
     stored = client.get_object(Bucket=bucket, Key=submission.bundle.name)["Body"].read()
     assert stored == bundle.read_bytes()
     assert not blocked, blocked  # the policy let every part through to the http:// store
+
+
+def test_audio_plays_from_an_http_store_under_the_production_policy(
+    browser, live_server, production_policy_bucket, settings, tmp_path
+):
+    from evaluation.models import TaskResult
+    from tests.conftest import demo_runs_scored, every_plugin_board
+
+    client, bucket, proxy = production_policy_bucket
+    benchmark, plugin = every_plugin_board("mp-bench", settings, tmp_path, name="play")
+    (submission,) = demo_runs_scored(benchmark, plugin, tmp_path, count=1)
+    row = next(
+        row
+        for row in TaskResult.objects.filter(submission=submission).select_related("task")
+        if "response.wav" in (row.files or {})
+    )
+    page = browser.new_context().new_page()
+    blocked: list[str] = []
+    page.on(
+        "console",
+        lambda message: (
+            blocked.append(message.text) if "Content Security Policy" in message.text else None
+        ),
+    )
+    media: list[str] = []
+    page.on(
+        "requestfinished", lambda r: media.append(r.url) if r.url.startswith(proxy.url) else None
+    )
+    page.goto(f"{live_server.url}/submissions/{submission.pk}/tasks/{row.task.task_id}/")
+    player = '[data-floorboard-player][data-name="response.wav"]'
+    page.click(f"{player} .fb-play")
+    played = 0.0
+    for _ in range(200):  # the policy allows no eval in the page: read it from here
+        played = page.evaluate(f"document.querySelector('{player} audio').currentTime")
+        if played > 0.2:
+            break
+        page.wait_for_timeout(50)
+    assert played > 0.2
+    assert any(f"/{bucket}/submissions/{submission.pk}/" in url for url in media), media
+    assert "X-Amz-Algorithm=AWS4-HMAC-SHA256" in next(u for u in media if "/submissions/" in u)
+    assert not blocked, blocked
