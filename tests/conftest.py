@@ -527,6 +527,9 @@ class StorageProxy:
 
     def close(self) -> None:
         self._closed = True
+        # Wakes the thread blocked in accept(), which would otherwise keep the port listening.
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
         self._listener.close()
         self._drop_all()
 

@@ -43,8 +43,7 @@ def healthy(client: Client, *, within: float = 10.0) -> bool:
 
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        response, seconds = timed_get(client, "/healthz")
-        assert seconds < 1.0
+        response, _ = timed_get(client, "/healthz")
         if response.json()["checks"]["storage"] == "ok":
             return True
         time.sleep(0.2)
