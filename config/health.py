@@ -69,6 +69,30 @@ STORAGE_STATE_KEY = "floorboard:health:storage:state"
 STORAGE_CLAIM_KEY = "floorboard:health:storage:claim"
 
 
+_probe_clients: dict[tuple, object] = {}
+_probe_clients_lock = threading.Lock()
+
+
+def _probe_client(storage):
+    """The probe's S3 client, made once per process and storage (making one costs more CPU
+    than the probe itself, and would hold up the request waiting beside it)."""
+    from config.storage import client_config
+
+    timeout = settings.HEALTH_STORAGE_TIMEOUT_SECONDS
+    identity = (storage.endpoint_url, storage.region_name, storage.access_key, timeout)
+    with _probe_clients_lock:
+        client = _probe_clients.get(identity)
+        if client is None:
+            client = _probe_clients[identity] = storage._create_session().client(
+                "s3",
+                region_name=storage.region_name,
+                endpoint_url=storage.endpoint_url,
+                config=client_config(connect_timeout=timeout, read_timeout=timeout, max_attempts=1),
+                verify=storage.verify,
+            )
+    return client
+
+
 def storage_probe() -> None:
     """Write a small object, read it back, delete it. On S3 through a client of its own whose
     connect and read timeouts are HEALTH_STORAGE_TIMEOUT_SECONDS and that never retries, so a
@@ -76,16 +100,7 @@ def storage_probe() -> None:
     storage = storages["default"]
     name = f"healthz/{uuid.uuid4().hex}.txt"
     if storage_is_s3():
-        from config.storage import client_config
-
-        timeout = settings.HEALTH_STORAGE_TIMEOUT_SECONDS
-        client = storage._create_session().client(
-            "s3",
-            region_name=storage.region_name,
-            endpoint_url=storage.endpoint_url,
-            config=client_config(connect_timeout=timeout, read_timeout=timeout, max_attempts=1),
-            verify=storage.verify,
-        )
+        client = _probe_client(storage)
         key = storage._normalize_name(name)
         client.put_object(Bucket=storage.bucket_name, Key=key, Body=PROBE)
         try:
