@@ -3,6 +3,10 @@ default storage, each tried for real (a query, a broker connection, a small file
 back and deleted). 200 when all answer, 503 naming the ones that did not. The answer names
 checks only: an error's text (which may hold a host or a key) goes to the log, not the client.
 
+No request waits on storage for long: the probe runs in a thread beside the request, on a
+client whose timeouts are HEALTH_STORAGE_TIMEOUT_SECONDS, and the request reports "failing" for
+a probe that has not answered by then (a hung store never holds a web worker).
+
 The endpoint answers anyone, so the storage probe (an object written and deleted: a request to
 the bucket, billed) runs at most once per HEALTH_STORAGE_PROBE_SECONDS: the first request of an
 interval claims the probe in the cache (shared by every process when it is Redis) and records
@@ -20,6 +24,7 @@ and FLOORBOARD_SSL_REDIRECT say.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -33,6 +38,7 @@ from django.http import HttpResponseNotAllowed, JsonResponse
 from django.utils.cache import add_never_cache_headers
 
 from evaluation.selectors import workers_silent
+from evaluation.stored import storage_is_s3
 
 logger = logging.getLogger(__name__)
 
@@ -61,14 +67,50 @@ def broker_check() -> None:
 # The outcome of the last storage probe ("ok" or "failing"), and the claim on the next one.
 STORAGE_STATE_KEY = "floorboard:health:storage:state"
 STORAGE_CLAIM_KEY = "floorboard:health:storage:claim"
-# A request that finds another's first probe in flight waits this long for its outcome.
-STORAGE_WAIT_SECONDS = 5.0
+
+
+_probe_clients: dict[tuple, object] = {}
+_probe_clients_lock = threading.Lock()
+
+
+def _probe_client(storage):
+    """The probe's S3 client, made once per process and storage (making one costs more CPU
+    than the probe itself, and would hold up the request waiting beside it)."""
+    from config.storage import client_config
+
+    timeout = settings.HEALTH_STORAGE_TIMEOUT_SECONDS
+    identity = (storage.endpoint_url, storage.region_name, storage.access_key, timeout)
+    with _probe_clients_lock:
+        client = _probe_clients.get(identity)
+        if client is None:
+            client = _probe_clients[identity] = storage._create_session().client(
+                "s3",
+                region_name=storage.region_name,
+                endpoint_url=storage.endpoint_url,
+                config=client_config(connect_timeout=timeout, read_timeout=timeout, max_attempts=1),
+                verify=storage.verify,
+            )
+    return client
 
 
 def storage_probe() -> None:
-    """Write a small object, read it back, delete it."""
+    """Write a small object, read it back, delete it. On S3 through a client of its own whose
+    connect and read timeouts are HEALTH_STORAGE_TIMEOUT_SECONDS and that never retries, so a
+    hung store ends the probe within a few of those."""
     storage = storages["default"]
-    name = storage.save(f"healthz/{uuid.uuid4().hex}.txt", ContentFile(PROBE))
+    name = f"healthz/{uuid.uuid4().hex}.txt"
+    if storage_is_s3():
+        client = _probe_client(storage)
+        key = storage._normalize_name(name)
+        client.put_object(Bucket=storage.bucket_name, Key=key, Body=PROBE)
+        try:
+            read = client.get_object(Bucket=storage.bucket_name, Key=key)["Body"].read()
+            if read != PROBE:
+                raise RuntimeError("the probe read back differs from what was written")
+        finally:
+            client.delete_object(Bucket=storage.bucket_name, Key=key)
+        return
+    name = storage.save(name, ContentFile(PROBE))
     try:
         with storage.open(name, "rb") as handle:
             if handle.read() != PROBE:
@@ -77,27 +119,60 @@ def storage_probe() -> None:
         storage.delete(name)
 
 
+class _Probe:
+    """One storage probe running in a thread of its own: the request that started it waits
+    HEALTH_STORAGE_TIMEOUT_SECONDS at most, and the probe records its outcome when it ends."""
+
+    def __init__(self, *, record: bool):
+        self.outcome: str | None = None
+        self.done = threading.Event()
+        self._record = record
+        threading.Thread(target=self._run, name="healthz-storage-probe", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            storage_probe()
+            self.outcome = "ok"
+        except Exception:
+            logger.exception("health check: the storage probe failed")
+            self.outcome = "failing"
+        self.done.set()
+        if self._record:
+            try:
+                cache.set(STORAGE_STATE_KEY, self.outcome, timeout=None)
+            except Exception:
+                logger.exception("health check: could not record the storage probe's outcome")
+
+    def wait(self) -> str:
+        self.done.wait(settings.HEALTH_STORAGE_TIMEOUT_SECONDS)
+        return self.outcome or "no answer in time"
+
+
 def storage_check() -> None:
-    """The storage probe's outcome, probed by the first request of each interval."""
+    """The storage probe's outcome, probed by the first request of each interval. No request
+    waits on storage longer than HEALTH_STORAGE_TIMEOUT_SECONDS: the probe runs beside it, and
+    one still running then counts as failing (and records its outcome when it ends)."""
     interval = settings.HEALTH_STORAGE_PROBE_SECONDS
     try:
         claimed = cache.add(STORAGE_CLAIM_KEY, True, timeout=interval)
     except Exception:
         # No cache to share the outcome through: probe, as a check with no cache must.
         logger.exception("health check: the cache did not answer; probing the storage")
-        storage_probe()
-        return
-    if claimed:
-        try:
-            storage_probe()
-        except Exception:
-            cache.set(STORAGE_STATE_KEY, "failing", timeout=None)
-            raise
-        cache.set(STORAGE_STATE_KEY, "ok", timeout=None)
-        return
-    deadline = time.monotonic() + STORAGE_WAIT_SECONDS
-    while (state := cache.get(STORAGE_STATE_KEY)) is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+        state = _Probe(record=False).wait()
+    else:
+        if claimed:
+            probe = _Probe(record=True)
+            state = probe.wait()
+            if not probe.done.is_set():
+                # Until the probe ends, the other requests of the interval hear this.
+                cache.set(STORAGE_STATE_KEY, "no answer in time", timeout=None)
+                if probe.done.is_set():
+                    cache.set(STORAGE_STATE_KEY, probe.outcome, timeout=None)
+        else:
+            # Another request's probe: its outcome (the first one's is waited for as long).
+            deadline = time.monotonic() + settings.HEALTH_STORAGE_TIMEOUT_SECONDS
+            while (state := cache.get(STORAGE_STATE_KEY)) is None and time.monotonic() < deadline:
+                time.sleep(0.02)
     if state != "ok":
         raise RuntimeError(f"the storage probe of this interval: {state or 'no outcome yet'}")
 

@@ -1,10 +1,20 @@
 """Site-wide middleware: a Content-Security-Policy on every response, from the
 CONTENT_SECURITY_POLICY setting (Django 5.2 has no built-in one; empty: no header), gzip for
-text responses, and a clear 400 for an address holding a NUL character."""
+text responses, a clear 400 for an address holding a NUL character, and a 503 that says
+storage is unavailable when a view needed the file store and it did not answer."""
+
+import logging
 
 from django.conf import settings
-from django.http import HttpResponseBadRequest
+from django.http import HttpResponseBadRequest, JsonResponse
 from django.middleware.gzip import GZipMiddleware
+from django.template.response import TemplateResponse
+
+from evaluation.stored import storage_unavailable
+
+logger = logging.getLogger(__name__)
+# How long a client is asked to wait before trying a page again when storage did not answer.
+STORAGE_RETRY_AFTER_SECONDS = 30
 
 COMPRESSED_TYPES = (
     "text/html",
@@ -66,3 +76,29 @@ class NulCharacterMiddleware:
                 content_type="text/plain; charset=utf-8",
             )
         return self.get_response(request)
+
+
+class StorageUnavailableMiddleware:
+    """A view whose storage calls gave up (timeouts and retries spent, config/storage.py)
+    answers 503 with a page (JSON under /api/) saying storage is unavailable, not a bare 500;
+    the error's text (an address, a key) goes to the log only."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if not storage_unavailable(exception):
+            return None
+        logger.warning("%s: storage unavailable", request.path, exc_info=exception)
+        message = "Storage unavailable: the file store did not answer. Try again in a minute."
+        if request.path.startswith("/api/") or "json" in request.headers.get("Accept", ""):
+            response = JsonResponse({"detail": message}, status=503)
+        else:
+            response = TemplateResponse(request, "storage_unavailable.html", status=503)
+            response.render()
+        response["Retry-After"] = str(STORAGE_RETRY_AFTER_SECONDS)
+        response["Cache-Control"] = "no-store"
+        return response

@@ -32,11 +32,15 @@ CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 # Production defaults (FLOORBOARD_PRODUCTION=1) pass `manage.py check --deploy`; each can be
 # turned off from the environment, e.g. for a local Compose stack served over plain HTTP.
 PRODUCTION = env_bool("FLOORBOARD_PRODUCTION", False)
-SECURE_HSTS_SECONDS = env_int("FLOORBOARD_HSTS_SECONDS", 365 * 24 * 3600 if PRODUCTION else 0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("FLOORBOARD_HSTS_INCLUDE_SUBDOMAINS", PRODUCTION)
-SECURE_HSTS_PRELOAD = env_bool("FLOORBOARD_HSTS_PRELOAD", PRODUCTION)
-SECURE_SSL_REDIRECT = env_bool("FLOORBOARD_SSL_REDIRECT", PRODUCTION)
-SESSION_COOKIE_SECURE = env_bool("FLOORBOARD_SECURE_COOKIES", PRODUCTION)
+# Production served over plain HTTP (a local Compose stack): no HTTPS redirect, no HSTS, cookies
+# over HTTP. One switch for the defaults below; each can still be set on its own.
+PLAIN_HTTP = env_bool("FLOORBOARD_PLAIN_HTTP", False)
+_HTTPS = PRODUCTION and not PLAIN_HTTP
+SECURE_HSTS_SECONDS = env_int("FLOORBOARD_HSTS_SECONDS", 365 * 24 * 3600 if _HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("FLOORBOARD_HSTS_INCLUDE_SUBDOMAINS", _HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("FLOORBOARD_HSTS_PRELOAD", _HTTPS)
+SECURE_SSL_REDIRECT = env_bool("FLOORBOARD_SSL_REDIRECT", _HTTPS)
+SESSION_COOKIE_SECURE = env_bool("FLOORBOARD_SECURE_COOKIES", _HTTPS)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # Trust the proxy's X-Forwarded-Proto (docker/nginx.conf ends TLS and sets it to the scheme it
 # served; never enable it without a proxy that overwrites the header, or clients could claim
@@ -49,18 +53,6 @@ SECURE_PROXY_SSL_HEADER = (
 )
 USE_X_FORWARDED_HOST = False
 USE_X_FORWARDED_PORT = False
-# Scripts only from this site (plotly.js included); inline styles for the timeline and plotly;
-# media and uploads may go to the S3 bucket's presigned URLs. Empty: no header.
-CONTENT_SECURITY_POLICY = env_str(
-    "FLOORBOARD_CONTENT_SECURITY_POLICY",
-    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-    "img-src 'self' data: blob:; media-src 'self' blob: https:; connect-src 'self' https:; "
-    "font-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; "
-    "frame-ancestors 'none'"
-    if PRODUCTION
-    else "",
-)
-
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -95,6 +87,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.middleware.ContentSecurityPolicyMiddleware",
+    # Last: a view whose storage did not answer gets a 503 page, not a bare 500.
+    "config.middleware.StorageUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -141,13 +135,37 @@ STATIC_ROOT = VAR_DIR / "static"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 
 AWS_STORAGE_BUCKET_NAME = env_str("AWS_STORAGE_BUCKET_NAME")
+AWS_S3_ENDPOINT_URL = env_str("AWS_S3_ENDPOINT_URL")
+# Presigned links are SigV4, which names the bucket's region.
+AWS_S3_REGION_NAME = env_str("AWS_S3_REGION_NAME") or "us-east-1"
+# The store's address as browsers reach it (presigned audio and upload parts go there), when the
+# site reaches it under a private name (Compose's http://s3:9000). Empty: AWS_S3_ENDPOINT_URL.
+S3_PUBLIC_ENDPOINT_URL = env_str("FLOORBOARD_S3_PUBLIC_ENDPOINT_URL") or AWS_S3_ENDPOINT_URL
+for _name, _url in (
+    ("AWS_S3_ENDPOINT_URL", AWS_S3_ENDPOINT_URL),
+    ("FLOORBOARD_S3_PUBLIC_ENDPOINT_URL", S3_PUBLIC_ENDPOINT_URL),
+):
+    if _url and not re.fullmatch(r"https?://[^/\s?#]+/?", _url):
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"{_name}={_url!r} is not an http:// or https:// address without a path"
+        )
+# Every call to the bucket (config/storage.py): a connection is given up after the connect
+# timeout, an answer that stops coming after the read timeout (seconds without a byte), and a
+# call is tried this many times in all, with exponential back-off between tries. A store that
+# hangs costs a page or a task at most about attempts x (connect + read) seconds.
+STORAGE_CONNECT_TIMEOUT_SECONDS = env_float("FLOORBOARD_STORAGE_CONNECT_TIMEOUT_SECONDS", 2.0)
+STORAGE_READ_TIMEOUT_SECONDS = env_float("FLOORBOARD_STORAGE_READ_TIMEOUT_SECONDS", 5.0)
+STORAGE_MAX_ATTEMPTS = env_int("FLOORBOARD_STORAGE_MAX_ATTEMPTS", 3, minimum=1)
 if AWS_STORAGE_BUCKET_NAME:
     default_storage = {
-        "BACKEND": "storages.backends.s3.S3Storage",
+        "BACKEND": "config.storage.S3Storage",
         "OPTIONS": {
             "bucket_name": AWS_STORAGE_BUCKET_NAME,
-            "endpoint_url": env_str("AWS_S3_ENDPOINT_URL") or None,
-            "region_name": env_str("AWS_S3_REGION_NAME") or None,
+            "endpoint_url": AWS_S3_ENDPOINT_URL or None,
+            "public_endpoint_url": S3_PUBLIC_ENDPOINT_URL or None,
+            "region_name": AWS_S3_REGION_NAME,
             "access_key": env_str("AWS_ACCESS_KEY_ID") or None,
             "secret_key": env_str("AWS_SECRET_ACCESS_KEY") or None,
             "default_acl": None,
@@ -165,6 +183,30 @@ STORAGES = {
     "default": default_storage,
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
+
+# --- Content-Security-Policy ----------------------------------------------------------------
+# Scripts only from this site (plotly.js included); inline styles for the timeline and plotly;
+# audio and upload parts may go to the store browsers reach (the origin of
+# FLOORBOARD_S3_PUBLIC_ENDPOINT_URL, http:// included when that is what it names; AWS's own
+# hosts without an endpoint). In production only. FLOORBOARD_CONTENT_SECURITY_POLICY replaces it
+# whole; "none": no header; empty (as Compose passes an unset variable): this default.
+if not AWS_STORAGE_BUCKET_NAME:
+    STORAGE_BROWSER_SOURCES = ""
+elif S3_PUBLIC_ENDPOINT_URL:
+    STORAGE_BROWSER_SOURCES = " " + S3_PUBLIC_ENDPOINT_URL.rstrip("/")
+else:
+    STORAGE_BROWSER_SOURCES = " https://*.amazonaws.com"
+CONTENT_SECURITY_POLICY = env_str("FLOORBOARD_CONTENT_SECURITY_POLICY").strip() or (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    f"img-src 'self' data: blob:; media-src 'self' blob:{STORAGE_BROWSER_SOURCES}; "
+    f"connect-src 'self'{STORAGE_BROWSER_SOURCES}; "
+    "font-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; "
+    "frame-ancestors 'none'"
+    if PRODUCTION
+    else "none"
+)
+if CONTENT_SECURITY_POLICY.lower() == "none":
+    CONTENT_SECURITY_POLICY = ""
 
 # --- Celery ---------------------------------------------------------------------------------
 # Loaded by config/celery.py with namespace="CELERY"; tests/config/test_celery.py checks them.
@@ -246,6 +288,18 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-upload-temp-files": {
         "task": "leaderboard.uploads.tasks.sweep_upload_temp_files",
         "schedule": 3600,
+    },
+    "sweep-incomplete-multipart-uploads": {
+        "task": "leaderboard.uploads.tasks.sweep_incomplete_multipart_uploads",
+        "schedule": 3600,
+    },
+    "delete-pending-objects": {
+        "task": "evaluation.tasks.delete_pending_objects",
+        "schedule": env_float("FLOORBOARD_DELETION_RETRY_SECONDS", 300.0),
+    },
+    "sweep-unreferenced-objects": {
+        "task": "evaluation.tasks.sweep_unreferenced_objects",
+        "schedule": 24 * 3600,
     },
     "purge-failed-submission-files": {
         "task": "evaluation.tasks.purge_failed_files",
@@ -369,6 +423,9 @@ WORKER_SILENT_SECONDS = env_float("FLOORBOARD_WORKER_SILENT_SECONDS", 60.0)
 # /healthz writes, reads back and deletes a storage object at most this often (seconds); the
 # requests in between are answered with that probe's outcome (config/health.py).
 HEALTH_STORAGE_PROBE_SECONDS = env_float("FLOORBOARD_HEALTH_STORAGE_SECONDS", 60.0)
+# /healthz waits this long for the storage probe (which runs beside the request, with these
+# connect and read timeouts and no retry); one that has not answered by then counts as failing.
+HEALTH_STORAGE_TIMEOUT_SECONDS = env_float("FLOORBOARD_HEALTH_STORAGE_TIMEOUT_SECONDS", 0.3)
 # A score with failed judgments (a judge outage that outlasted the call's own retries) is
 # re-judged after this pause, up to this many times, before its numbers count as final.
 FAILED_RETRY_PAUSE_SECONDS = env_float("FLOORBOARD_FAILED_RETRY_PAUSE_SECONDS", 300.0)
@@ -418,6 +475,15 @@ UPLOAD_MAX_OPEN_BYTES_PER_USER = env_int("FLOORBOARD_UPLOAD_MAX_OPEN_BYTES_PER_U
 FILE_UPLOAD_TEMP_DIR = env_str("FLOORBOARD_UPLOAD_TEMP_DIR", str(VAR_DIR / "tmp"))
 Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
 UPLOAD_TEMP_MAX_AGE_SECONDS = env_int("FLOORBOARD_UPLOAD_TEMP_MAX_AGE_SECONDS", 6 * 3600)
+# Each web process sweeps the folder itself this often (its requests' files are in its own
+# container), besides beat's hourly sweep where the workers run.
+UPLOAD_TEMP_SWEEP_SECONDS = env_float("FLOORBOARD_UPLOAD_TEMP_SWEEP_SECONDS", 3600.0)
+# Beat aborts incomplete multipart uploads begun this long ago, under every prefix of the
+# bucket (what a store cut mid-put or mid-copy leaves), except open browser uploads'.
+MULTIPART_ABORT_HOURS = env_float("FLOORBOARD_MULTIPART_ABORT_HOURS", 72.0)
+# Beat deletes stored objects no row names (a store cut mid-delete, a request killed mid-store)
+# once last written this long ago; younger ones may belong to a write not committed yet.
+UNREFERENCED_MIN_AGE_HOURS = env_float("FLOORBOARD_UNREFERENCED_MIN_AGE_HOURS", 24.0)
 # Sign-ups per client address and team creations per account and per address.
 SIGNUPS_PER_ADDRESS_PER_HOUR = env_int("FLOORBOARD_SIGNUPS_PER_ADDRESS_PER_HOUR", 5)
 TEAMS_PER_ACCOUNT_PER_DAY = env_int("FLOORBOARD_TEAMS_PER_ACCOUNT_PER_DAY", 3)

@@ -280,6 +280,9 @@ class Submission(models.Model):
     # Last sign of a live worker on this submission; the sweeper re-queues stalled work.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     requeued_at = models.DateTimeField(null=True, blank=True)
+    # Since when a stage has been waiting for the file store to answer (its calls were retried
+    # and gave up): not failed; the sweeper re-queues it and it resumes once storage answers.
+    storage_waiting_since = models.DateTimeField(null=True, blank=True)
     # Failed judgments are retried on their own after a pause, a few times, before the numbers
     # count as final; until then the board marks the row.
     failed_retries = models.PositiveSmallIntegerField(default=0)
@@ -605,3 +608,18 @@ class WorkerBeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.worker} on {self.queue}"
+
+
+class PendingDeletion(models.Model):
+    """A stored object whose rows are gone, waiting to be deleted from storage. Marked in the
+    transaction that deletes its rows, deleted by a task retried until storage answers
+    (evaluation.services.submissions.pending_deletions_run), so a delete never stops half-way:
+    rows gone and bytes kept, or bytes gone and rows kept."""
+
+    key = models.CharField(max_length=1024, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    attempts = models.PositiveIntegerField(default=0)
+    tried_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.key

@@ -23,6 +23,70 @@ PEAK_BUCKETS_MAX = 4000
 PEAK_CACHE_SECONDS = 7 * 24 * 3600
 
 
+# S3 error codes that say the store is busy or briefly away, not that the request is wrong.
+TRANSIENT_CODES = {
+    "InternalError",
+    "RequestTimeout",
+    "RequestTimeTooSkewed",
+    "ServiceUnavailable",
+    "SlowDown",
+    "Throttling",
+    "ThrottlingException",
+}
+
+
+def storage_unavailable(exc: BaseException) -> bool:
+    """Whether an error (or one it was raised from) says the store did not answer or was
+    briefly unable to (a refused or dropped connection, a timeout, a 5xx or throttling answer),
+    as opposed to a permanent refusal (a missing object, access denied), which is not."""
+    from botocore.exceptions import (
+        ClientError,
+        ConnectionError,
+        HTTPClientError,
+        IncompleteReadError,
+        ResponseStreamingError,
+    )
+    from urllib3.exceptions import HTTPError as Urllib3Error
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(
+            exc,
+            ConnectionError
+            | HTTPClientError
+            | IncompleteReadError
+            | ResponseStreamingError
+            | Urllib3Error,
+        ):
+            return True
+        if isinstance(exc, ClientError):
+            error = exc.response.get("Error", {})
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+            return error.get("Code") in TRANSIENT_CODES or status >= 500
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def storage_refusal(exc: BaseException) -> str | None:
+    """A permanent storage error's reason in words (a missing object, access denied), or
+    None when the error is not one."""
+    from botocore.exceptions import ClientError
+
+    if isinstance(exc, ClientError):
+        code = exc.response.get("Error", {}).get("Code", "")
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+        if code in ("NoSuchKey", "404", "NotFound") or status == 404:
+            return "a stored file is missing"
+        if code in ("NoSuchBucket",):
+            return "the storage bucket does not exist"
+        if code in ("AccessDenied", "403", "Forbidden", "InvalidAccessKeyId") or status == 403:
+            return "storage refused access"
+    if isinstance(exc, FileNotFoundError):
+        return "a stored file is missing"
+    return None
+
+
 def storage_is_s3() -> bool:
     """Whether the default storage is django-storages' S3 backend. Made, the storage has
     imported its backend: when the S3 module was never imported it cannot be one, and a worker

@@ -113,3 +113,21 @@ def sweep_stalled() -> None:
 @shared_task(acks_late=True, ignore_result=True)
 def purge_failed_files() -> None:
     services.failed_files_purge()
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def delete_pending_objects() -> None:
+    """Queued when rows are deleted, and run by beat: deletes the objects they left marked."""
+    services.pending_deletions_run()
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def sweep_unreferenced_objects() -> None:
+    """Run daily by beat: deletes stored objects no row names, once old enough."""
+    from datetime import timedelta
+
+    from django.conf import settings
+
+    from evaluation.services.submissions import unreferenced_objects_sweep
+
+    unreferenced_objects_sweep(older_than=timedelta(hours=settings.UNREFERENCED_MIN_AGE_HOURS))

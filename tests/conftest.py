@@ -482,6 +482,162 @@ def s3_server():
     process.wait(10)
 
 
+def s3_storage_options(endpoint: str, bucket: str, **options) -> dict:
+    """STORAGES["default"] for the site's own S3 backend (config/storage.py: bounded calls,
+    SigV4) on ``bucket`` at ``endpoint``; ``options`` add to or replace its options."""
+    return {
+        "BACKEND": "config.storage.S3Storage",
+        "OPTIONS": {
+            "bucket_name": bucket,
+            "endpoint_url": endpoint,
+            "region_name": "us-east-1",
+            "access_key": "test",
+            "secret_key": "test",
+            "file_overwrite": True,
+            "querystring_expire": 300,
+            **options,
+        },
+    }
+
+
+# Servers a test starts itself (the storage proxy) listen on ports of this range.
+TEST_PORTS = range(8820, 8840)
+
+
+class StorageProxy:
+    """A TCP proxy in front of the S3 server that the test controls: ``pause()`` (connections
+    are accepted, nothing is ever answered, as a hung store), ``cut()`` (every connection is
+    closed at once, as a store that is down) and ``resume()``. Pausing and cutting act on open
+    connections too."""
+
+    def __init__(self, upstream: str):
+        parts = upstream.split("://", 1)[1].split(":")
+        self._upstream = (parts[0], int(parts[1]))
+        self.mode = "pass"
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._listener = socket.socket()
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        for port in TEST_PORTS:
+            try:
+                self._listener.bind(("127.0.0.1", port))
+                break
+            except OSError:
+                continue
+        else:
+            raise RuntimeError(f"no free port in {TEST_PORTS}")
+        self._listener.listen(64)
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def pause(self) -> None:
+        self.mode = "pause"
+
+    def cut(self) -> None:
+        self.mode = "cut"
+        self._drop_all()
+
+    def resume(self) -> None:
+        self.mode = "pass"
+
+    def close(self) -> None:
+        self._closed = True
+        # Wakes the thread blocked in accept(), which would otherwise keep the port listening.
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        self._drop_all()
+
+    def _drop_all(self) -> None:
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            if self.mode == "cut":
+                client.close()
+                continue
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        try:
+            upstream = socket.create_connection(self._upstream, timeout=5)
+        except OSError:
+            client.close()
+            return
+        with self._lock:
+            self._sockets += [client, upstream]
+        for source, target in ((client, upstream), (upstream, client)):
+            threading.Thread(target=self._pipe, args=(source, target), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, target: socket.socket) -> None:
+        import time
+
+        source.settimeout(0.05)
+        while not self._closed:
+            if self.mode == "pause":
+                time.sleep(0.02)  # held: nothing read, nothing passed on
+                continue
+            if self.mode == "cut":
+                break
+            try:
+                data = source.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+            if not data:
+                break
+            try:
+                target.sendall(data)
+            except OSError:
+                break
+        for sock in (source, target):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+@pytest.fixture
+def storage_proxy(s3_server):
+    proxy = StorageProxy(s3_server)
+    yield proxy
+    proxy.close()
+
+
+@pytest.fixture
+def proxied_bucket(storage_proxy, s3_server, settings):
+    """(client, bucket, proxy): a fresh bucket the site reaches through the proxy, with the
+    shipped storage timeouts; ``client`` talks to the S3 server directly (never paused)."""
+    import time
+
+    import boto3
+
+    client = boto3.client(
+        "s3",
+        endpoint_url=s3_server,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+    bucket = f"floorboard-{time.monotonic_ns()}"
+    client.create_bucket(Bucket=bucket)
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": s3_storage_options(storage_proxy.url, bucket),
+    }
+    yield client, bucket, storage_proxy
+    storage_proxy.resume()
+
+
 # --- Every plug-in -------------------------------------------------------------------------
 
 

@@ -61,7 +61,7 @@ from evaluation.services.spending import (
     spend_held,
 )
 from evaluation.slices import Contributions, contributions_json, slice_results
-from evaluation.stored import open_stored_seekable
+from evaluation.stored import open_stored_seekable, storage_refusal, storage_unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -175,7 +175,14 @@ RETRIED = (OperationalError, InterfaceError)
 
 def failure_message(stage: str, exc: BaseException) -> str:
     """What the submission's page says: the stage and the kind of error, never its text (which
-    can carry paths, SQL or data); the details go to the worker's log."""
+    can carry paths, SQL or data); the details go to the worker's log. A permanent storage
+    error (a missing object, access denied) is named as such."""
+    refusal = storage_refusal(exc)
+    if refusal:
+        return (
+            f"{stage} failed: {refusal} ({type(exc).__name__}); staff can see which in the "
+            "worker log. Retry once the cause is fixed: what was stored is kept."
+        )
     return (
         f"{stage} failed ({type(exc).__name__}); staff can see the details in the worker log. "
         "Retry once the cause is fixed: what was stored is kept."
@@ -185,15 +192,36 @@ def failure_message(stage: str, exc: BaseException) -> str:
 @contextmanager
 def failing(submission_id: int, stage: str):
     """A stage that raises leaves its submission FAILED with a message for people, whether it
-    runs on a worker or in this process (inline, eager)."""
+    runs on a worker or in this process (inline, eager). Except when storage did not answer
+    (after each call's own retries with back-off): then the submission is marked as waiting
+    on storage, not failed, and the sweeper re-queues it once its heartbeat is quiet, until
+    storage answers and the stage goes through (which clears a mark set before it began; a
+    stage it ran inline may have set one since)."""
+    began = timezone.now()
     try:
         yield
     except RETRIED:
         raise  # retried by Celery; the submission stays where it was
     except Exception as exc:
+        if storage_unavailable(exc):
+            logger.warning(
+                "submission %s: %s is waiting on storage (%s)",
+                submission_id,
+                stage,
+                type(exc).__name__,
+                exc_info=True,
+            )
+            Submission.objects.filter(
+                pk=submission_id, status__in=ACTIVE, storage_waiting_since__isnull=True
+            ).update(storage_waiting_since=timezone.now())
+            return
         logger.exception("submission %s: %s failed", submission_id, stage)
         submission_fail(submission_id=submission_id, error=failure_message(stage, exc))
         raise
+    else:
+        Submission.objects.filter(pk=submission_id, storage_waiting_since__lt=began).update(
+            storage_waiting_since=None
+        )
 
 
 def submission_fail(*, submission_id: int, error: str) -> None:
@@ -461,9 +489,17 @@ def _task_step(submission: Submission, plugin, step, index: int) -> bool:
             rows = _rows_claim(submission.pk, index, owner, step.chunk_size)
             if not rows:
                 break
-            found = plugin.run_task_step_batch(
-                step, [task_input(row, archive) for row in rows], facts=hook_facts(submission)
-            )
+            try:
+                found = plugin.run_task_step_batch(
+                    step, [task_input(row, archive) for row in rows], facts=hook_facts(submission)
+                )
+            except Exception:
+                # Its rows go back at once (storage away, say), not when the lease lapses: the
+                # stage's next try takes them up again instead of finding them all held.
+                TaskResult.objects.filter(lease_owner=owner).update(
+                    lease_owner="", lease_until=None
+                )
+                raise
             for row in rows:
                 row.detection = {**row.detection, **found.get(row.task.task_id, {})}
                 row.steps_done = index + 1

@@ -3,6 +3,8 @@ A rejected upload leaves no row and no file behind."""
 
 from __future__ import annotations
 
+import json
+import logging
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -13,6 +15,7 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import router, transaction
+from django.db.models import F, Q
 from django.db.models.deletion import Collector, ProtectedError
 from django.utils import timezone
 
@@ -36,6 +39,8 @@ from evaluation.run_config import (
 )
 from evaluation.services.files import file_sha256
 from evaluation.services.pipeline import enqueue_on_commit, findings_keep
+
+logger = logging.getLogger(__name__)
 
 
 class SubmissionInvalid(ValueError):
@@ -341,27 +346,143 @@ def submission_create(
 # --- Stored files ---------------------------------------------------------------------------
 
 
+def _keys_within(value) -> list[str]:
+    """Every stored key a row's JSON names: {"key": "<key>"} wherever it sits (a task's files,
+    the derived audio a plug-in's steps stored and recorded in their findings)."""
+    if isinstance(value, dict):
+        found = [value["key"]] if isinstance(value.get("key"), str) else []
+        return found + [key for item in value.values() for key in _keys_within(item)]
+    if isinstance(value, list):
+        return [key for item in value for key in _keys_within(item)]
+    return []
+
+
 def submission_stored_keys(*, submission: Submission) -> list[str]:
-    """Every object stored for the submission: its upload and each task's own files."""
+    """Every object stored for the submission: its upload, each task's own files, and what
+    its processing steps stored (derived audio a plug-in recorded, say)."""
     keys = [submission.bundle.name] if submission.bundle else []
-    for files in submission.task_results.values_list("files", flat=True):
-        keys += [
-            entry["key"]
-            for entry in (files or {}).values()
-            if isinstance(entry, dict) and isinstance(entry.get("key"), str)
-        ]
+    for files, detection in submission.task_results.values_list("files", "detection"):
+        keys += _keys_within(files or {}) + _keys_within(detection or {})
+    return list(dict.fromkeys(keys))
+
+
+def stored_keys_mark_deleted(*, keys: list[str], queue: bool = True) -> int:
+    """Mark objects for deletion, in the caller's transaction (the one deleting their rows);
+    the objects go once it commits, by pending_deletions_run (queued unless ``queue`` is off:
+    a caller already on a worker runs it itself), retried until storage answers. Returns how
+    many were marked."""
+    from evaluation.models import PendingDeletion
+
+    PendingDeletion.objects.bulk_create(
+        [PendingDeletion(key=key) for key in dict.fromkeys(keys)], ignore_conflicts=True
+    )
+    if keys and queue:
+        enqueue_on_commit("delete_pending_objects")
+    return len(keys)
+
+
+def _still_referenced(key: str) -> bool:
+    """Whether a row still names the object (a content-addressed file shared with another
+    submission, a bundle kept by another row): then it stays. Rows of a submission whose
+    files were purged (no bundle) name nothing any more."""
+    from django.db.models import TextField
+    from django.db.models.functions import Cast
+
+    from evaluation.models import TaskResult
+
+    if Submission.objects.filter(bundle=key).exists():
+        return True
+    quoted = json.dumps(key)
+    return (
+        TaskResult.objects.exclude(submission__bundle="")
+        .annotate(
+            files_text=Cast("files", TextField()), detection_text=Cast("detection", TextField())
+        )
+        .filter(Q(files_text__contains=quoted) | Q(detection_text__contains=quoted))
+        .exists()
+    )
+
+
+def pending_deletions_run(*, limit: int = 1000) -> int:
+    """Delete objects marked for deletion that no row names any more (those still named are
+    unmarked and kept). Storage that does not answer stops the pass: what is left stays marked
+    for the next one (beat runs it every DELETION_RETRY_SECONDS). Returns how many went."""
+    from evaluation.models import PendingDeletion
+    from evaluation.stored import storage_unavailable
+
+    deleted = 0
+    for pending in PendingDeletion.objects.order_by("tried_at", "pk")[:limit]:
+        if _still_referenced(pending.key):
+            pending.delete()
+            continue
+        try:
+            default_storage.delete(pending.key)
+        except FileNotFoundError:
+            pass  # already gone
+        except Exception as exc:
+            PendingDeletion.objects.filter(pk=pending.pk).update(
+                attempts=F("attempts") + 1, tried_at=timezone.now()
+            )
+            if storage_unavailable(exc):
+                logger.warning("deleting stored objects: storage did not answer; retried later")
+                break
+            logger.exception("deleting stored object %s failed; retried later", pending.key)
+            continue
+        pending.delete()
+        deleted += 1
+    return deleted
+
+
+def referenced_keys() -> set[str]:
+    """Every stored key a row names: submissions' uploads, their tasks' files and what their
+    steps stored (not those of a submission whose files were purged), the benchmarks' task
+    assets, open browser uploads' objects, and objects marked for deletion (theirs to delete)."""
+    from evaluation.models import PendingDeletion, Task, TaskResult
+    from leaderboard.uploads.models import Upload
+
+    keys = set(Submission.objects.exclude(bundle="").values_list("bundle", flat=True))
+    rows = TaskResult.objects.exclude(submission__bundle="").values_list("files", "detection")
+    for files, detection in rows.iterator(chunk_size=2000):
+        keys.update(_keys_within(files or {}), _keys_within(detection or {}))
+    for assets in Task.objects.values_list("assets", flat=True).iterator(chunk_size=2000):
+        keys.update(_keys_within(assets or {}))
+    keys.update(
+        Upload.objects.filter(
+            status__in=[Upload.Status.UPLOADING, Upload.Status.FINISHING, Upload.Status.VALIDATING]
+        )
+        .exclude(s3_key="")
+        .values_list("s3_key", flat=True)
+    )
+    keys.update(PendingDeletion.objects.values_list("key", flat=True))
     return keys
 
 
-def stored_keys_delete(*, keys: list[str]) -> int:
-    """Delete these objects; returns how many were there to delete."""
-    deleted = 0
-    for key in keys:
-        try:
-            default_storage.delete(key)
-            deleted += 1
-        except OSError:
-            pass  # already gone; the rows are what mattered
+def unreferenced_objects_sweep(*, older_than: timedelta) -> list[str]:
+    """On S3: delete objects no row names (see referenced_keys) that were last written longer
+    ago than ``older_than`` (a write whose rows are not committed yet is younger): what a
+    request or a worker killed mid-store, or an outage mid-delete, left. Returns their keys."""
+    from evaluation.stored import storage_is_s3
+
+    if not storage_is_s3():
+        return []
+    storage = default_storage
+    location = (storage.location or "").strip("/")
+    prefix = f"{location}/" if location else ""
+    referenced = referenced_keys()
+    cutoff = timezone.now() - older_than
+    client = storage.bucket.meta.client
+    deleted = []
+    for page in client.get_paginator("list_objects_v2").paginate(
+        Bucket=storage.bucket_name, Prefix=prefix
+    ):
+        for item in page.get("Contents", []):
+            name = item["Key"][len(prefix) :]
+            if name in referenced or item["LastModified"] >= cutoff:
+                continue
+            client.delete_object(Bucket=storage.bucket_name, Key=item["Key"])
+            deleted.append(name)
+    if deleted:
+        logger.warning("deleted %d stored objects no row named", len(deleted))
     return deleted
 
 
@@ -394,8 +515,10 @@ def failed_files_purge(*, now=None) -> int:
             pk=submission.pk, status=Submission.Status.FAILED
         ).update(bundle="", stored_bytes=0, error=error)
         if claimed:
-            stored_keys_delete(keys=keys)
+            stored_keys_mark_deleted(keys=keys, queue=False)
             purged += 1
+    if purged:
+        pending_deletions_run()
     return purged
 
 

@@ -20,7 +20,7 @@ from django.utils.text import slugify
 
 from evaluation.models import Judge, Judgment, Membership, Submission, System, TaskJudgment, Team
 from evaluation.services import judgments_retry as judgments_retry_failed
-from evaluation.services.submissions import stored_keys_delete, submission_stored_keys
+from evaluation.services.submissions import stored_keys_mark_deleted, submission_stored_keys
 from leaderboard.accounts.models import ApiToken
 from leaderboard.accounts.selectors import (
     secret_sha256,
@@ -209,8 +209,10 @@ def submission_set_anonymous(*, submission: Submission, by, anonymous: bool) -> 
 
 def submission_delete(*, submission: Submission, by) -> int:
     """Withdraw a team's unpublished, finished submission for good: its rows, its stored files,
-    the judgments no other submission uses, and its system when nothing else uses it. Returns
-    how many stored files were deleted."""
+    the judgments no other submission uses, and its system when nothing else uses it. Its files
+    are marked for deletion with the rows, in one transaction, and deleted once it commits by a
+    task retried until storage answers: storage that is down never leaves rows half-deleted or
+    files no row marks. Returns how many stored files were marked."""
     _require_submission_owner(submission, by, "delete")
     if submission.is_published:
         raise ValidationError("Unpublish the submission before deleting it.")
@@ -236,8 +238,9 @@ def submission_delete(*, submission: Submission, by) -> int:
             system = System.objects.filter(pk=system_id).first()
             if system is not None and not system.submissions.exists():
                 system.delete()
+            marked = stored_keys_mark_deleted(keys=keys)
     except ProtectedError:
         raise ValidationError(
             "A rating study samples this submission, so it cannot be deleted; ask staff."
         ) from None
-    return stored_keys_delete(keys=keys)
+    return marked

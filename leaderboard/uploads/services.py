@@ -20,6 +20,8 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -848,7 +850,12 @@ def upload_cancel(*, upload: Upload) -> Upload:
         upload.refresh_from_db()
         raise UploadClosed(f"the upload is {upload.status}; there is nothing to cancel")
     upload.refresh_from_db()
-    _discard(upload)
+    # Cancelled (and no longer counted against the user's open uploads) whatever storage says:
+    # bytes it cannot take now are swept later (multipart_uploads_sweep, partial files).
+    try:
+        _discard(upload)
+    except Exception:
+        logger.exception("cancelled upload %s: its bytes stay until the sweep", upload.pk)
     return upload
 
 
@@ -866,6 +873,53 @@ def upload_temp_files_sweep(*, older_than: timedelta) -> int:
         except FileNotFoundError:
             continue
     return removed
+
+
+def multipart_uploads_sweep(*, older_than: timedelta) -> list[str]:
+    """On S3: abort incomplete multipart uploads begun longer ago than ``older_than`` under
+    every prefix the site writes (a store cut mid-copy or mid-put leaves them, and nothing else
+    would), except those of browser uploads still open. Returns the keys aborted."""
+    from evaluation.stored import storage_is_s3
+
+    if not storage_is_s3():
+        return []
+    keep = set(
+        Upload.objects.filter(
+            method=Upload.Method.S3, status__in=[Upload.Status.UPLOADING, *FINISHING]
+        )
+        .exclude(s3_upload_id="")
+        .values_list("s3_upload_id", flat=True)
+    )
+    return storage.multipart_uploads_abort_stale(
+        initiated_before=timezone.now() - older_than, keep=keep
+    )
+
+
+_temp_sweeper: threading.Thread | None = None
+
+
+def upload_temp_files_sweeper_start() -> threading.Thread:
+    """Sweep FILE_UPLOAD_TEMP_DIR from this process too, at once and then every
+    UPLOAD_TEMP_SWEEP_SECONDS, in a thread: a web container's request temp files live where it
+    wrote them, which beat's sweep (on a worker container) never sees. One thread per process
+    (config/wsgi.py starts it)."""
+    global _temp_sweeper
+    if _temp_sweeper is not None:
+        return _temp_sweeper
+
+    def sweep_forever():
+        while True:
+            try:
+                upload_temp_files_sweep(
+                    older_than=timedelta(seconds=settings.UPLOAD_TEMP_MAX_AGE_SECONDS)
+                )
+            except Exception:
+                logger.exception("sweeping upload temp files failed; trying again later")
+            time.sleep(settings.UPLOAD_TEMP_SWEEP_SECONDS)
+
+    _temp_sweeper = threading.Thread(target=sweep_forever, name="upload-temp-sweeper", daemon=True)
+    _temp_sweeper.start()
+    return _temp_sweeper
 
 
 def uploads_expire(*, older_than: timedelta) -> int:

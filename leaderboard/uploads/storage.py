@@ -99,7 +99,10 @@ def multipart_start(*, key: str) -> str:
 
 
 def part_url(*, key: str, upload_id: str, number: int) -> str:
-    client, bucket = _s3()
+    """A presigned PUT for one part, for the endpoint browsers reach (config/storage.py)."""
+    storage = storages["default"]
+    client = getattr(storage, "public_client", None) or storage.bucket.meta.client
+    bucket = storage.bucket_name
     return client.generate_presigned_url(
         "upload_part",
         Params={"Bucket": bucket, "Key": key, "UploadId": upload_id, "PartNumber": number},
@@ -171,3 +174,18 @@ def object_copy(*, source: str, target: str) -> None:
 def object_delete(*, key: str) -> None:
     client, bucket = _s3()
     client.delete_object(Bucket=bucket, Key=key)
+
+
+def multipart_uploads_abort_stale(*, initiated_before, keep: set[str]) -> list[str]:
+    """Abort every incomplete multipart upload in the bucket, under any prefix (bundles/,
+    uploads/, submissions/...), begun before ``initiated_before``, except the upload ids in
+    ``keep`` (browser uploads still open). Returns the keys whose upload was aborted."""
+    client, bucket = _s3()
+    aborted = []
+    for page in client.get_paginator("list_multipart_uploads").paginate(Bucket=bucket):
+        for upload in page.get("Uploads", []):
+            if upload["UploadId"] in keep or upload["Initiated"] >= initiated_before:
+                continue
+            multipart_abort(key=upload["Key"], upload_id=upload["UploadId"])
+            aborted.append(upload["Key"])
+    return aborted

@@ -3,7 +3,12 @@ from datetime import timedelta
 from celery import shared_task
 from django.conf import settings
 
-from leaderboard.uploads.services import upload_finish, upload_temp_files_sweep, uploads_expire
+from leaderboard.uploads.services import (
+    multipart_uploads_sweep,
+    upload_finish,
+    upload_temp_files_sweep,
+    uploads_expire,
+)
 
 
 @shared_task
@@ -18,6 +23,12 @@ def sweep_upload_temp_files() -> int:
     return upload_temp_files_sweep(
         older_than=timedelta(seconds=settings.UPLOAD_TEMP_MAX_AGE_SECONDS)
     )
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def sweep_incomplete_multipart_uploads() -> int:
+    """Run by beat: aborts incomplete multipart uploads older than MULTIPART_ABORT_HOURS."""
+    return len(multipart_uploads_sweep(older_than=timedelta(hours=settings.MULTIPART_ABORT_HOURS)))
 
 
 # Idempotent by its claim (finishing -> validating), so a message delivered again is harmless.

@@ -127,12 +127,19 @@
   async function startOrResume(file) {
     const key = resumeKey(file);
     const saved = JSON.parse(localStorage.getItem(key) || "null");
-    if (saved && JSON.stringify(saved.fields) === JSON.stringify(formFields())) {
-      const found = await api(saved.state);
-      if (found.ok && found.body.status === "uploading") {
+    if (saved) {
+      const same = JSON.stringify(saved.fields) === JSON.stringify(formFields());
+      const found = await api(saved.state).catch(() => ({ status: 0, ok: false, body: {} }));
+      if (same && found.ok && found.body.status === "uploading") {
         say(`Resuming: the server already holds ${formatBytes(found.body.received)}.`);
         return found.body;
       }
+      if (same && (found.status === 0 || found.status >= 500)) {
+        // The server or its storage did not answer: the upload is kept, to resume once it does.
+        throw new UploadFailure(found.body.detail || found.body.error || "the server did not answer");
+      }
+      // Starting over: the old upload is given up now, so it stops counting against the limits.
+      if (saved.cancel) await api(saved.cancel, { method: "POST" }).catch(() => null);
     }
     localStorage.removeItem(key);
     const data = new FormData(form);
@@ -145,7 +152,14 @@
       showErrors(started.body.messages || [started.body.error]);
       throw new UploadFailure(started.body.error);
     }
-    localStorage.setItem(key, JSON.stringify({ state: started.body.urls.state, fields: formFields() }));
+    localStorage.setItem(
+      key,
+      JSON.stringify({
+        state: started.body.urls.state,
+        cancel: started.body.urls.cancel,
+        fields: formFields(),
+      })
+    );
     return started.body;
   }
 

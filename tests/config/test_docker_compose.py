@@ -208,8 +208,12 @@ def test_backing_services_have_healthchecks_and_volumes(compose, services):
 # --- Environment vs settings ----------------------------------------------------------------
 
 
+# Read by gunicorn, not the settings: its worker count.
+GUNICORN_ENV = {"WEB_CONCURRENCY"}
+
+
 def test_every_shared_env_name_is_read_by_settings(shared_env):
-    unknown = set(shared_env) - settings_env_names()
+    unknown = set(shared_env) - settings_env_names() - GUNICORN_ENV
     assert not unknown, f"set in compose but read nowhere in config/: {sorted(unknown)}"
 
 
@@ -325,8 +329,9 @@ def test_settings_resolve_to_postgres_s3_and_redis_with_the_compose_env(resolved
         5432,
         "floorboard",
     )
-    assert seen["storage_backend"] == "storages.backends.s3.S3Storage"
-    assert seen["storage_class"] == "storages.backends.s3.S3Storage"
+    # The site's S3 backend: django-storages' with bounded calls and SigV4 (config/storage.py).
+    assert seen["storage_backend"] == "config.storage.S3Storage"
+    assert seen["storage_class"] == "config.storage.S3Storage"
     assert seen["storage_endpoint"] == "http://s3:9000"
     assert seen["storage_bucket"] == resolved_env["AWS_STORAGE_BUCKET_NAME"]
     assert seen["broker_url"] == seen["celery_broker_url"] == "redis://redis:6379/0"
@@ -515,7 +520,8 @@ def test_the_upstream_is_the_web_services_gunicorn_port():
     assert nginx_values("upstream") == [["floorboard_web"]]
     port = bind.rsplit(":", 1)[1]
     assert [a for a in nginx_values("server") if a] == [[f"web:{port}"]]
-    assert nginx_values("proxy_pass") == [["http://floorboard_web"]]
+    # The site's server passes to gunicorn; the store listener (below) to the store.
+    assert nginx_values("proxy_pass") == [["http://floorboard_web"], ["http://s3:9000"]]
 
 
 def test_the_proxy_buffers_whole_requests_and_cuts_slow_clients_off():
@@ -525,15 +531,23 @@ def test_the_proxy_buffers_whole_requests_and_cuts_slow_clients_off():
     assert 0 < nginx_seconds(nginx_values("client_body_timeout")[0][0]) <= 60
 
 
-def test_the_body_limit_takes_a_chunk_and_a_whole_api_bundle(resolved_env):
-    from evaluation.benchmarks.mpbench.limits import MAX_BUNDLE_UNCOMPRESSED_BYTES
+def test_the_body_limit_takes_a_chunk_and_the_largest_upload_a_plug_in_allows(resolved_env):
+    """Every registered plug-in's upload limit (within the site ceiling Compose leaves it at)
+    fits in one API create: Duplex-MPE's is the largest."""
+    from evaluation.benchmarks import registry
     from leaderboard.uploads.services import ZIP_OVERHEAD_BYTES
 
+    ceiling = int(
+        resolved_env.get("FLOORBOARD_BUNDLE_MAX_UNCOMPRESSED_BYTES", 0)
+        or django_settings.BUNDLE_MAX_UNCOMPRESSED_BYTES
+    )
+    largest = max(min(plugin.max_upload_bytes, ceiling) for plugin in registry().values())
+    assert largest >= 32 * 1024**3  # Duplex-MPE's 48 GiB, at the 32 GiB site ceiling
     limit = nginx_bytes(nginx_values("client_max_body_size")[0][0])
     chunk = int(resolved_env["FLOORBOARD_UPLOAD_CHUNK_BYTES"])
     # A chunk arrives with its headers; an API create with the multipart envelope.
     assert limit >= chunk + 64 * 1024
-    assert limit >= MAX_BUNDLE_UNCOMPRESSED_BYTES + ZIP_OVERHEAD_BYTES + 1024**2
+    assert limit >= largest + ZIP_OVERHEAD_BYTES + 1024**2
 
 
 def _proxy_settings(resolved_env) -> dict:
@@ -592,11 +606,11 @@ def test_the_proxy_sets_the_headers_the_settings_trust(resolved_env):
 def test_the_proxy_ends_tls_on_a_published_port(services):
     """$scheme is "https" only on a listener nginx serves TLS on, with the certificate and key
     compose mounts; the plain listener stays for the redirect to HTTPS."""
-    listens = nginx_values("listen")
+    listens = [args for args in nginx_values("listen") if args[0] != STORE_PORT]
     tls = [args for args in listens if "ssl" in args[1:]]
     plain = [args for args in listens if "ssl" not in args[1:]]
     assert len(tls) == 1 and len(plain) == 1
-    published = {port.split(":")[-1] for port in services[PROXY]["ports"]}
+    published = {port.split(":")[-1] for port in services[PROXY]["ports"]} - {STORE_PORT}
     assert {tls[0][0], plain[0][0]} == published
     mounts = {volume.split(":")[1]: volume.split(":")[0] for volume in services[PROXY]["volumes"]}
     for directive in ("ssl_certificate", "ssl_certificate_key"):
@@ -660,3 +674,136 @@ def test_the_image_runs_several_web_workers():
     env = [rest for keyword, rest in _instructions() if keyword == "ENV"]
     workers = [int(e.split("=", 1)[1]) for e in env if e.startswith("WEB_CONCURRENCY=")]
     assert workers and workers[-1] >= 2
+
+
+# --- Storage ---------------------------------------------------------------------------------
+
+# The proxy's listener for browsers reaching the store (docker/nginx.conf).
+STORE_PORT = "9000"
+STORAGE_SETTINGS = (
+    "FLOORBOARD_S3_PUBLIC_ENDPOINT_URL",
+    "FLOORBOARD_CONTENT_SECURITY_POLICY",
+    "FLOORBOARD_STORAGE_CONNECT_TIMEOUT_SECONDS",
+    "FLOORBOARD_STORAGE_READ_TIMEOUT_SECONDS",
+    "FLOORBOARD_STORAGE_MAX_ATTEMPTS",
+    "FLOORBOARD_HEALTH_STORAGE_TIMEOUT_SECONDS",
+    "FLOORBOARD_MULTIPART_ABORT_HOURS",
+    "FLOORBOARD_PLAIN_HTTP",
+    "FLOORBOARD_SITE_URL",
+    "DJANGO_EMAIL_HOST",
+    "DJANGO_EMAIL_PORT",
+    "DJANGO_EMAIL_HOST_USER",
+    "DJANGO_EMAIL_HOST_PASSWORD",
+    "DJANGO_DEFAULT_FROM_EMAIL",
+    "WEB_CONCURRENCY",
+)
+_STORAGE_PROBE = """
+import json, django
+django.setup()
+from django.conf import settings as s
+from django.core.files.storage import default_storage
+from django.test import Client
+config = default_storage.connection.meta.client.meta.config
+home = Client().get("/no-such-page/", HTTP_HOST="localhost:8000")
+print(json.dumps({
+    "csp": s.CONTENT_SECURITY_POLICY, "link": default_storage.url("a/b.wav"),
+    "connect": config.connect_timeout, "read": config.read_timeout,
+    "attempts": config.retries["total_max_attempts"],
+    "health_timeout": s.HEALTH_STORAGE_TIMEOUT_SECONDS, "abort_hours": s.MULTIPART_ABORT_HOURS,
+    "ssl_redirect": s.SECURE_SSL_REDIRECT, "secure_cookies": s.SESSION_COOKIE_SECURE,
+    "hsts": s.SECURE_HSTS_SECONDS, "home": home.status_code,
+    "beat": sorted(entry["task"] for entry in s.CELERY_BEAT_SCHEDULE.values()),
+}))
+"""
+
+
+def _compose_settings(resolved_env, **host: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in settings_env_names()}
+    env.update(resolved_env, **host)
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    result = subprocess.run(
+        [sys.executable, "-c", _STORAGE_PROBE],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_every_storage_and_operator_setting_is_in_the_env_block(shared_env):
+    assert set(STORAGE_SETTINGS) <= set(shared_env)
+
+
+def test_the_store_browsers_reach_is_the_proxys_published_listener(resolved_env, services):
+    public = urlsplit(resolved_env["FLOORBOARD_S3_PUBLIC_ENDPOINT_URL"])
+    published = {
+        port.split(":")[-1]: interpolate(port, HOST_ENV).split(":")[0]
+        for port in services[PROXY]["ports"]
+    }
+    assert str(public.port) == published[STORE_PORT]
+    assert [STORE_PORT] in nginx_values("listen")
+    assert ["Host", "$http_host"] in nginx_values("proxy_set_header")
+    assert ["http://s3:9000"] in nginx_values("proxy_pass")
+
+
+def test_the_compose_settings_bound_storage_and_let_browsers_reach_it(resolved_env):
+    seen = _compose_settings(resolved_env)
+    public = resolved_env["FLOORBOARD_S3_PUBLIC_ENDPOINT_URL"]
+    for directive in ("connect-src", "media-src"):
+        assert re.search(rf"{directive} [^;]*{re.escape(public)}", seen["csp"]), seen["csp"]
+    assert (
+        seen["link"].startswith(public + "/") and "X-Amz-Algorithm=AWS4-HMAC-SHA256" in seen["link"]
+    )
+    assert (seen["connect"], seen["read"], seen["attempts"]) == (
+        float(resolved_env["FLOORBOARD_STORAGE_CONNECT_TIMEOUT_SECONDS"]),
+        float(resolved_env["FLOORBOARD_STORAGE_READ_TIMEOUT_SECONDS"]),
+        int(resolved_env["FLOORBOARD_STORAGE_MAX_ATTEMPTS"]),
+    )
+    assert seen["health_timeout"] < 1.0
+    assert "leaderboard.uploads.tasks.sweep_incomplete_multipart_uploads" in seen["beat"]
+    # HTTPS by default: plain HTTP is redirected.
+    assert seen["ssl_redirect"] and seen["secure_cookies"] and seen["hsts"] > 0
+    assert seen["home"] == 301
+
+
+def test_the_plain_http_switch_serves_the_stack_over_http(resolved_env):
+    seen = _compose_settings(resolved_env, FLOORBOARD_PLAIN_HTTP="1")
+    assert not seen["ssl_redirect"] and not seen["secure_cookies"] and seen["hsts"] == 0
+    assert seen["home"] == 404  # answered over HTTP (no such page), not redirected
+
+
+def test_incomplete_multipart_uploads_are_aborted_by_the_bucket_job_and_the_store(
+    resolved_env, services
+):
+    hours = float(resolved_env["FLOORBOARD_MULTIPART_ABORT_HOURS"])
+    job = services["createbucket"]
+    rule = json.loads(as_mapping(job["environment"])["ABORT_RULE"])
+    [only] = rule["Rules"]
+    assert only["Status"] == "Enabled" and only["Filter"] == {"Prefix": ""}  # every prefix
+    assert only["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"] * 24 == hours
+    script = as_argv(job["entrypoint"])[-1]
+    assert "mc ilm import" in script and '"$ABORT_RULE"' in interpolate(script, HOST_ENV)
+    minio = {
+        k: interpolate(v, HOST_ENV) for k, v in as_mapping(services["s3"]["environment"]).items()
+    }
+    assert minio["MINIO_API_STALE_UPLOADS_EXPIRY"] == f"{hours:g}h"
+
+
+def test_docker_env_documents_every_setting_it_names():
+    """docker/.env: every variable it names is one compose reads; the storage ones are there."""
+    text = (DOCKER_DIR / ".env").read_text()
+    named = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]*)=", text, flags=re.M))
+    compose_text = COMPOSE_FILE.read_text()
+    for name in named:
+        assert "${" + name in compose_text, name
+    for name in (
+        "FLOORBOARD_PLAIN_HTTP",
+        "FLOORBOARD_S3_PUBLIC_ENDPOINT_URL",
+        "FLOORBOARD_CONTENT_SECURITY_POLICY",
+        "FLOORBOARD_STORAGE_READ_TIMEOUT_SECONDS",
+        "FLOORBOARD_SITE_URL",
+    ):
+        assert name in named, name

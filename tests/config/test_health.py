@@ -178,6 +178,7 @@ def test_concurrent_requests_share_one_probe(settings, storage_writes, monkeypat
     """Requests arriving together while the first probe is in flight wait for its outcome
     instead of writing their own."""
     settings.HEALTH_STORAGE_PROBE_SECONDS = 60.0
+    settings.HEALTH_STORAGE_TIMEOUT_SECONDS = 5.0
     real_probe = health.storage_probe
 
     def slow_probe():
@@ -203,3 +204,27 @@ def test_concurrent_requests_share_one_probe(settings, storage_writes, monkeypat
         thread.join(10)
     assert outcomes == ["ok"] * 8
     assert len(storage_writes) == 1
+
+
+def test_a_probe_that_never_answers_costs_a_request_the_timeout_only(client, settings, monkeypatch):
+    """The store hangs (the probe blocks): the request answers 503 after the shipped wait, the
+    next ones of the interval at once, and the probe's late outcome is what they report."""
+    release = threading.Event()
+
+    def hung_probe():
+        release.wait(30)
+
+    monkeypatch.setattr(health, "storage_probe", hung_probe)
+    started = time.monotonic()
+    first = get(client)
+    waited = time.monotonic() - started
+    assert first.status_code == 503 and first.json()["failing"] == ["storage"]
+    assert settings.HEALTH_STORAGE_TIMEOUT_SECONDS <= waited < 1.0
+    started = time.monotonic()
+    assert get(client).status_code == 503
+    assert time.monotonic() - started < 0.2
+    release.set()  # the store answers after all: the probe records it
+    deadline = time.monotonic() + 5
+    while get(client).status_code != 200:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)

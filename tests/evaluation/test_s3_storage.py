@@ -8,7 +8,7 @@ import pytest
 from config.celery import app as celery_app
 from evaluation.models import TaskResult
 from evaluation.services import submission_create
-from tests.conftest import copy_examples, wav_file, zip_tree
+from tests.conftest import copy_examples, s3_storage_options, wav_file, zip_tree
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,21 +26,7 @@ def s3_storage(s3_server, settings, monkeypatch):
     )
     bucket = f"floorboard-{time.monotonic_ns()}"
     client.create_bucket(Bucket=bucket)
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "storages.backends.s3.S3Storage",
-            "OPTIONS": {
-                "bucket_name": bucket,
-                "endpoint_url": s3_server,
-                "region_name": "us-east-1",
-                "access_key": "test",
-                "secret_key": "test",
-                "file_overwrite": True,
-                "querystring_expire": 300,
-            },
-        },
-    }
+    settings.STORAGES = {**settings.STORAGES, "default": s3_storage_options(s3_server, bucket)}
     celery_app.conf.task_always_eager = True
     yield client, bucket
     celery_app.conf.task_always_eager = False

@@ -12,6 +12,7 @@ import pytest
 from config.celery import app as celery_app
 from evaluation.models import TaskResult
 from evaluation.services import benchmark_import, submission_create
+from tests.conftest import s3_storage_options
 
 from .conftest import write_tree, zip_upload
 from .test_pipeline import AsrServer, rate, truth
@@ -27,15 +28,7 @@ def s3_bucket(s3_server, settings, monkeypatch):
                           aws_access_key_id="test", aws_secret_access_key="test")  # fmt: skip
     bucket = f"floorboard-{time.monotonic_ns()}"
     client.create_bucket(Bucket=bucket)
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "storages.backends.s3.S3Storage",
-            "OPTIONS": {"bucket_name": bucket, "endpoint_url": s3_server,
-                        "region_name": "us-east-1", "access_key": "test", "secret_key": "test",
-                        "file_overwrite": True, "querystring_expire": 300},
-        },
-    }  # fmt: skip
+    settings.STORAGES = {**settings.STORAGES, "default": s3_storage_options(s3_server, bucket)}
     celery_app.conf.task_always_eager = True
     yield client, bucket
     celery_app.conf.task_always_eager = False

@@ -19,7 +19,7 @@ from django.contrib.auth.models import User
 from config.celery import app as celery_app
 from evaluation.models import Membership, Team
 from leaderboard.uploads import storage
-from tests.conftest import copy_examples, wav_file, zip_tree
+from tests.conftest import copy_examples, s3_storage_options, wav_file, zip_tree
 
 EXAMPLE_TASK = "scenario_argument-diag_1001-tier_2-task_0"
 S3_PART = 5 * 1024 * 1024  # the smallest part S3 accepts, so a test bundle spans several
@@ -113,20 +113,7 @@ def bucket(s3_server, settings, monkeypatch):
     )
     name = f"floorboard-{time.monotonic_ns()}"
     client.create_bucket(Bucket=name)
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "storages.backends.s3.S3Storage",
-            "OPTIONS": {
-                "bucket_name": name,
-                "endpoint_url": s3_server,
-                "region_name": "us-east-1",
-                "access_key": "test",
-                "secret_key": "test",
-                "file_overwrite": True,
-            },
-        },
-    }
+    settings.STORAGES = {**settings.STORAGES, "default": s3_storage_options(s3_server, name)}
     monkeypatch.setattr(storage, "S3_PART_BYTES", S3_PART)
     celery_app.conf.task_always_eager = True
     yield client, name

@@ -141,3 +141,33 @@ def test_bundle_size_limits_are_the_benchmarks_own(mpbench, tmp_path, monkeypatc
     assert "exceeds the limit of 1,000 bytes" in str(report.problems[0])
     settings.BUNDLE_MAX_UNCOMPRESSED_BYTES = 500  # the site-wide ceiling, when smaller, wins
     assert upload_limits(mpbench).max_bytes == 500
+
+
+def test_the_web_process_sweeps_its_own_temporary_files(tmp_path):
+    """A web container's request temp files are where it wrote them: the WSGI application
+    sweeps them itself (beat's sweep runs in a worker container and never sees them)."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "web-tmp"
+    folder.mkdir()
+    stale, fresh = folder / "tmpkilled.upload.zip", folder / "tmplive.upload.zip"
+    stale.write_bytes(b"x" * 1000)
+    fresh.write_bytes(b"y")
+    two_hours_ago = time.time() - 7200
+    os.utime(stale, (two_hours_ago, two_hours_ago))
+    env = {
+        **os.environ,
+        "DJANGO_DEBUG": "1",
+        "FLOORBOARD_VAR_DIR": str(tmp_path / "var"),
+        "FLOORBOARD_UPLOAD_TEMP_DIR": str(folder),
+        "FLOORBOARD_UPLOAD_TEMP_MAX_AGE_SECONDS": "3600",
+    }
+    env.pop("DATABASE_URL", None)
+    script = "import time, config.wsgi; time.sleep(1)"
+    root = Path(__file__).resolve().parents[3]
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert not stale.exists() and fresh.exists()

@@ -151,3 +151,31 @@ def test_part_size_grows_for_very_large_bundles():
     part = storage.s3_part_bytes(size)
     assert part % (1024 * 1024) == 0 and part * 10_000 >= size > (part - 1024 * 1024) * 10_000
     assert storage.s3_part_size(11, 5, 3) == 1 and storage.s3_part_size(10, 5, 2) == 5
+
+
+def test_the_sweep_aborts_stale_multipart_uploads_under_every_prefix_but_open_ones(
+    client, people, mpbench, make_bundle, bucket, settings
+):
+    """What a store cut mid-put or mid-copy leaves (under bundles/, submissions/...) is aborted
+    once older than FLOORBOARD_MULTIPART_ABORT_HOURS; a browser upload still open is kept."""
+    from leaderboard.uploads.tasks import sweep_incomplete_multipart_uploads
+
+    s3, name = bucket
+    left = [
+        s3.create_multipart_upload(Bucket=name, Key=key)["UploadId"]
+        for key in ("bundles/7-abc.zip", "submissions/7/t/response.wav", "healthz/x.txt")
+    ]
+    s3.upload_part(Bucket=name, Key="bundles/7-abc.zip", UploadId=left[0], PartNumber=1, Body=b"x")
+    client.force_login(people.alice)
+    state = start(client, make_bundle().read_bytes())
+    open_key = Upload.objects.get(pk=state["id"]).s3_key
+    # Younger than the age, nothing is touched (the S3 server dates every upload 2010-11-10,
+    # so an age of a century is what makes them young).
+    settings.MULTIPART_ABORT_HOURS = 100 * 365 * 24
+    assert sweep_incomplete_multipart_uploads() == 0
+    assert len(open_multiparts(s3, name)) == 4
+    # Past it: all but the open upload's are aborted.
+    settings.MULTIPART_ABORT_HOURS = 1
+    assert sweep_incomplete_multipart_uploads() == 3
+    assert [u["Key"] for u in open_multiparts(s3, name)] == [open_key]
+    assert keys(s3, name) == set()
