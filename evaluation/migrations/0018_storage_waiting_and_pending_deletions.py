@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0016_submission_stored_bytes'),
+        ('evaluation', '0017_judgments_scoped_by_team'),
     ]
 
     operations = [
