@@ -327,8 +327,16 @@ def audio_members_check(path, limits: AudioLimits, report: ValidationReport) -> 
     fine = True
     with archive:
         for info in archive.infolist():
-            if info.is_dir() or not info.filename.lower().endswith(RATIO_EXEMPT_SUFFIXES):
+            name = info.filename
+            if info.is_dir() or not name.lower().endswith(RATIO_EXEMPT_SUFFIXES):
                 continue
+            if (
+                _unsafe_path_reason(name)
+                or _is_link(info)
+                or info.flag_bits & 0x1
+                or name.startswith(IGNORED_PREFIXES)
+            ):
+                continue  # scan_zip refuses or skips it, and says so
             problem = wav_member_problem(archive, info, limits)
             if problem:
                 report.add(f"not accepted as audio: {problem}", file=info.filename)
