@@ -45,6 +45,7 @@ from evaluation.models import Benchmark, Judge, System
 from evaluation.run_config import CONTAMINATION, MODALITIES
 from leaderboard import charts
 from leaderboard.judges import JudgeInvalid, benchmark_rescore, judge_create
+from leaderboard.response_cache import reader_cached
 from leaderboard.selectors import (
     SORT_RANK,
     SORT_SYSTEM,
@@ -320,6 +321,7 @@ def _columns(board: Board):
 # --- Pages ----------------------------------------------------------------------------------
 
 
+@reader_cached("site")
 def benchmark_list(request):
     """Every benchmark with what it measures, its size, how many systems its board holds and
     who leads it (under the board's default judge, as the viewer may see it)."""
@@ -471,6 +473,7 @@ def _board_table(request, board: Board, columns) -> dict:
     return table
 
 
+@reader_cached("board")
 def leaderboard_page(request, slug: str):
     try:
         board = _board(request, slug)
@@ -679,6 +682,7 @@ BOARD_PARAMETERS = [
 ]
 
 
+@reader_cached("board")
 @extend_schema(
     parameters=BOARD_PARAMETERS,
     responses=OpenApiResponse(OpenApiTypes.OBJECT, description="The board's rows and columns"),
@@ -753,6 +757,7 @@ def _yes_no_cell(value) -> str:
     return "" if value is None else ("yes" if value else "no")
 
 
+@reader_cached("board")
 @require_GET
 @throttled_like_the_api
 def leaderboard_csv(request, slug: str):
@@ -811,6 +816,7 @@ def leaderboard_csv(request, slug: str):
     return response
 
 
+@reader_cached("board")
 @require_GET
 @throttled_like_the_api
 def leaderboard_charts(request, slug: str):
@@ -851,9 +857,9 @@ def leaderboard_charts(request, slug: str):
             else charts.empty_figures_json()
         )
         cache.set(key, figures, CHART_CACHE_SECONDS)
-    response = HttpResponse(figures, content_type="application/json")
-    response["Cache-Control"] = "private, no-cache"
-    return response
+    # Cache-Control and validators: leaderboard/response_cache.py (private for a signed-in
+    # reader, whose points may include their team's private rows).
+    return HttpResponse(figures, content_type="application/json")
 
 
 def system_page(request, pk: int):
@@ -882,6 +888,7 @@ def system_page(request, pk: int):
 # --- Judges ---------------------------------------------------------------------------------
 
 
+@reader_cached("board")
 def judge_agreement_page(request, slug: str):
     """Raw agreement and Cohen's kappa per pair of judges, over what the viewer may see; cached
     until a score, a judge or visibility changes."""

@@ -19,6 +19,7 @@ from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import BenchmarkPlugin
 from evaluation.models import Benchmark
 from evaluation.slices import ALPHA, MIN_TASKS, metric_methods
+from leaderboard.response_cache import reader_cached
 from leaderboard.selectors import board_columns
 from leaderboard.views import ranking_note
 
@@ -75,6 +76,7 @@ def _metric_rows(benchmark: Benchmark) -> list[dict]:
     return rows
 
 
+@reader_cached("board")
 @require_safe
 def benchmark_about(request, slug: str):
     benchmark = get_object_or_404(Benchmark, slug=slug)

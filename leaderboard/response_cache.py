@@ -1,0 +1,141 @@
+"""Whole responses of the public pages for readers without a session, from the shared response
+cache, and validators (ETag, Last-Modified) so that a returning reader gets a 304.
+
+A view opts in with ``@reader_cached("board")`` (its pages change with one benchmark's board
+state, found from its ``slug``) or ``@reader_cached("site")`` (with every board's). For a GET
+without a session cookie, a messages cookie or an Authorization header, the response is what an
+anonymous visitor sees, so it is kept under a key made of everything else that changes it: the
+address (scheme, host, path, query string in a canonical order), whether it is compressed, and
+the board state (evaluation/board_state.py), which changes with any score, publication,
+withdrawal, moderation or anonymity switch. Signed-in readers never get a stored response (their
+header is their own, and they may see private rows): their page is computed, around a table
+cached per viewer class (leaderboard/selectors.py board_cache_key).
+
+The middleware sits outside the compression middleware, so a stored response is stored
+compressed and served without running any view, template or query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.core.cache import caches
+from django.http import HttpResponse
+from django.urls import Resolver404, resolve
+from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
+from django.utils.http import http_date
+
+from evaluation.board_state import RESPONSE_CACHE, board_state, site_state
+
+ACCEPTS_GZIP = re.compile(r"\bgzip\b")
+SCOPES = ("board", "site")
+
+
+def reader_cached(scope: str):
+    """Mark a view whose anonymous GET responses may be served from the response cache."""
+    if scope not in SCOPES:
+        raise ValueError(f"reader_cached: unknown scope {scope!r}; one of {', '.join(SCOPES)}")
+
+    def mark(view):
+        view.reader_cache = scope
+        return view
+
+    return mark
+
+
+def reader_without_session(request) -> bool:
+    """Whether the request can only be an anonymous visitor's: no session (so no signed-in
+    user and no flash messages kept in it), no messages cookie, no API token."""
+    return not (
+        settings.SESSION_COOKIE_NAME in request.COOKIES
+        or "messages" in request.COOKIES
+        or "HTTP_AUTHORIZATION" in request.META
+    )
+
+
+def _scope(request):
+    if request.method != "GET":
+        return None
+    try:
+        match = resolve(request.path_info)
+    except Resolver404:
+        return None
+    scope = getattr(match.func, "reader_cache", None)
+    if scope is None:
+        return None
+    return scope, match.kwargs
+
+
+def response_key(request, token: str) -> str:
+    query = urlencode(sorted(request.GET.lists()), doseq=True)
+    gzip = bool(ACCEPTS_GZIP.search(request.META.get("HTTP_ACCEPT_ENCODING", "")))
+    parts = [request.scheme, request.get_host(), request.path, query, str(gzip), token]
+    return "response-v1:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _etag(content: bytes) -> str:
+    return f'"{hashlib.md5(content, usedforsecurity=False).hexdigest()}"'
+
+
+def _storable(response) -> bool:
+    return (
+        response.status_code == 200
+        and not response.streaming
+        and not response.cookies
+        and "private" not in response.get("Cache-Control", "")
+        and "no-store" not in response.get("Cache-Control", "")
+    )
+
+
+class ReaderCacheMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        scope = _scope(request)
+        if scope is None:
+            return self.get_response(request)
+        kind, kwargs = scope
+        if not reader_without_session(request):
+            return self._personal(request, self.get_response(request))
+        state = board_state(slug=kwargs.get("slug", "")) if kind == "board" else site_state()
+        if state is None:  # no such benchmark: the view answers
+            return self.get_response(request)
+        cache = caches[RESPONSE_CACHE]
+        key = response_key(request, state.token)
+        stored = cache.get(key) if settings.RESPONSE_CACHE else None
+        if stored is not None:
+            status, content, headers = stored
+            response = HttpResponse(content, status=status)
+            for name, value in headers:
+                response[name] = value
+        else:
+            response = self.get_response(request)
+            if not _storable(response):
+                return response
+            response["ETag"] = _etag(response.content)
+            response["Last-Modified"] = http_date(state.modified)
+            patch_cache_control(response, public=True, max_age=0, must_revalidate=True)
+            patch_vary_headers(response, ("Cookie", "Authorization"))
+            if settings.RESPONSE_CACHE:
+                stored = (response.status_code, response.content, list(response.items()))
+                cache.set(key, stored, settings.RESPONSE_CACHE_SECONDS)
+        return get_conditional_response(
+            request,
+            etag=response["ETag"],
+            last_modified=int(state.modified),
+            response=response,
+        )
+
+    def _personal(self, request, response):
+        """A signed-in reader's page: never stored, validated by its own content."""
+        if response.status_code != 200 or response.streaming:
+            return response
+        patch_cache_control(response, private=True, no_cache=True)
+        patch_vary_headers(response, ("Cookie", "Authorization"))
+        if not response.has_header("ETag"):
+            response["ETag"] = _etag(response.content)
+        return get_conditional_response(request, etag=response["ETag"], response=response)
