@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 import plotly
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
@@ -679,7 +680,25 @@ BOARD_PARAMETERS = [
         enum=list(CONTAMINATION),
         description="Only runs that disclosed this about the benchmark's data in training",
     ),
+    OpenApiParameter(
+        "page",
+        int,
+        description="Which page of rows, from 1 (FLOORBOARD_API_BOARD_PAGE_SIZE rows a page, "
+        "50 by default); count, pages, next and previous say where the others are",
+    ),
+    OpenApiParameter("rows", str, enum=["all"], description="all: every row on one page"),
 ]
+
+
+def _page_number(params) -> int:
+    raw = params.get("page", "")
+    if not raw:
+        return 1
+    if params.get("rows") == "all":
+        raise BadBoardQuery("page: rows=all gives every row on one page; ask for one or the other")
+    if not raw.isdigit() or int(raw) < 1:
+        raise BadBoardQuery(f"page: {raw!r} is not a page number (1, 2, ...)")
+    return int(raw)
 
 
 @reader_cached("board")
@@ -689,19 +708,55 @@ BOARD_PARAMETERS = [
 )
 @api_view(["GET"])
 def leaderboard_api(request, slug: str):
-    """The board's rows as JSON, with the same parameters as the page and every row it has (the
-    page shows the first ones). flags.verified means scored here from the submitted bundle;
+    """The board's rows as JSON, with the same parameters as the page, a page of rows at a time
+    (rows=all: every row). flags.verified means scored here from the submitted bundle;
     flags.staff_verified that staff checked it. intervals are 95% intervals in the metric's
     unit, by the metric's declared method (null without counts, e.g. a paper's row)."""
     try:
         board = _board(request, slug)
+        page = _page_number(request.GET)
     except BadBoardQuery as exc:
         return Response({"detail": str(exc)}, status=400)
     columns = _columns(board)
-    entries = _entries(board, request.user)
     state = board.state
+    size = None if state.all_rows else settings.API_BOARD_PAGE_SIZE
+    if size is None:
+        entries = _entries(board, request.user)
+        count = len(entries)
+    else:
+        entries = _entries(board, request.user, limit=page * size)[(page - 1) * size :]
+        # Counted apart whatever the size, so a page's queries stay the same at any size.
+        count = leaderboard_count(
+            benchmark=board.benchmark,
+            judge=board.judge,
+            user=request.user,
+            filters=state.filters,
+            split=state.split,
+        )
+    pages = max(1, math.ceil(count / size)) if size else 1
+    if page > pages:
+        return Response(
+            {"detail": f"page: {page} is past the last page; this board has {pages}"}, status=404
+        )
+    address = reverse("leaderboard-api", args=[board.benchmark.slug])
+
+    def page_link(number: int) -> str | None:
+        if not 1 <= number <= pages or size is None:
+            return None
+        return request.build_absolute_uri(
+            address + state.query(page=str(number) if number > 1 else "")
+        )
+
     return Response(
         {
+            # Rows in all, this page's number and size (null: every row, rows=all), and the
+            # addresses of its neighbours.
+            "count": count,
+            "page": page,
+            "pages": pages,
+            "page_size": size,
+            "next": page_link(page + 1),
+            "previous": page_link(page - 1),
             "benchmark": {"slug": board.benchmark.slug, "name": board.benchmark.name},
             "judge": _judge_json(board.judge),
             "judges": [j.slug for j in board.judges],
@@ -724,8 +779,9 @@ def leaderboard_api(request, slug: str):
                 }
                 for c in columns
             ],
+            # The board's view these rows come from (its first screen, however they are paged).
             "permalink": request.build_absolute_uri(
-                reverse("leaderboard", args=[board.benchmark.slug]) + state.query()
+                reverse("leaderboard", args=[board.benchmark.slug]) + state.query(rows="")
             ),
             "entries": [_entry_json(e, columns) for e in entries],
         }
