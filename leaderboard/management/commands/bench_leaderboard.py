@@ -133,6 +133,16 @@ def seed(
     return benchmark
 
 
+def clear_seeded() -> None:
+    """Every row an earlier seed made."""
+    old = Benchmark.objects.filter(slug__startswith=SLUG)
+    Score.objects.filter(submission__benchmark__in=old).delete()
+    Submission.objects.filter(benchmark__in=old).delete()
+    Judge.objects.filter(benchmark__in=old).delete()
+    old.delete()
+    System.objects.filter(name__startswith=SLUG).delete()
+
+
 def _p95(sorted_values: list[float]) -> float:
     return sorted_values[int(0.95 * (len(sorted_values) - 1))]
 
@@ -163,12 +173,7 @@ class Command(BaseCommand):
         # The board is measured, not the anonymous rate limit (600/minute by default).
         api_settings.DEFAULT_THROTTLE_RATES["anon"] = None
         api_settings.DEFAULT_THROTTLE_RATES["user"] = None
-        old = Benchmark.objects.filter(slug__startswith=SLUG)
-        Score.objects.filter(submission__benchmark__in=old).delete()
-        Submission.objects.filter(benchmark__in=old).delete()
-        Judge.objects.filter(benchmark__in=old).delete()
-        old.delete()
-        System.objects.filter(name__startswith=SLUG).delete()
+        clear_seeded()
         started = time.perf_counter()
         small = seed(systems=10, submissions=40, judges=judges, prefix="-small")
         large = seed(systems=systems, submissions=submissions, judges=judges, prefix="")
