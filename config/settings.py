@@ -238,6 +238,9 @@ RESPONSE_CACHE_SECONDS = env_int("FLOORBOARD_RESPONSE_CACHE_SECONDS", 600, minim
 # A board's state is read from the database at most this often; the services that change a
 # board say so at once, and anything else that changes its rows is seen within this long.
 BOARD_STATE_SECONDS = env_int("FLOORBOARD_BOARD_STATE_SECONDS", 5, minimum=0)
+# How long a proxy in front (docker/nginx.conf) may serve a stored public page without asking
+# again (X-Accel-Expires): what it adds to the time a change takes to reach readers. 0: never.
+PROXY_CACHE_SECONDS = env_int("FLOORBOARD_PROXY_CACHE_SECONDS", 2, minimum=0)
 # Rows per page of GET /api/benchmarks/<slug>/leaderboard/ (rows=all: every row).
 API_BOARD_PAGE_SIZE = env_int("FLOORBOARD_API_BOARD_PAGE_SIZE", 50, minimum=1)
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)

@@ -128,6 +128,9 @@ class ReaderCacheMiddleware:
             response["Last-Modified"] = http_date(state.modified)
             patch_cache_control(response, public=True, max_age=0, must_revalidate=True)
             patch_vary_headers(response, ("Cookie", "Authorization"))
+            if settings.PROXY_CACHE_SECONDS:
+                # For docker/nginx.conf's micro-cache; nginx keeps the header to itself.
+                response["X-Accel-Expires"] = str(settings.PROXY_CACHE_SECONDS)
             if settings.RESPONSE_CACHE:
                 stored = (response.status_code, response.content, list(response.items()))
                 cache.set(key, stored, settings.RESPONSE_CACHE_SECONDS)

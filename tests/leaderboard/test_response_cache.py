@@ -168,8 +168,11 @@ def test_a_returning_reader_gets_304s(settings, tmp_path):
         assert again.status_code == 304 and again.content == b"", address
         since = visitor.get(address, HTTP_IF_MODIFIED_SINCE=first["Last-Modified"])
         assert since.status_code == 304, address
+        # nginx may keep a visitor's page for a moment (docker/nginx.conf), never a member's.
+        assert first["X-Accel-Expires"] == "2"
         mine = member.get(address)
         assert "private" in mine["Cache-Control"] and mine["ETag"], address
+        assert not mine.has_header("X-Accel-Expires")
         # A signed-in page carries a fresh CSRF mask each time, so only its exports repeat.
         if not mine["Content-Type"].startswith("text/html"):
             assert member.get(address, HTTP_IF_NONE_MATCH=mine["ETag"]).status_code == 304
@@ -181,3 +184,24 @@ def test_a_returning_reader_gets_304s(settings, tmp_path):
     for address, tag in tags.items():
         changed = visitor.get(address, HTTP_IF_NONE_MATCH=tag)
         assert changed.status_code == 200 and changed["ETag"] != tag, address
+
+
+def test_the_proxy_keeps_only_what_the_application_marks_for_visitors():
+    import re
+
+    from tests.config.test_docker_compose import nginx_directives, nginx_values
+
+    assert nginx_values("proxy_cache") == [["floorboard_pages"]]
+    # No time of its own: only X-Accel-Expires (stored visitors' pages) makes nginx keep one.
+    assert nginx_values("proxy_cache_valid") == []
+    assert nginx_values("proxy_ignore_headers") == []
+    for directive in ("proxy_cache_bypass", "proxy_no_cache"):
+        assert nginx_values(directive) == [["$floorboard_session", "$http_authorization"]]
+    # The session map: a session or messages cookie anywhere in the header, and nothing else.
+    ((pattern, value),) = [(n, a) for n, a in nginx_directives() if n.startswith("~")]
+    assert value == ["1"]
+    session = re.compile(pattern[1:])
+    for header in ("sessionid=a1", "csrftoken=x; sessionid=a1", "csrftoken=x; messages=m"):
+        assert session.search(header), header
+    for header in ("csrftoken=x", "xsessionid=1", "theme=dark; notmessages=2"):
+        assert not session.search(header), header
