@@ -5,8 +5,8 @@ A view opts in with ``@reader_cached("board")`` (its pages change with one bench
 state, found from its ``slug``) or ``@reader_cached("site")`` (with every board's). For a GET
 without a session cookie, a messages cookie or an Authorization header, the response is what an
 anonymous visitor sees, so it is kept under a key made of everything else that changes it: the
-address (scheme, host, path, query string in a canonical order), whether it is compressed, and
-the board state (evaluation/board_state.py), which changes with any score, publication,
+address (scheme, host, path, query string in a canonical order), whether it is compressed, the
+Accept header (the API answers a browser with HTML), and the board state (evaluation/board_state.py), which changes with any score, publication,
 withdrawal, moderation or anonymity switch. Signed-in readers never get a stored response (their
 header is their own, and they may see private rows): their page is computed, around a table
 cached per viewer class (leaderboard/selectors.py board_cache_key).
@@ -80,7 +80,9 @@ def _scope_of_path(path: str):
 def response_key(request, token: str) -> str:
     query = urlencode(sorted(request.GET.lists()), doseq=True)
     gzip = bool(ACCEPTS_GZIP.search(request.META.get("HTTP_ACCEPT_ENCODING", "")))
-    parts = [request.scheme, request.get_host(), request.path, query, str(gzip), token]
+    # Accept chooses the API's rendering (JSON, or the browsable API's HTML).
+    accept = request.META.get("HTTP_ACCEPT", "")
+    parts = [request.scheme, request.get_host(), request.path, query, str(gzip), accept, token]
     return "response-v1:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 

@@ -205,3 +205,18 @@ def test_the_proxy_keeps_only_what_the_application_marks_for_visitors():
         assert session.search(header), header
     for header in ("csrftoken=x", "xsessionid=1", "theme=dark; notmessages=2"):
         assert not session.search(header), header
+
+
+def test_each_rendering_of_the_api_is_stored_apart(settings, tmp_path):
+    """A browser's Accept gets the browsable API's HTML, a script's the JSON: neither is
+    served the other's stored copy."""
+    settings.BOARD_STATE_SECONDS = 300
+    benchmark, plugin = every_plugin_board("toy-bench", settings, tmp_path, name="accept")
+    demo_runs_scored(benchmark, plugin, tmp_path, count=1)
+    address = f"/api/benchmarks/{benchmark.slug}/leaderboard/"
+    visitor = Client()
+    for _ in range(2):
+        page = visitor.get(address, HTTP_ACCEPT="text/html,application/xhtml+xml,*/*;q=0.8")
+        assert page["Content-Type"].startswith("text/html")
+        data = visitor.get(address, HTTP_ACCEPT="application/json")
+        assert data["Content-Type"] == "application/json" and data.json()["count"] == 1
