@@ -2,8 +2,8 @@
 
 Seeds the board bench_leaderboard seeds (--systems systems, --submissions scored and published
 submissions, --judges judges), then starts gunicorn in a process of its own with the Docker
-image's command and worker count (docker/Dockerfile: CMD and WEB_CONCURRENCY; --workers
-overrides it), DEBUG off, and drives it from another process: wrk where it is installed, else
+image's command and worker count (docker/Dockerfile's CMD and config/gunicorn.py: two per core
+plus one; --workers overrides it), DEBUG off, and drives it from another process: wrk where it is installed, else
 leaderboard/loadgen.py. Each page (the home page, the board's HTML, the JSON leaderboard's first
 page, a submission's page, which is not cached) is read by each number of --readers for --seconds, as a browser
 asks (gzip accepted, no cookie), and requests/s, p50, p95, p99 and errors are printed.
@@ -32,6 +32,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from config.gunicorn import workers_from
 from evaluation.board_state import board_changed
 from evaluation.models import Submission
 from leaderboard.management.commands.bench_leaderboard import SLUG, clear_seeded, seed
@@ -50,11 +51,12 @@ end
 
 
 def image_command() -> tuple[list[str], int]:
-    """The image's CMD and its WEB_CONCURRENCY, read from docker/Dockerfile."""
+    """The image's CMD, read from docker/Dockerfile, and the workers it runs here: its
+    WEB_CONCURRENCY if it sets one, else config/gunicorn.py's count for this machine."""
     text = DOCKERFILE.read_text()
     command = json.loads(re.findall(r"^CMD (\[.*\])$", text, re.MULTILINE)[-1])
     workers = re.findall(r"^ENV WEB_CONCURRENCY=(\d+)$", text, re.MULTILINE)
-    return command, int(workers[-1]) if workers else 1
+    return command, int(workers[-1]) if workers else workers_from({})
 
 
 class Command(BaseCommand):
