@@ -30,13 +30,18 @@ from django.utils.cache import get_conditional_response, patch_cache_control, pa
 from django.utils.http import http_date
 
 from evaluation.board_state import RESPONSE_CACHE, board_state, site_state
+from evaluation.models import Submission
 
 ACCEPTS_GZIP = re.compile(r"\bgzip\b")
-SCOPES = ("board", "site")
+SCOPES = ("board", "site", "submission")
 
 
 def reader_cached(scope: str):
-    """Mark a view whose anonymous GET responses may be served from the response cache."""
+    """Mark a view whose anonymous GET responses may be served from the response cache: its
+    pages change with one benchmark's board state (``board``, found from the view's ``slug``;
+    ``submission``, from its ``pk``) or with every board's (``site``). A response the view
+    marks ``reader_storable = False`` (a submission still being scored, whose progress the
+    board state does not follow) is served but not stored."""
     if scope not in SCOPES:
         raise ValueError(f"reader_cached: unknown scope {scope!r}; one of {', '.join(SCOPES)}")
 
@@ -86,6 +91,27 @@ def response_key(request, token: str) -> str:
     return "response-v1:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
+def _submission_board(pk) -> str:
+    """The slug of the submission's benchmark (never changes), remembered in the cache."""
+    cache = caches[RESPONSE_CACHE]
+    key = f"submission-board-v1:{pk}"
+    slug = cache.get(key)
+    if slug is None:
+        slug = (
+            Submission.objects.filter(pk=pk).values_list("benchmark__slug", flat=True).first() or ""
+        )
+        if slug:
+            cache.set(key, slug, None)
+    return slug
+
+
+def _state(kind: str, kwargs: dict):
+    if kind == "site":
+        return site_state()
+    slug = kwargs.get("slug", "") if kind == "board" else _submission_board(kwargs.get("pk"))
+    return board_state(slug=slug) if slug else None
+
+
 def _etag(content: bytes) -> str:
     return f'"{hashlib.md5(content, usedforsecurity=False).hexdigest()}"'
 
@@ -97,6 +123,7 @@ def _storable(response) -> bool:
         and not response.cookies
         and "private" not in response.get("Cache-Control", "")
         and "no-store" not in response.get("Cache-Control", "")
+        and getattr(response, "reader_storable", True)
     )
 
 
@@ -111,8 +138,8 @@ class ReaderCacheMiddleware:
         kind, kwargs = scope
         if not reader_without_session(request):
             return self._personal(request, self.get_response(request))
-        state = board_state(slug=kwargs.get("slug", "")) if kind == "board" else site_state()
-        if state is None:  # no such benchmark: the view answers
+        state = _state(kind, kwargs)
+        if state is None:  # no such benchmark or submission: the view answers
             return self.get_response(request)
         cache = caches[RESPONSE_CACHE]
         key = response_key(request, state.token)

@@ -18,6 +18,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from evaluation.benchmarks import registry
+from evaluation.board_state import board_changed
 from evaluation.identity import ANONYMOUS_NAME
 from evaluation.models import Membership, Submission, System, Team
 from evaluation.services import submission_create
@@ -146,6 +147,36 @@ def test_private_rows_and_headers_stay_with_their_reader(board):
     rival_page = _text(rival, board_page)
     assert outsider.username in rival_page and owner.username not in rival_page
     assert _shown_everywhere(rival, slug, NAME) == _addresses(slug)
+
+
+@pytest.mark.parametrize("board", SLUGS, indirect=True)
+def test_a_submission_page_is_stored_once_final(board):
+    benchmark, plugin, shown, owner, folder = board
+    address = f"/submissions/{shown.pk}/"
+    visitor = Client()
+    assert NAME in _text(visitor, address)
+    with CaptureQueriesContext(connection) as queries:
+        assert NAME in _text(visitor, address)
+    assert len(queries) == 0
+
+    team = Client()
+    team.force_login(owner)
+    assert team.post(f"/submissions/{shown.pk}/manage/anonymize/").status_code == 302
+    page = _text(visitor, address)
+    assert NAME not in page and ANONYMOUS_NAME in page
+    assert team.post(f"/submissions/{shown.pk}/manage/reveal/").status_code == 302
+    assert team.post(f"/submissions/{shown.pk}/manage/unpublish/").status_code == 302
+    assert visitor.get(address).status_code == 404
+    assert NAME in _text(team, address)  # its team still reads it
+
+    # Being scored again: its progress moves without the board's state, so it is not stored.
+    assert team.post(f"/submissions/{shown.pk}/manage/publish/").status_code == 302
+    Submission.objects.filter(pk=shown.pk).update(status=Submission.Status.JUDGING)
+    board_changed(benchmark_id=benchmark.pk)
+    _text(visitor, address)
+    with CaptureQueriesContext(connection) as queries:
+        assert "judging" in _text(visitor, address).lower()
+    assert len(queries) > 0
 
 
 def test_a_returning_reader_gets_304s(settings, tmp_path):

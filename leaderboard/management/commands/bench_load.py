@@ -5,7 +5,7 @@ submissions, --judges judges), then starts gunicorn in a process of its own with
 image's command and worker count (docker/Dockerfile's CMD and config/gunicorn.py: two per core
 plus one; --workers overrides it), DEBUG off, and drives it from another process: wrk where it is installed, else
 leaderboard/loadgen.py. Each page (the home page, the board's HTML, the JSON leaderboard's first
-page, a submission's page, which is not cached) is read by each number of --readers for --seconds, as a browser
+page, a scored submission's page) is read by each number of --readers for --seconds, as a browser
 asks (gzip accepted, no cookie), and requests/s, p50, p95, p99 and errors are printed.
 
 The whole run is made twice, with the response cache off (FLOORBOARD_RESPONSE_CACHE=0: every
