@@ -1,33 +1,37 @@
 """Whole responses of the public pages for readers without a session, from the shared response
 cache, and validators (ETag, Last-Modified) so that a returning reader gets a 304.
 
-A view opts in with ``@reader_cached("board")`` (its pages change with one benchmark's board
-state, found from its ``slug``) or ``@reader_cached("site")`` (with every board's). For a GET
-without a session cookie, a messages cookie or an Authorization header, the response is what an
-anonymous visitor sees, so it is kept under a key made of everything else that changes it: the
-address (scheme, host, path, query string in a canonical order), whether it is compressed, the
-Accept header (the API answers a browser with HTML), and the board state (evaluation/board_state.py), which changes with any score, publication,
-withdrawal, moderation or anonymity switch. Signed-in readers never get a stored response (their
-header is their own, and they may see private rows): their page is computed, around a table
-cached per viewer class (leaderboard/selectors.py board_cache_key).
+A view opts in with ``@reader_cached(scope)`` (see there). For a GET without a session cookie,
+a messages cookie or an Authorization header, the response is what an anonymous visitor sees,
+so it is kept under a key made of everything else that changes it: the address (scheme, host,
+path, query string in a canonical order), whether it is compressed, the Accept header (the API
+answers a browser with HTML), and the board state (evaluation/board_state.py), which changes
+with any score, publication, withdrawal, moderation or anonymity switch. Signed-in readers never
+get a stored response (their header is their own, and they may see private rows): their page is
+computed, around a table cached per viewer class (leaderboard/selectors.py board_cache_key).
 
 The middleware sits outside the compression middleware, so a stored response is stored
-compressed and served without running any view, template or query.
+compressed and served without running any view, template or query. A state read just before a
+change commits may be kept for up to FLOORBOARD_BOARD_STATE_SECONDS, as may one the change was
+not announced to (board_changed): that is the longest a reader waits for a change.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from functools import lru_cache
 from urllib.parse import urlencode
 
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
 from django.core.cache import caches
 from django.http import HttpResponse
 from django.urls import Resolver404, resolve
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
 from django.utils.http import http_date
+from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
 from evaluation.board_state import RESPONSE_CACHE, board_state, site_state
 from evaluation.models import Submission
@@ -36,17 +40,19 @@ ACCEPTS_GZIP = re.compile(r"\bgzip\b")
 SCOPES = ("board", "site", "submission")
 
 
-def reader_cached(scope: str):
+def reader_cached(scope: str, *, rate_limited: bool = False):
     """Mark a view whose anonymous GET responses may be served from the response cache: its
     pages change with one benchmark's board state (``board``, found from the view's ``slug``;
     ``submission``, from its ``pk``) or with every board's (``site``). A response the view
     marks ``reader_storable = False`` (a submission still being scored, whose progress the
-    board state does not follow) is served but not stored."""
+    board state does not follow) is served but not stored. ``rate_limited``: a stored copy is
+    served within the API's per-client rates too, as the view itself is."""
     if scope not in SCOPES:
         raise ValueError(f"reader_cached: unknown scope {scope!r}; one of {', '.join(SCOPES)}")
 
     def mark(view):
         view.reader_cache = scope
+        view.reader_rate_limited = rate_limited
         return view
 
     return mark
@@ -79,7 +85,23 @@ def _scope_of_path(path: str):
     scope = getattr(match.func, "reader_cache", None)
     if scope is None:
         return None
-    return scope, match.kwargs
+    return scope, match.kwargs, match.func.reader_rate_limited
+
+
+def api_rate_refusal(request) -> HttpResponse | None:
+    """A 429 with Retry-After when the client is past the API's rates (anonymous readers by
+    address, signed-in ones by account), else None."""
+    for throttle in (AnonRateThrottle(), UserRateThrottle()):
+        if not throttle.allow_request(request, None):
+            wait = max(1, math.ceil(throttle.wait() or 1))
+            response = HttpResponse(
+                f"Too many requests; try again in {wait} s.",
+                status=429,
+                content_type="text/plain; charset=utf-8",
+            )
+            response["Retry-After"] = str(wait)
+            return response
+    return None
 
 
 def response_key(request, token: str) -> str:
@@ -135,7 +157,7 @@ class ReaderCacheMiddleware:
         scope = _scope(request)
         if scope is None:
             return self.get_response(request)
-        kind, kwargs = scope
+        kind, kwargs, rate_limited = scope
         if not reader_without_session(request):
             return self._personal(request, self.get_response(request))
         state = _state(kind, kwargs)
@@ -145,6 +167,11 @@ class ReaderCacheMiddleware:
         key = response_key(request, state.token)
         stored = cache.get(key) if settings.RESPONSE_CACHE else None
         if stored is not None:
+            if rate_limited:
+                request.user = AnonymousUser()  # what the session would say: none is sent
+                refusal = api_rate_refusal(request)
+                if refusal is not None:
+                    return refusal
             status, content, headers = stored
             response = HttpResponse(content, status=status)
             for name, value in headers:

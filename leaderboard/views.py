@@ -36,7 +36,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
-from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
 from evaluation.benchmarks import get_plugin
 from evaluation.exports import csv_lines
@@ -46,7 +45,7 @@ from evaluation.models import Benchmark, Judge, System
 from evaluation.run_config import CONTAMINATION, MODALITIES
 from leaderboard import charts
 from leaderboard.judges import JudgeInvalid, benchmark_rescore, judge_create
-from leaderboard.response_cache import reader_cached
+from leaderboard.response_cache import api_rate_refusal, reader_cached
 from leaderboard.selectors import (
     SORT_RANK,
     SORT_SYSTEM,
@@ -701,7 +700,7 @@ def _page_number(params) -> int:
     return int(raw)
 
 
-@reader_cached("board")
+@reader_cached("board", rate_limited=True)
 @extend_schema(
     parameters=BOARD_PARAMETERS,
     responses=OpenApiResponse(OpenApiTypes.OBJECT, description="The board's rows and columns"),
@@ -794,17 +793,7 @@ def throttled_like_the_api(view):
 
     @wraps(view)
     def wrapped(request, *args, **kwargs):
-        for throttle in (AnonRateThrottle(), UserRateThrottle()):
-            if not throttle.allow_request(request, None):
-                wait = max(1, math.ceil(throttle.wait() or 1))
-                response = HttpResponse(
-                    f"Too many requests; try again in {wait} s.",
-                    status=429,
-                    content_type="text/plain; charset=utf-8",
-                )
-                response["Retry-After"] = str(wait)
-                return response
-        return view(request, *args, **kwargs)
+        return api_rate_refusal(request) or view(request, *args, **kwargs)
 
     return wrapped
 
@@ -813,7 +802,7 @@ def _yes_no_cell(value) -> str:
     return "" if value is None else ("yes" if value else "no")
 
 
-@reader_cached("board")
+@reader_cached("board", rate_limited=True)
 @require_GET
 @throttled_like_the_api
 def leaderboard_csv(request, slug: str):
@@ -872,7 +861,7 @@ def leaderboard_csv(request, slug: str):
     return response
 
 
-@reader_cached("board")
+@reader_cached("board", rate_limited=True)
 @require_GET
 @throttled_like_the_api
 def leaderboard_charts(request, slug: str):

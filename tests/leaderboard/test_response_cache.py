@@ -251,3 +251,30 @@ def test_each_rendering_of_the_api_is_stored_apart(settings, tmp_path):
         assert page["Content-Type"].startswith("text/html")
         data = visitor.get(address, HTTP_ACCEPT="application/json")
         assert data["Content-Type"] == "application/json" and data.json()["count"] == 1
+
+
+def test_a_stored_export_is_served_within_the_apis_rates(settings, monkeypatch, tmp_path):
+    """Serving a stored copy costs little, but a client past the API's rates is still refused,
+    as the view itself refuses it."""
+    from rest_framework.settings import api_settings
+    from rest_framework.throttling import SimpleRateThrottle
+
+    settings.BOARD_STATE_SECONDS = 300
+    benchmark, plugin = every_plugin_board("toy-bench", settings, tmp_path, name="rates")
+    demo_runs_scored(benchmark, plugin, tmp_path, count=1)
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"anon": "3/minute", "user": "5/minute"},
+    }
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", api_settings.DEFAULT_THROTTLE_RATES)
+    board = f"/benchmarks/{benchmark.slug}/"
+    for address in (
+        f"/api/benchmarks/{benchmark.slug}/leaderboard/",
+        f"{board}leaderboard.csv",
+        f"{board}charts.json",
+    ):
+        caches["default"].clear()
+        visitor = Client()
+        assert [visitor.get(address).status_code for _ in range(4)] == [200, 200, 200, 429]
+    # The board's page itself has no such rate.
+    assert {Client().get(board).status_code for _ in range(5)} == {200}
