@@ -11,7 +11,7 @@ PORT ?= 8000
 LOCAL_KEY := DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-floorboard-local-only-not-a-secret}"
 MANAGE := $(LOCAL_KEY) $(BIN)/python manage.py
 
-.PHONY: install demo test lint check-migrations bench bench-attacks soak clean lock
+.PHONY: install demo test lint check-migrations bench bench-attacks bench-load soak clean lock
 
 # Exact versions from the lock file (every dependency, direct or not), then the project itself.
 $(STAMP): pyproject.toml requirements-dev.lock
@@ -82,6 +82,12 @@ bench: install
 	$(MANAGE) bench_leaderboard
 	@case "$$DATABASE_URL" in postgres*) $(MANAGE) bench_assignment ;; \
 	  *) echo "bench_assignment needs PostgreSQL: set DATABASE_URL=postgres://..." ;; esac
+
+# The public pages under a crowd: gunicorn as the image runs it, driven from another process
+# (wrk where installed) at 20 and 100 readers, the response cache off and on. Not part of bench.
+bench-load: install
+	env -u DATABASE_URL -u CELERY_BROKER_URL FLOORBOARD_VAR_DIR=$(CURDIR)/var/bench-load \
+	  $(MANAGE) bench_load
 
 # Hostile uploads at full size against gunicorn and a worker, DEBUG off, on a site of its own
 # under var/bench-attacks: each process's peak memory growth per attack. Not part of bench.

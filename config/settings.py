@@ -77,6 +77,8 @@ MIDDLEWARE = [
     "config.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "config.middleware.NulCharacterMiddleware",
+    # Whole public pages for readers without a session, stored compressed: outside gzip.
+    "leaderboard.response_cache.ReaderCacheMiddleware",
     # Pages, JSON and CSV go out gzip-compressed (static files are precompressed by whitenoise).
     "config.middleware.TextCompressionMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -252,8 +254,37 @@ CACHES = {
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
         if CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
-    )
+    ),
+    # Whole responses for readers without a session and the boards' states
+    # (leaderboard/response_cache.py, evaluation/board_state.py): shared by every web process,
+    # so that one process's invalidation reaches the others at once. Redis when there is one;
+    # on the embedded default, files under var/cache/responses.
+    "responses": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": CACHE_URL,
+            "KEY_PREFIX": "responses",
+        }
+        if CACHE_URL
+        else {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache" / "responses"),
+            "OPTIONS": {"MAX_ENTRIES": 5000},
+        }
+    ),
 }
+# Off: every response is computed (the figures of bench_load's "before" run).
+RESPONSE_CACHE = env_bool("FLOORBOARD_RESPONSE_CACHE", True)
+# A cached response is kept at most this long (it is replaced at once when its board changes).
+RESPONSE_CACHE_SECONDS = env_int("FLOORBOARD_RESPONSE_CACHE_SECONDS", 600, minimum=1)
+# A board's state is read from the database at most this often; the services that change a
+# board say so at once, and anything else that changes its rows is seen within this long.
+BOARD_STATE_SECONDS = env_int("FLOORBOARD_BOARD_STATE_SECONDS", 5, minimum=0)
+# How long a proxy in front (docker/nginx.conf) may serve a stored public page without asking
+# again (X-Accel-Expires): what it adds to the time a change takes to reach readers. 0: never.
+PROXY_CACHE_SECONDS = env_int("FLOORBOARD_PROXY_CACHE_SECONDS", 2, minimum=0)
+# Rows per page of GET /api/benchmarks/<slug>/leaderboard/ (rows=all: every row).
+API_BOARD_PAGE_SIZE = env_int("FLOORBOARD_API_BOARD_PAGE_SIZE", 50, minimum=1)
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_IGNORE_RESULT = True

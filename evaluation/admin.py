@@ -1,6 +1,7 @@
 from django import forms
 from django.contrib import admin, messages
 
+from evaluation.board_state import board_changed
 from evaluation.judge_endpoints import endpoint_refusal
 from evaluation.links import web_url_problem
 from evaluation.models import (
@@ -77,15 +78,35 @@ class SystemForm(forms.ModelForm):
         return cleaned
 
 
+class BoardChangeAdmin(admin.ModelAdmin):
+    """Staff edits (hiding, flagging, verifying a row, renaming a system) reach every cached
+    board at once (evaluation/board_state.py)."""
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        self._changed(obj)
+
+    def delete_model(self, request, obj):
+        self._changed(obj)
+        super().delete_model(request, obj)
+
+    def _changed(self, obj):
+        if isinstance(obj, Submission):
+            board_changed(benchmark_id=obj.benchmark_id)
+            return
+        for benchmark_id in obj.submissions.values_list("benchmark_id", flat=True).distinct():
+            board_changed(benchmark_id=benchmark_id)
+
+
 @admin.register(System)
-class SystemAdmin(admin.ModelAdmin):
+class SystemAdmin(BoardChangeAdmin):
     form = SystemForm
     list_display = ["name", "team", "organization", "architecture"]
     search_fields = ["name", "organization"]
 
 
 @admin.register(Submission)
-class SubmissionAdmin(admin.ModelAdmin):
+class SubmissionAdmin(BoardChangeAdmin):
     list_display = [
         "pk",
         "system",

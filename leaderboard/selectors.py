@@ -22,7 +22,6 @@ from django.db.models import (
     OuterRef,
     Q,
     Subquery,
-    Sum,
     Value,
     When,
     Window,
@@ -33,7 +32,8 @@ from django.urls import reverse
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import Metric
-from evaluation.identity import ANONYMOUS_NAME, identity_state, viewer_for
+from evaluation.board_state import board_state
+from evaluation.identity import ANONYMOUS_NAME, viewer_for
 from evaluation.models import Benchmark, Judge, Score, Submission, System, TaskJudgment
 from evaluation.selectors import submissions_visible_to
 from evaluation.stats import Z95, Agreement, agreement_from_table, merge_tables, wilson_pct
@@ -583,32 +583,12 @@ def board_summary(*, benchmark: Benchmark, user) -> BoardSummary:
 
 
 def _version(*, benchmark: Benchmark, user, judge: Judge | None) -> dict:
-    """What a cached read depends on: who is looking, which submissions they may see and how
-    they stand, and the scores (of one judge, or of all) behind them."""
-    visible = submissions_visible_to(user=user).filter(benchmark=benchmark).values("pk")
-    version = Submission.objects.filter(pk__in=visible).aggregate(
-        n=Count("pk"),
-        ids=Sum("pk"),
-        public=Count("pk", filter=Q(is_published=True, is_hidden=False)),
-        scored=Count("pk", filter=Q(status=Submission.Status.SCORED)),
-        # Badges the board shows: a flag or a staff check changes the rendered rows.
-        flagged=Count("pk", filter=Q(is_flagged=True)),
-        verified=Count("pk", filter=Q(is_verified=True)),
-        retrying=Count("pk", filter=Q(retry_failed_at__isnull=False)),
-    )
-    scores = Score.objects.filter(submission__in=visible)
-    if judge is not None:
-        scores = scores.filter(judge=judge)
-    version |= scores.aggregate(
-        scores=Count("pk"),
-        latest=Max("computed_at"),
-        # Slice results are stored after their score (evaluation.services.pipeline).
-        sliced=Count("pk", filter=Q(slices__isnull=False)),
-    )
-    version["viewer"] = viewer_for(user).cache_class
-    # Showing one anonymously, or revealing it, changes its row's name and links at once.
-    version["anonymous"] = identity_state(Submission.objects.filter(pk__in=visible))
-    return version
+    """What a cached read depends on: who is looking (which submissions they may see and
+    which anonymous ones they know) and the board's state, which changes with any score,
+    publication, withdrawal, flag or anonymity switch (evaluation/board_state.py). ``judge`` is
+    part of each key apart."""
+    state = board_state(slug=benchmark.slug)
+    return {"board": state.token if state else "", "viewer": viewer_for(user).cache_class}
 
 
 def _cache_key(prefix: str, **parts) -> str:
@@ -648,9 +628,9 @@ def board_cache_key(
         benchmark=benchmark.pk,
         judge=judge.pk if judge else None,
         version=version or _version(benchmark=benchmark, user=user, judge=judge),
+        # The board state counts scorer versions too: a new scorer (a judge's or prompt's
+        # change) marks rows as older without a new score.
         state=sorted(state.items()),
-        # A new scorer (a judge's or prompt's change) marks rows as older without a new score.
-        scorers=benchmark.scorer_versions.aggregate(last=Max("pk"))["last"],
     )
 
 

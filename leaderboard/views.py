@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 import plotly
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
@@ -35,7 +36,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
-from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
 from evaluation.benchmarks import get_plugin
 from evaluation.exports import csv_lines
@@ -46,6 +46,7 @@ from evaluation.models import Benchmark, Judge, System
 from evaluation.run_config import CONTAMINATION, MODALITIES
 from leaderboard import charts
 from leaderboard.judges import JudgeInvalid, benchmark_rescore, judge_create
+from leaderboard.response_cache import api_rate_refusal, reader_cached
 from leaderboard.selectors import (
     SORT_RANK,
     SORT_SYSTEM,
@@ -334,6 +335,7 @@ def _columns(board: Board):
 # --- Pages ----------------------------------------------------------------------------------
 
 
+@reader_cached("site")
 def benchmark_list(request):
     """Every benchmark with what it measures, its size, how many systems its board holds and
     who leads it (under the board's default judge, as the viewer may see it)."""
@@ -488,6 +490,7 @@ def _board_table(request, board: Board, columns) -> dict:
     return table
 
 
+@reader_cached("board")
 def leaderboard_page(request, slug: str):
     try:
         board = _board(request, slug)
@@ -693,28 +696,83 @@ BOARD_PARAMETERS = [
         enum=list(CONTAMINATION),
         description="Only runs that disclosed this about the benchmark's data in training",
     ),
+    OpenApiParameter(
+        "page",
+        int,
+        description="Which page of rows, from 1 (FLOORBOARD_API_BOARD_PAGE_SIZE rows a page, "
+        "50 by default); count, pages, next and previous say where the others are",
+    ),
+    OpenApiParameter("rows", str, enum=["all"], description="all: every row on one page"),
 ]
 
 
+def _page_number(params) -> int:
+    raw = params.get("page", "")
+    if not raw:
+        return 1
+    if params.get("rows") == "all":
+        raise BadBoardQuery("page: rows=all gives every row on one page; ask for one or the other")
+    if not raw.isdigit() or int(raw) < 1:
+        raise BadBoardQuery(f"page: {raw!r} is not a page number (1, 2, ...)")
+    return int(raw)
+
+
+@reader_cached("board", rate_limited=True)
 @extend_schema(
     parameters=BOARD_PARAMETERS,
     responses=OpenApiResponse(OpenApiTypes.OBJECT, description="The board's rows and columns"),
 )
 @api_view(["GET"])
 def leaderboard_api(request, slug: str):
-    """The board's rows as JSON, with the same parameters as the page and every row it has (the
-    page shows the first ones). flags.verified means scored here from the submitted bundle;
+    """The board's rows as JSON, with the same parameters as the page, a page of rows at a time
+    (rows=all: every row). flags.verified means scored here from the submitted bundle;
     flags.staff_verified that staff checked it. intervals are 95% intervals in the metric's
     unit, by the metric's declared method (null without counts, e.g. a paper's row)."""
     try:
         board = _board(request, slug)
+        page = _page_number(request.GET)
     except BadBoardQuery as exc:
         return Response({"detail": str(exc)}, status=400)
     columns = _columns(board)
-    entries = _entries(board, request.user)
     state = board.state
+    size = None if state.all_rows else settings.API_BOARD_PAGE_SIZE
+    if size is None:
+        entries = _entries(board, request.user)
+        count = len(entries)
+    else:
+        entries = _entries(board, request.user, limit=page * size)[(page - 1) * size :]
+        # Counted apart whatever the size, so a page's queries stay the same at any size.
+        count = leaderboard_count(
+            benchmark=board.benchmark,
+            judge=board.judge,
+            user=request.user,
+            filters=state.filters,
+            split=state.split,
+        )
+    pages = max(1, math.ceil(count / size)) if size else 1
+    if page > pages:
+        return Response(
+            {"detail": f"page: {page} is past the last page; this board has {pages}"}, status=404
+        )
+    address = reverse("leaderboard-api", args=[board.benchmark.slug])
+
+    def page_link(number: int) -> str | None:
+        if not 1 <= number <= pages or size is None:
+            return None
+        return request.build_absolute_uri(
+            address + state.query(page=str(number) if number > 1 else "")
+        )
+
     return Response(
         {
+            # Rows in all, this page's number and size (null: every row, rows=all), and the
+            # addresses of its neighbours.
+            "count": count,
+            "page": page,
+            "pages": pages,
+            "page_size": size,
+            "next": page_link(page + 1),
+            "previous": page_link(page - 1),
             "benchmark": {"slug": board.benchmark.slug, "name": board.benchmark.name},
             "judge": _judge_json(board.judge),
             "judges": [j.slug for j in board.judges],
@@ -737,8 +795,9 @@ def leaderboard_api(request, slug: str):
                 }
                 for c in columns
             ],
+            # The board's view these rows come from (its first screen, however they are paged).
             "permalink": request.build_absolute_uri(
-                reverse("leaderboard", args=[board.benchmark.slug]) + state.query()
+                reverse("leaderboard", args=[board.benchmark.slug]) + state.query(rows="")
             ),
             "entries": [_entry_json(e, columns) for e in entries],
         }
@@ -751,17 +810,7 @@ def throttled_like_the_api(view):
 
     @wraps(view)
     def wrapped(request, *args, **kwargs):
-        for throttle in (AnonRateThrottle(), UserRateThrottle()):
-            if not throttle.allow_request(request, None):
-                wait = max(1, math.ceil(throttle.wait() or 1))
-                response = HttpResponse(
-                    f"Too many requests; try again in {wait} s.",
-                    status=429,
-                    content_type="text/plain; charset=utf-8",
-                )
-                response["Retry-After"] = str(wait)
-                return response
-        return view(request, *args, **kwargs)
+        return api_rate_refusal(request) or view(request, *args, **kwargs)
 
     return wrapped
 
@@ -770,6 +819,7 @@ def _yes_no_cell(value) -> str:
     return "" if value is None else ("yes" if value else "no")
 
 
+@reader_cached("board", rate_limited=True)
 @require_GET
 @throttled_like_the_api
 def leaderboard_csv(request, slug: str):
@@ -828,6 +878,7 @@ def leaderboard_csv(request, slug: str):
     return response
 
 
+@reader_cached("board", rate_limited=True)
 @require_GET
 @throttled_like_the_api
 def leaderboard_charts(request, slug: str):
@@ -868,9 +919,9 @@ def leaderboard_charts(request, slug: str):
             else charts.empty_figures_json()
         )
         cache.set(key, figures, CHART_CACHE_SECONDS)
-    response = HttpResponse(figures, content_type="application/json")
-    response["Cache-Control"] = "private, no-cache"
-    return response
+    # Cache-Control and validators: leaderboard/response_cache.py (private for a signed-in
+    # reader, whose points may include their team's private rows).
+    return HttpResponse(figures, content_type="application/json")
 
 
 def system_page(request, pk: int):
@@ -924,6 +975,7 @@ def _cascade(system: System, submissions: list) -> list[tuple[str, str]]:
 # --- Judges ---------------------------------------------------------------------------------
 
 
+@reader_cached("board")
 def judge_agreement_page(request, slug: str):
     """Raw agreement and Cohen's kappa per pair of judges, over what the viewer may see; cached
     until a score, a judge or visibility changes."""

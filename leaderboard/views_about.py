@@ -22,6 +22,7 @@ from evaluation.run_config import CONTAMINATION
 from evaluation.run_config import FIELDS as RUN_CONFIG_FIELDS
 from evaluation.run_config import HELP as RUN_CONFIG_HELP
 from evaluation.slices import ALPHA, MIN_TASKS, metric_methods
+from leaderboard.response_cache import reader_cached
 from leaderboard.selectors import board_columns
 from leaderboard.views import ranking_note
 
@@ -80,6 +81,7 @@ def _metric_rows(benchmark: Benchmark) -> list[dict]:
     return rows
 
 
+@reader_cached("board")
 @require_safe
 def benchmark_about(request, slug: str):
     benchmark = get_object_or_404(Benchmark, slug=slug)

@@ -35,6 +35,7 @@ from evaluation.services.spending import spend_release
 from leaderboard.accounts import services as account_services
 from leaderboard.accounts.selectors import submission_change_refusal
 from leaderboard.audio import clip_for
+from leaderboard.response_cache import reader_cached
 from leaderboard.selectors_submissions import (
     FINAL_STATUSES,
     duplicate_bundles,
@@ -147,6 +148,7 @@ def _column(row: TaskResult, column) -> object:
     return source.get(column.field) if isinstance(source, dict) else None
 
 
+@reader_cached("submission")
 @require_safe
 def submission_page(request, pk: int):
     submission = _visible_submission(request, pk)
@@ -187,9 +189,12 @@ def submission_page(request, pk: int):
         "records": score_records(submission=submission),
         "duplicates": duplicate_bundles(submission=submission, user=request.user),
     }
-    return render(
+    response = render(
         request, "leaderboard/submission.html", context, status=200 if form.is_valid() else 400
     )
+    # Stored for visitors once final: the board state follows its status, not its progress.
+    response.reader_storable = progress["final"]
+    return response
 
 
 # --- What the team does with its own submission -----------------------------------------------

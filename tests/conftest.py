@@ -117,6 +117,14 @@ def media_storages(location: Path) -> dict:
 
 
 @pytest.fixture(autouse=True)
+def _empty_response_cache():
+    """No test is served a response another test's rows made (tests/settings.py)."""
+    from django.core.cache import caches
+
+    caches["responses"].clear()
+
+
+@pytest.fixture(autouse=True)
 def _isolated_media(request, settings, tmp_path):
     """Each test writes its files under its own temporary folder (a module whose tests share
     rows, under the folder those rows' files are in)."""

@@ -13,3 +13,16 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 # Tests run their judges as local HTTP servers on loopback.
 JUDGE_HOSTS = [*JUDGE_HOSTS, "127.0.0.1", "localhost", "::1"]  # noqa: F405
+
+# Whole responses and board states in this process's memory, beside the default cache (one
+# LOCATION: emptying either empties both), emptied before each test (tests/conftest.py). Tests change rows directly (QuerySet.update) and read a board at once:
+# the state is read from the rows on every request here. tests/leaderboard/test_response_cache.py
+# runs with the production default, where only the services' announcements make it change at once.
+CACHES = {
+    **CACHES,  # noqa: F405
+    "responses": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "",
+    },
+}
+BOARD_STATE_SECONDS = 0

@@ -38,6 +38,7 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import JudgedSlot, TaskOutcome
+from evaluation.board_state import board_changed
 from evaluation.bulk import instance_values, rows_insert
 from evaluation.held_out import held_out_ids, held_out_missing
 from evaluation.models import (
@@ -120,7 +121,7 @@ def _stale() -> timezone.datetime:
 def _claim_stage(submission_id: int, *, from_statuses, to_status: str) -> bool:
     """Move a submission into a stage. A message delivered twice finds it already there: it
     goes on only when no live worker is on it (its heartbeat went quiet)."""
-    return bool(
+    claimed = bool(
         Submission.objects.filter(pk=submission_id)
         .filter(
             Q(status__in=from_statuses)
@@ -128,6 +129,9 @@ def _claim_stage(submission_id: int, *, from_statuses, to_status: str) -> bool:
         )
         .update(status=to_status, heartbeat_at=timezone.now())
     )
+    if claimed:
+        board_changed(submission_id=submission_id)  # the board marks a row being re-scored
+    return claimed
 
 
 def touch(submission_id: int) -> None:
@@ -231,6 +235,7 @@ def submission_fail(*, submission_id: int, error: str) -> None:
     Submission.objects.filter(pk=submission_id).exclude(status__in=(S.SCORED, S.FAILED)).update(
         status=S.FAILED, error=error[:5000], finished_at=timezone.now()
     )
+    board_changed(submission_id=submission_id)
 
 
 # --- Ingest ---------------------------------------------------------------------------------
@@ -645,6 +650,7 @@ def _judging_hold(submission: Submission, judge: Judge, error: str = SPEND_HELD)
         error = SPEND_UNPRICED.format(judge=judge.slug)
     if Score.objects.filter(submission=submission, judge=judge).exists():
         Submission.objects.filter(pk=submission.pk, status=S.JUDGING).update(status=S.SCORED)
+        board_changed(benchmark_id=submission.benchmark_id)
     else:
         submission_fail(submission_id=submission.pk, error=error)
 
@@ -697,6 +703,7 @@ def judging_finish(*, submission_id: int, judge_id: int, settled: bool = False) 
         Submission.objects.filter(pk=submission_id, status=S.AGGREGATING).update(
             status=S.SCORED, error="", finished_at=timezone.now(), retry_failed_at=retry
         )
+        board_changed(submission_id=submission_id)
     return score
 
 
@@ -802,6 +809,7 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
     )
     # The score's history: a re-score keeps the numbers it replaces.
     score_record_add(score=score, used=used)
+    board_changed(benchmark_id=benchmark.pk)
     if contributions is not None:
         enqueue_on_commit("store_slices", score.pk)
     return score
@@ -857,9 +865,12 @@ def slices_store(*, score_id: int) -> bool:
     plugin = get_plugin(benchmark.plugin)
     specs = benchmark.tasks.values_list("task_id", "spec")
     found = contributions_slices(plugin, score.contributions, specs.iterator(chunk_size=500))
-    return bool(
+    stored = bool(
         Score.objects.filter(pk=score_id, computed_at=score.computed_at).update(slices=found)
     )
+    if stored:
+        board_changed(benchmark_id=benchmark.pk)  # slices show the row on a slice's board
+    return stored
 
 
 def slices_sweep() -> list[int]:

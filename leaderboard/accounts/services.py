@@ -18,6 +18,7 @@ from django.db.models import ProtectedError
 from django.utils import timezone
 from django.utils.text import slugify
 
+from evaluation.board_state import board_changed
 from evaluation.models import Judge, Judgment, Membership, Submission, System, TaskJudgment, Team
 from evaluation.services import judgments_retry as judgments_retry_failed
 from evaluation.services.submissions import stored_keys_mark_deleted, submission_stored_keys
@@ -158,6 +159,7 @@ def submission_publish(*, submission: Submission, by) -> Submission:
     Submission.objects.filter(pk=submission.pk, is_published=False).update(
         is_published=True, published_at=timezone.now()
     )
+    board_changed(benchmark_id=submission.benchmark_id)
     submission.refresh_from_db()
     return submission
 
@@ -194,6 +196,7 @@ def submission_unpublish(*, submission: Submission, by) -> Submission:
     """Back to team-only: the board, exports and charts no longer show it to others."""
     _require_submission_owner(submission, by, "unpublish")
     Submission.objects.filter(pk=submission.pk).update(is_published=False, published_at=None)
+    board_changed(benchmark_id=submission.benchmark_id)
     submission.refresh_from_db()
     return submission
 
@@ -203,6 +206,7 @@ def submission_set_anonymous(*, submission: Submission, by, anonymous: bool) -> 
     reveal it (its system, team and links) again."""
     _require_submission_owner(submission, by, "show anonymously or reveal")
     Submission.objects.filter(pk=submission.pk).update(is_anonymous=anonymous)
+    board_changed(benchmark_id=submission.benchmark_id)
     submission.refresh_from_db()
     return submission
 
@@ -222,6 +226,7 @@ def submission_delete(*, submission: Submission, by) -> int:
             "once it has finished."
         )
     keys = submission_stored_keys(submission=submission)
+    board_changed(benchmark_id=submission.benchmark_id)
     used = set(
         TaskJudgment.objects.filter(task_result__submission=submission)
         .exclude(judgment=None)

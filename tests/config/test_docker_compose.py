@@ -669,11 +669,22 @@ def _seconds(value: str) -> int:
     return int(number) * (60 if unit == "m" else 1)
 
 
-def test_the_image_runs_several_web_workers():
-    """One sync worker lets a single slow request hold every page; gunicorn reads the count."""
+def test_the_image_runs_several_web_workers(monkeypatch):
+    """One sync worker lets a single slow request hold every page: the image's gunicorn reads
+    config/gunicorn.py, two workers per core plus one unless WEB_CONCURRENCY says otherwise."""
+    from config import gunicorn
+
+    cmd = json.loads(next(rest for k, rest in reversed(_instructions()) if k == "CMD"))
+    assert cmd[cmd.index("--config") + 1] == "python:config.gunicorn"
     env = [rest for keyword, rest in _instructions() if keyword == "ENV"]
-    workers = [int(e.split("=", 1)[1]) for e in env if e.startswith("WEB_CONCURRENCY=")]
-    assert workers and workers[-1] >= 2
+    assert not [e for e in env if e.startswith("WEB_CONCURRENCY=")], "the core count decides"
+    monkeypatch.setattr(gunicorn.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert gunicorn.workers_from({}) == 5
+    monkeypatch.setattr(gunicorn.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert gunicorn.workers_from({"WEB_CONCURRENCY": ""}) == 3
+    assert gunicorn.workers_from({"WEB_CONCURRENCY": "7"}) == 7
+    with pytest.raises(ValueError, match="WEB_CONCURRENCY='four'"):
+        gunicorn.workers_from({"WEB_CONCURRENCY": "four"})
 
 
 # --- Storage ---------------------------------------------------------------------------------
