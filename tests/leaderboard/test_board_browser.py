@@ -105,7 +105,7 @@ def test_browse_sort_filter_switch_judge_and_charts(browser, live_server, rows):
 
     # Intervals: hidden, then shown in the cells without a reload; the permalink keeps them.
     cell = page.locator('#board tr[data-system="Alpha"] td').nth(5 + 7)  # rank..date, then metrics
-    assert cell.get_attribute("title") == "72/256; 95% Wilson interval 22.97–33.92%"
+    assert cell.get_attribute("title") == "72/256 tasks; 95% Wilson interval 22.97–33.92%"
     assert not cell.locator(".ci").is_visible()
     page.check("#show-ci")
     assert cell.locator(".ci").is_visible()
