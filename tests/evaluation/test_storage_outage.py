@@ -13,7 +13,6 @@ from evaluation import services
 from evaluation.benchmarks import registry
 from evaluation.models import Score, Submission
 from evaluation.services import pipeline
-from evaluation.services.pipeline import inline
 from tests.conftest import demo_runs_scored, every_plugin_board
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
@@ -43,13 +42,21 @@ def cut_when(monkeypatch, proxy, module, name: str) -> None:
 
 
 def resume_until_final(settings, *, sweeps: int = 6) -> None:
-    """Beat's sweeper, run a few times (its stall period lowered so it re-queues at once)."""
+    """Beat's sweeper, run a few times (its stall period lowered so it re-queues at once). What
+    it queues runs in this process once its transaction commits, as a worker takes it then:
+    run inside the sweeper's transaction, a stage's heartbeat (a connection of its own) would
+    wait on the row that transaction holds."""
+    from config.celery import app
+
     settings.PIPELINE_STALL_SECONDS = 0
-    for _ in range(sweeps):
-        with inline():
+    app.conf.task_always_eager = True
+    try:
+        for _ in range(sweeps):
             pipeline.submissions_sweep()
-        if not Submission.objects.filter(status__in=pipeline.ACTIVE).exists():
-            return
+            if not Submission.objects.filter(status__in=pipeline.ACTIVE).exists():
+                return
+    finally:
+        app.conf.task_always_eager = False
 
 
 @pytest.mark.parametrize("slug", SLUGS)
