@@ -314,10 +314,11 @@ def config_rows(config: Mapping | None) -> list[tuple[str, str, str]]:
         value = (config or {}).get(name)
         if value in (None, "", {}):
             continue
+        # In key order whatever the database keeps (PostgreSQL's jsonb reorders keys).
         if name == "components":
-            text = ", ".join(f"{key.upper()}: {part}" for key, part in value.items())
+            text = ", ".join(f"{key.upper()}: {part}" for key, part in sorted(value.items()))
         elif name == "decoding":
-            text = ", ".join(f"{key}: {json.dumps(part)}" for key, part in value.items())
+            text = ", ".join(f"{key}: {json.dumps(part)}" for key, part in sorted(value.items()))
         else:
             text = str(value)
         rows.append((name, LABELS[name], text))

@@ -76,7 +76,7 @@ def test_run_configuration_on_the_submission_system_and_compare_pages(board):
     for shown in (
         "Model quartz-voice-7b",
         "Revision r2026-03",
-        "Decoding temperature: 0.2, seed: 7",
+        "Decoding seed: 7, temperature: 0.2",  # in key order, on every database
         "Components ASR: quartz-asr-2, LLM: quartz-lm-7b, TTS: quartz-tts-1",
         "Input audio",
         "Hardware 2x L4",
