@@ -621,10 +621,8 @@ def storage_proxy(s3_server):
     proxy.close()
 
 
-@pytest.fixture
-def proxied_bucket(storage_proxy, s3_server, settings):
-    """(client, bucket, proxy): a fresh bucket the site reaches through the proxy, with the
-    shipped storage timeouts; ``client`` talks to the S3 server directly (never paused)."""
+def new_bucket(s3_server: str):
+    """(client, name): a fresh bucket on the S3 server and a client that talks to it directly."""
     import time
 
     import boto3
@@ -636,8 +634,16 @@ def proxied_bucket(storage_proxy, s3_server, settings):
         aws_access_key_id="test",
         aws_secret_access_key="test",
     )
-    bucket = f"floorboard-{time.monotonic_ns()}"
-    client.create_bucket(Bucket=bucket)
+    name = f"floorboard-{time.monotonic_ns()}"
+    client.create_bucket(Bucket=name)
+    return client, name
+
+
+@pytest.fixture
+def proxied_bucket(storage_proxy, s3_server, settings):
+    """(client, bucket, proxy): a fresh bucket the site reaches through the proxy, with the
+    shipped storage timeouts; ``client`` talks to the S3 server directly (never paused)."""
+    client, bucket = new_bucket(s3_server)
     settings.STORAGES = {
         **settings.STORAGES,
         "default": s3_storage_options(storage_proxy.url, bucket),

@@ -1,14 +1,11 @@
 """Bundles and task files on S3-compatible storage: a moto server speaking HTTP on loopback."""
 
-import time
-
-import boto3
 import pytest
 
 from config.celery import app as celery_app
 from evaluation.models import TaskResult
 from evaluation.services import submission_create
-from tests.conftest import copy_examples, s3_storage_options, wav_file, zip_tree
+from tests.conftest import copy_examples, new_bucket, s3_storage_options, wav_file, zip_tree
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -17,15 +14,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def s3_storage(s3_server, settings, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
-    client = boto3.client(
-        "s3",
-        endpoint_url=s3_server,
-        region_name="us-east-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    )
-    bucket = f"floorboard-{time.monotonic_ns()}"
-    client.create_bucket(Bucket=bucket)
+    client, bucket = new_bucket(s3_server)
     settings.STORAGES = {**settings.STORAGES, "default": s3_storage_options(s3_server, bucket)}
     celery_app.conf.task_always_eager = True
     yield client, bucket

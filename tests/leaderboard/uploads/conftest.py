@@ -7,19 +7,17 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import boto3
 import pytest
 from django.contrib.auth.models import User
 
 from config.celery import app as celery_app
 from evaluation.models import Membership, Team
 from leaderboard.uploads import storage
-from tests.conftest import copy_examples, s3_storage_options, wav_file, zip_tree
+from tests.conftest import copy_examples, new_bucket, s3_storage_options, wav_file, zip_tree
 
 EXAMPLE_TASK = "scenario_argument-diag_1001-tier_2-task_0"
 S3_PART = 5 * 1024 * 1024  # the smallest part S3 accepts, so a test bundle spans several
@@ -104,15 +102,7 @@ def put_chunk(client, state: dict, data: bytes, offset: int):
 
 @pytest.fixture
 def bucket(s3_server, settings, monkeypatch):
-    client = boto3.client(
-        "s3",
-        endpoint_url=s3_server,
-        region_name="us-east-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    )
-    name = f"floorboard-{time.monotonic_ns()}"
-    client.create_bucket(Bucket=name)
+    client, name = new_bucket(s3_server)
     settings.STORAGES = {**settings.STORAGES, "default": s3_storage_options(s3_server, name)}
     monkeypatch.setattr(storage, "S3_PART_BYTES", S3_PART)
     celery_app.conf.task_always_eager = True
