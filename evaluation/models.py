@@ -461,6 +461,56 @@ class Score(models.Model):
         return f"{self.submission_id} under {self.judge_id}"
 
 
+class CalibratedScore(models.Model):
+    """A judged metric of one submission under one judge, corrected by the human labels of a
+    calibration study (prediction-powered inference, evaluation/stats.py). Written by the
+    annotation app whenever that study's labels change, so the board, the API and the exports
+    read it without importing annotation. Values are in the metric's own unit (percent for a
+    "%" metric); every interval is 95%."""
+
+    submission = models.ForeignKey(
+        Submission, on_delete=models.CASCADE, related_name="calibrated_scores"
+    )
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+")
+    metric = models.CharField(max_length=100, help_text="The plug-in's metric key")
+    # The calibration study behind the numbers (annotation.Study's id and name; no foreign key:
+    # evaluation does not import annotation).
+    study_id = models.PositiveIntegerField()
+    study_name = models.CharField(max_length=200)
+    population = models.PositiveIntegerField(help_text="Units the judge scored (N)")
+    labelled = models.PositiveIntegerField(help_text="Units with a human label (n)")
+    # How many more human labels this submission needs before it has a calibrated value (0 when
+    # it has one).
+    labels_needed = models.PositiveIntegerField(default=0)
+    judge_value = models.FloatField(null=True, blank=True)
+    # Null until enough units are labelled.
+    value = models.FloatField(null=True, blank=True)
+    low = models.FloatField(null=True, blank=True)
+    high = models.FloatField(null=True, blank=True)
+    # The humans-only estimate of the same labelled units, for comparison.
+    classical_value = models.FloatField(null=True, blank=True)
+    classical_low = models.FloatField(null=True, blank=True)
+    classical_high = models.FloatField(null=True, blank=True)
+    # The judge's bias: judge minus human, with its interval.
+    bias = models.FloatField(null=True, blank=True)
+    bias_low = models.FloatField(null=True, blank=True)
+    bias_high = models.FloatField(null=True, blank=True)
+    # The power-tuning weight the estimate used (0: humans only; 1: plain PPI).
+    tuning = models.FloatField(null=True, blank=True)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["submission", "judge", "metric"], name="calibrated_score_unique"
+            )
+        ]
+        ordering = ["submission", "judge", "metric"]
+
+    def __str__(self) -> str:
+        return f"{self.submission_id} {self.metric} calibrated by study {self.study_id}"
+
+
 class ScorerVersion(models.Model):
     """One entry of a benchmark's scorer changelog: an identity (rules, processing, judge,
     prompts) one of its judges has had, when it was first seen, what changed since the

@@ -501,6 +501,26 @@ class StudyKind:
     guideline: str = ""
 
 
+@dataclass(frozen=True, kw_only=True)
+class CalibratedMetric:
+    """A judged metric that human labels can calibrate. Its judge value is the mean, over a
+    submission's units, of the judge's outcome on each unit (1 when the judge gave the study
+    kind's first label); a calibration study of ``study_kind`` samples those units at random
+    and people label them, and the board then shows the value people would give, with an
+    interval (prediction-powered inference).
+
+    unit: "unit" — each study unit is one outcome; "task" — a task's outcome is 1 when every
+    unit of it is positive, and only tasks whose every unit was labelled count as labelled.
+    estimator: "mean" — the metric is the mean of the outcomes; "ratio" — a ratio of two
+    means, calibrated by the delta method.
+    """
+
+    metric: str
+    study_kind: str
+    unit: Literal["unit", "task"] = "unit"
+    estimator: Literal["mean", "ratio"] = "mean"
+
+
 def kind_guideline(kind: StudyKind) -> str:
     """The guideline a new study of this kind starts from: the kind's own, else one written
     from its question and its two labels. One paragraph per line: the page wraps them."""
@@ -597,6 +617,8 @@ class BenchmarkPlugin:
     slices: ClassVar[tuple[SliceAttribute, ...]] = ()
     task_columns: ClassVar[tuple[TaskColumn, ...]] = ()
     study_kinds: ClassVar[tuple[StudyKind, ...]] = ()
+    # Judged metrics that a calibration study can correct with human labels.
+    calibrated_metrics: ClassVar[tuple[CalibratedMetric, ...]] = ()
     # The key of a task's spec that names its language, where the tasks come in several: a
     # rating study can keep to one (raters are shown items in a language they read).
     task_language: ClassVar[str] = ""
