@@ -15,6 +15,7 @@ from pathlib import Path
 from evaluation.benchmarks.base import (
     Asset,
     BenchmarkPlugin,
+    CalibratedMetric,
     Chart,
     DemoRun,
     FactBadge,
@@ -185,6 +186,14 @@ class DuplexMPE(BenchmarkPlugin):
         StudyKind(ACK, "Acknowledgement or intrusion", ACK, ("acknowledgement", "intrusion"),
                   pages.STUDY_QUESTIONS[ACK]),
     )  # fmt: skip
+    # Accuracy is the mean of the answer verdicts over the runs with a present response
+    # (presence comes from voice activity, not from the judge); silence the mean over N1-N3
+    # windows, a window with speech passing when judged an acknowledgement.
+    calibrated_metrics = tuple(
+        CalibratedMetric(metric=f"{condition}.{key}", study_kind=kind)
+        for condition in ("explicit", "implicit")
+        for key, kind in (("accuracy", ANSWER), ("silence", ACK))
+    )
     task_template = "duplexmpe/task.html"
     facts = (
         ("scored_from", "Scored from"),

@@ -13,6 +13,7 @@ from typing import IO
 
 from evaluation.benchmarks.base import (
     BenchmarkPlugin,
+    CalibratedMetric,
     Chart,
     DemoRun,
     ImportOption,
@@ -289,6 +290,12 @@ class MSIBench(BenchmarkPlugin):
         TaskColumn("Action", "data", "predicted_action"),
         TaskColumn("Answer", "data", "answer_text", "truncate"),
         TaskColumn("Validator passed", "detection", "tool_passed", "bool"),
+    )
+    # ARS is the mean over rubric atoms; APR passes a case whose every atom passed.
+    calibrated_metrics = tuple(
+        CalibratedMetric(metric=f"{language}.{key}", study_kind="rubric_atom", unit=unit)
+        for language in ("en", "zh")
+        for key, unit in (("ars", "unit"), ("apr", "task"))
     )
     task_language = "language"
     study_kinds = (
