@@ -185,6 +185,8 @@ def calibration_sample(*, study: Study) -> list[Item]:
             for item in chosen:
                 item.inclusion_probability = stratum.inclusion_probability
             items.extend(_items_create(study, chosen))
+        # Every stratum has its row from the start: the board says how many labels it needs.
+        refresh_after_commit(study=study)
     return items
 
 
@@ -441,7 +443,13 @@ def calibration_plan(*, study: Study, width_pp: float) -> list[dict]:
 
 
 def study_delete(*, study: Study) -> None:
-    """Delete a study with its calibrated scores (they name it without a foreign key)."""
+    """Delete a study with its calibrated scores (they name it without a foreign key). A study
+    people have rated is kept (its ratings keep the guideline they were made under): close it
+    instead."""
+    from .services import StudyError
+
+    if Rating.objects.filter(item__study=study).exists():
+        raise StudyError(f"study {study.slug} has ratings: close it rather than delete it")
     with transaction.atomic():
         CalibratedScore.objects.filter(study_id=study.pk).delete()
         study.delete()
