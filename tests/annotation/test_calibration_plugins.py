@@ -9,6 +9,9 @@ The example plug-in declares none: its judged metric (quality) is a mean of grad
 
 from __future__ import annotations
 
+import html
+import re
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -18,7 +21,7 @@ from annotation.models import CalibrationStratum, Study
 from evaluation import calibration as core
 from evaluation.benchmarks import registry
 from evaluation.benchmarks.base import kind_guideline
-from evaluation.models import Score
+from evaluation.models import Benchmark, Score
 from evaluation.slices import all_columns
 from tests.conftest import demo_runs_scored, every_plugin_board
 
@@ -153,3 +156,24 @@ def test_a_calibration_study_made_from_the_form_samples_the_declared_metric(
     # The page says what the study calibrates.
     dashboard = client.get(f"/studies/{study.slug}/").content.decode()
     assert "Calibrates" in dashboard
+
+
+@pytest.mark.parametrize("slug", [*SLUGS, "toy-bench"])
+def test_the_about_pages_methods_say_which_metrics_are_calibrated_and_how(client, settings, slug):
+    if slug == "toy-bench":
+        settings.FLOORBOARD_BENCHMARKS = [*settings.FLOORBOARD_BENCHMARKS, "tests.toyplugin"]
+    plugin = registry()[slug]
+    Benchmark.objects.create(slug=f"{slug}-about", name=plugin.name, plugin=slug)
+    page = client.get(f"/benchmarks/{slug}-about/about/").content.decode()
+    section = page.split('<section id="methods">', 1)[1].split("</section>", 1)[0]
+    found = re.search(r'<p id="methods-calibration">(.*?)</p>', section, re.S)
+    if not plugin.calibrated_metrics:
+        assert found is None
+        return
+    text = html.unescape(found.group(1))
+    assert "uniformly at random" in text and "95% interval" in text
+    assert f"fewer than {core.MIN_LABELLED} labelled units" in text
+    for declared in plugin.calibrated_metrics:
+        label = core.metric_label(plugin, declared.metric)
+        how = "per task" if declared.unit == "task" else "per unit"
+        assert f"{label}, {how}" in text
