@@ -240,7 +240,7 @@ def calibration_extend(*, study: Study, counts: Mapping[int, int]) -> int:
                 inclusion_probability=stratum.inclusion_probability
             )
             added += len(new)
-        transaction.on_commit(lambda: calibration_refresh(study=study))
+        refresh_after_commit(study=study)
     return added
 
 
@@ -392,9 +392,21 @@ def calibration_refresh(*, study: Study) -> list[CalibratedScore]:
 
 
 def refresh_after_commit(*, study: Study) -> None:
-    """Refresh a calibration study's scores once the change being made is stored."""
-    if study.calibrated_metric:
-        transaction.on_commit(lambda: calibration_refresh(study=study))
+    """Refresh a calibration study's scores once the change being made is stored: once per
+    transaction, however many labels it changes (a callback already waiting for this study is
+    found among the connection's; a rolled-back savepoint takes its callbacks with it)."""
+    if not study.calibrated_metric:
+        return
+    connection = transaction.get_connection()
+    waiting = getattr(connection, "run_on_commit", ())
+    if any(getattr(entry[1], "calibration_study", None) == study.pk for entry in waiting):
+        return
+
+    def refresh():
+        calibration_refresh(study=study)
+
+    refresh.calibration_study = study.pk
+    transaction.on_commit(refresh)
 
 
 def calibration_plan(*, study: Study, width_pp: float) -> list[dict]:

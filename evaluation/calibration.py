@@ -118,9 +118,11 @@ def population(
     order. A task whose rateable units cannot reproduce what it adds to the board is fixed
     whole (its board outcome, never drawn)."""
     key = declared.metric
-    rows = (contributions or {}).get("metrics", {}).get(key)
+    if not contributions:
+        raise CalibrationError(f"the score holds no per-task contributions (to {key!r})")
+    rows = contributions.get("metrics", {}).get(key)
     if not rows:
-        raise CalibrationError(f"the score holds no per-task contributions to {key!r}")
+        return Population((), ())  # no task of the submission counts in it
     tasks = contributions["tasks"]
     counted: dict[str, list[float]] = {}
     for index, num, den in rows:
