@@ -403,6 +403,7 @@ def refresh_after_commit(*, study: Study) -> None:
         return
 
     def refresh():
+        refresh.calibration_study = None  # run: no longer waiting
         calibration_refresh(study=study)
 
     refresh.calibration_study = study.pk

@@ -243,12 +243,15 @@ def test_labels_write_the_estimators_values_and_follow_exclusion(
     django_capture_on_commit_callbacks,
 ):
     board = scored_board()
-    study = calibration_study(board, per_stratum=12)
+    with django_capture_on_commit_callbacks(execute=True):
+        study = calibration_study(board, per_stratum=12)
     rater = invite(study)
     rows = CalibratedScore.objects.filter(metric=METRIC, judge=board.judge)
-    assert not rows.exists()
-    with django_capture_on_commit_callbacks(execute=True):
+    assert set(rows.values_list("labelled", "value")) == {(0, None)}
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
         assert rate_everything(rater) == 24
+    # 24 labels, one refresh once they are stored (more commits would each queue their own).
+    assert len(callbacks) == 1
     assert rows.count() == 2
     for s_index, submission in enumerate(board.submissions):
         row = rows.get(submission=submission)
@@ -304,7 +307,8 @@ def test_a_new_calibration_study_writes_its_rows_and_deleting_it_deletes_them(
 
 def test_a_revised_label_and_too_few_labels(django_capture_on_commit_callbacks):
     board = scored_board()
-    study = calibration_study(board, per_stratum=12)
+    with django_capture_on_commit_callbacks(execute=True):
+        study = calibration_study(board, per_stratum=12)
     rater = invite(study)
     with django_capture_on_commit_callbacks(execute=True):
         current = rating.rater_current(rater=rater, start=True)
@@ -332,7 +336,8 @@ def test_a_revised_label_and_too_few_labels(django_capture_on_commit_callbacks):
 
 def test_an_extension_refreshes_the_scores(django_capture_on_commit_callbacks):
     board = scored_board()
-    study = calibration_study(board, per_stratum=10)
+    with django_capture_on_commit_callbacks(execute=True):
+        study = calibration_study(board, per_stratum=10)
     rater = invite(study)
     with django_capture_on_commit_callbacks(execute=True):
         rate_everything(rater)
@@ -374,7 +379,8 @@ def test_the_dashboard_plans_labels_and_only_staff_or_the_owner_extend(
 ):
     board = scored_board()
     owner = User.objects.create_user("owner", password="pw-owner-1234")
-    study = calibration_study(board, per_stratum=12)
+    with django_capture_on_commit_callbacks(execute=True):
+        study = calibration_study(board, per_stratum=12)
     Study.objects.filter(pk=study.pk).update(created_by=owner)
     rater = invite(study)
     with django_capture_on_commit_callbacks(execute=True):
