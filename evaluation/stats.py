@@ -7,6 +7,7 @@ import math
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import NamedTuple
 
 import numpy as np
@@ -419,15 +420,13 @@ def _design(*, size: int, labelled, strata) -> tuple[np.ndarray, _Design]:
 def _z(confidence: float) -> float:
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
-    from statistics import NormalDist
-
     return NormalDist().inv_cdf(1 - (1 - confidence) / 2)
 
 
 def _chi2_quantile(probability: float, degrees: np.ndarray) -> np.ndarray:
     """The chi-square quantile by the Wilson-Hilferty cube (within a few percent from one
     degree of freedom up; the planning figure needs no more)."""
-    z = _z(1 - 2 * (1 - probability)) if probability > 0.5 else -_z(1 - 2 * probability)
+    z = NormalDist().inv_cdf(probability)
     scale = 2 / (9 * degrees)
     return degrees * np.maximum(1 - scale + z * np.sqrt(scale), 1e-3) ** 3
 
@@ -509,11 +508,17 @@ def _unit_range(*arrays: np.ndarray) -> bool:
 
 
 def _ppi_fit(design, human, judged, judge, tuning):
-    """(lambda, point estimate) of the stratified PPI mean: lambda * mean_N(judge) +
-    sum_h W_h mean_h(human - lambda * judge)."""
+    """(lambda, residuals, point estimate) of the stratified PPI mean: lambda * mean_N(judge)
+    + sum_h W_h mean_h(human - lambda * judge). A stratum nobody labelled has no correction to
+    offer: its residual mean is taken as (1 - lambda) times its judge mean, so it contributes
+    the judge's own mean (its interval is the widest, see _stratum_variances)."""
     lam = _tuned(design, human, judged, judge) if tuning is None else tuning
     residual = human - lam * judged
     means = _by_stratum_mean(residual, design.picked, design.drawn)
+    empty = design.drawn == 0
+    if empty.any():
+        judge_means = _by_stratum_mean(judge, design.codes, design.sizes)
+        means[empty] = (1 - lam) * judge_means[empty]
     return lam, residual, lam * float(judge.mean()) + float(design.weights @ means)
 
 
@@ -568,7 +573,8 @@ def ppi_mean(
     lambda = 0 gives the classical, people-only estimate exactly; lambda = 1 is plain PPI.
     Where a stratum's variance cannot be estimated (one label in a stratum of more than one
     unit, n = 1 in particular) the interval is the widest possible: [0, 1] when every outcome
-    lies in [0, 1], unbounded otherwise. A stratum whose labels show no spread in the residual
+    lies in [0, 1], unbounded otherwise; a stratum nobody labelled counts at the judge's own
+    mean, with the same widest interval. A stratum whose labels show no spread in the residual
     (every label agreeing with the judge, or a judge always wrong, at lambda 1) is given the
     variance of one more label differing by the outcomes' range, so agreement in a sample is
     not taken for certainty. When every outcome lies in [0, 1], values and bounds are clipped

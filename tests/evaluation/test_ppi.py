@@ -288,6 +288,54 @@ def test_stratified_estimate_is_the_horvitz_thompson_one_and_one_stratum_is_srs(
     assert same == plain
 
 
+def test_a_stratum_nobody_labelled_counts_at_the_judge_s_mean_with_the_widest_interval():
+    judge = np.array([1, 0, 1, 1, 0, 1], dtype=float)
+    strata = np.array([0, 0, 0, 0, 1, 1])
+    labelled = np.array([0, 1, 2])
+    human = np.array([0, 0, 1], dtype=float)
+    found = ppi_mean(judge=judge, labelled=labelled, human=human, strata=strata, tuning=0.5)
+    # Stratum 0 (weight 4/6): 0.5 * 3/4 + mean([-0.5, 0, 0.5]) = 3/8; stratum 1 (weight 2/6):
+    # the judge's 1/2. Together 4/6 * 3/8 + 2/6 * 1/2 = 5/12.
+    assert found.calibrated.value == pytest.approx(5 / 12, abs=1e-12)
+    assert (found.calibrated.low, found.calibrated.high) == (0.0, 1.0)
+    # The classical estimate has no people in stratum 1 either: the judge's mean stands in.
+    assert found.classical.value == pytest.approx(4 / 6 * 1 / 3 + 2 / 6 * 1 / 2, abs=1e-12)
+
+
+def test_a_stratified_ratio_is_the_ratio_of_horvitz_thompson_means():
+    rng = np.random.default_rng(31)
+    size = 600
+    strata = rng.integers(0, 3, size)
+    present = (rng.random(size) < 0.8).astype(float)
+    right = present * (rng.random(size) < 0.5 + 0.1 * strata)
+    judge_present = np.where(rng.random(size) < 0.05, 1 - present, present)
+    judge_right = judge_present * np.where(rng.random(size) < 0.15, 1 - right, right)
+    labelled = np.concatenate(
+        [rng.choice(np.flatnonzero(strata == h), 15 + 10 * h, replace=False) for h in range(3)]
+    )
+    found = ppi_ratio(
+        judge_num=judge_right,
+        judge_den=judge_present,
+        labelled=labelled,
+        human_num=right[labelled],
+        human_den=present[labelled],
+        strata=strata,
+        tuning=0.7,
+    )
+    inclusion = (np.bincount(strata[labelled]) / np.bincount(strata))[strata[labelled]]
+
+    def horvitz_thompson(judge, human):
+        return 0.7 * judge.mean() + np.sum((human - 0.7 * judge[labelled]) / inclusion) / size
+
+    expected = horvitz_thompson(judge_right, right[labelled]) / horvitz_thompson(
+        judge_present, present[labelled]
+    )
+    assert found.calibrated.value == pytest.approx(expected, abs=1e-12)
+    assert found.calibrated.low < expected < found.calibrated.high
+    classical = np.sum(right[labelled] / inclusion) / np.sum(present[labelled] / inclusion)
+    assert found.classical.value == pytest.approx(classical, abs=1e-12)
+
+
 def test_stratified_coverage_by_simulation():
     # Three strata of unequal size, rate and judge quality, sampled disproportionately.
     rng = np.random.default_rng(2024)
@@ -452,6 +500,28 @@ def test_the_planned_labels_reach_the_width_in_most_samples():
         assert 0 < more <= size - start
         labelled = order[: start + more]
         found = ppi_mean(judge=judge, labelled=labelled, human=human[labelled])
+        reached.append(found.calibrated.high - found.calibrated.low <= width)
+    assert np.mean(reached) >= 0.75
+
+
+def test_a_stratified_plan_reaches_the_width_in_most_samples():
+    rng = np.random.default_rng(14)
+    sizes, width = [1000, 600, 400], 0.08
+    strata = np.repeat(np.arange(3), sizes)
+    members = [np.flatnonzero(strata == h) for h in range(3)]
+    reached = []
+    for _ in range(200):
+        human = (rng.random(2000) < np.repeat([0.3, 0.5, 0.6], sizes)).astype(float)
+        judge = np.where(rng.random(2000) < np.repeat([0.1, 0.15, 0.25], sizes), 1 - human, human)
+        orders = [rng.permutation(m) for m in members]
+        start = np.concatenate([order[:20] for order in orders])
+        more = ppi_labels_needed(
+            judge=judge, labelled=start, human=human[start], strata=strata, width=width
+        )
+        # The extra labels spread over the strata in proportion to their size.
+        extra = [math.ceil(more * size / 2000) for size in sizes]
+        labelled = np.concatenate([order[: 20 + k] for order, k in zip(orders, extra, strict=True)])
+        found = ppi_mean(judge=judge, labelled=labelled, human=human[labelled], strata=strata)
         reached.append(found.calibrated.high - found.calibrated.low <= width)
     assert np.mean(reached) >= 0.75
 
