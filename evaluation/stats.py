@@ -633,8 +633,8 @@ def ppi_ratio(
     linearised outcome (num - r den) / b (people's and the judge's), under the same design;
     lambda is tuned on the linearised outcome at lambda = 1's ratio. The classical estimate is
     lambda = 0 (the combined ratio of people's stratified means). None when nothing is
-    labelled, or when the judge's or the calibrated denominator is not positive (no ratio to
-    estimate). When 0 <= num <= den <= 1 on every unit, values and bounds are clipped to
+    labelled, or when the judge's, the calibrated or the classical denominator is not
+    positive (no ratio to estimate: e.g. people found no answer present in any labelled unit). When 0 <= num <= den <= 1 on every unit, values and bounds are clipped to
     [0, 1]. Narrow-sample conventions are those of ppi_mean."""
     judge_num = _values("judge_num", judge_num)
     judge_den = _values("judge_den", judge_den, len(judge_num))

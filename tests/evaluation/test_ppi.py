@@ -455,6 +455,15 @@ def test_a_ratio_with_no_denominator_has_no_value():
         human_den=np.zeros(2),
     )
     assert found is None
+    # The judge finds answers but people found none among the labelled units.
+    found = ppi_ratio(
+        judge_num=np.array([1.0, 0.0, 1.0, 0.0]),
+        judge_den=np.ones(4),
+        labelled=np.array([0, 1]),
+        human_num=np.zeros(2),
+        human_den=np.zeros(2),
+    )
+    assert found is None
 
 
 def test_ratio_coverage_by_simulation():
