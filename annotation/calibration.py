@@ -415,7 +415,7 @@ def calibration_plan(*, study: Study, width_pp: float) -> list[dict]:
     calibrated interval needs to be at most ``width_pp`` wide (in the metric's unit)."""
     from evaluation.stats import ppi_labels_needed
 
-    _, _, metric = _declared(study)
+    _, declared, metric = _declared(study)
     scale = _scale(metric)
     labels = _labels(study)
     scores = {
@@ -450,6 +450,8 @@ def calibration_plan(*, study: Study, width_pp: float) -> list[dict]:
                 "needed": int(needed),
                 "extend": min(int(needed), left),
                 "left": left,
+                # What one draw is: a task (each of its units labelled) or a unit.
+                "draw": "tasks" if declared.unit == "task" else "units",
             }
         )
     return plan

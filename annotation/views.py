@@ -169,6 +169,7 @@ def _calibration_context(request, study: Study) -> dict:
     width, problem = _width(request.GET)
     plan = calibration.calibration_plan(study=study, width_pp=width)
     plugin = registry()[study.benchmark.plugin]
+    declared, _ = calibration.core.declared_metric(plugin, study.calibrated_metric)
     return {
         "calibration": {
             "metric": calibration.core.metric_label(plugin, study.calibrated_metric),
@@ -176,6 +177,7 @@ def _calibration_context(request, study: Study) -> dict:
             "width": width,
             "width_problem": problem,
             "plan": plan,
+            "draw": "tasks" if declared.unit == "task" else "units",
             "to_add": sum(row["extend"] for row in plan),
             "minimum": calibration.core.MIN_LABELLED,
             "can_extend": _may_extend(request.user, study),
