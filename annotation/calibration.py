@@ -425,9 +425,7 @@ def calibration_plan(*, study: Study, width_pp: float) -> list[dict]:
         )
     }
     plan = []
-    for stratum in study.calibration_strata.select_related("submission__system").order_by(
-        "submission_id"
-    ):
+    for stratum in study.calibration_strata.select_related("submission").order_by("submission_id"):
         outcomes = stratum_outcomes(study=study, stratum=stratum, labels=labels)
         needed = ppi_labels_needed(
             judge=outcomes.judge,
