@@ -7,6 +7,7 @@ import math
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import NamedTuple
 
 import numpy as np
@@ -329,3 +330,436 @@ def _exact_test(sums: np.ndarray, deltas: np.ndarray, scale: float, observed: fl
     values = np.concatenate(chunks)
     spread = float(np.nanmax(np.abs(values), initial=0.0))
     return PermutationTest(_extreme(values, observed, spread) / total, True, m, total)
+
+
+# --- Prediction-powered inference (human-calibrated judge scores) --------------------------------
+
+# ppi_labels_needed plans with an upper confidence bound of this level on the current variance:
+# the planned labels give the target width in about four samples out of five.
+PLANNING_ASSURANCE = 0.8
+
+
+@dataclass(frozen=True)
+class Estimate:
+    value: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """A judged mean corrected by people's labels on a random sample of its units.
+
+    calibrated: the PPI++ (power-tuned) estimate of the mean people would give over all N
+    units; classical: people only, from the labelled units (inclusion-weighted when
+    stratified); judge: the judge's own mean over all N units (known exactly, no interval);
+    bias: judge minus people, ``judge - calibrated`` with the calibrated interval mirrored;
+    tuning: the weight lambda in [0, 1] given to the judge; labelled: n; population: N."""
+
+    calibrated: Estimate
+    classical: Estimate
+    judge: float
+    bias: Estimate
+    tuning: float
+    labelled: int
+    population: int
+
+
+@dataclass(frozen=True)
+class _Design:
+    """Stratified simple random sampling without replacement: unit i of stratum h is labelled
+    with probability drawn[h] / sizes[h]."""
+
+    codes: np.ndarray  # stratum of every unit, 0..H-1
+    sizes: np.ndarray  # N_h
+    drawn: np.ndarray  # n_h
+    picked: np.ndarray  # stratum of every labelled unit, aligned with labelled
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.sizes / self.sizes.sum()
+
+
+def _values(name: str, values, length: int | None = None) -> np.ndarray:
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
+    if length is not None and len(array) != length:
+        raise ValueError(f"{name} has {len(array)} values, expected {length}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} has a missing or infinite value")
+    return array
+
+
+def _design(*, size: int, labelled, strata) -> tuple[np.ndarray, _Design]:
+    if size < 1:
+        raise ValueError("judge has no units: nothing to calibrate")
+    index = np.asarray(labelled)
+    if index.ndim != 1:
+        raise ValueError(f"labelled must be one-dimensional, got shape {index.shape}")
+    if len(index) and not np.issubdtype(index.dtype, np.integer):
+        raise ValueError("labelled must hold integer unit indices")
+    index = index.astype(np.int64)
+    if len(index) and (index.min() < 0 or index.max() >= size):
+        raise ValueError(f"labelled holds an index outside the {size} judged units")
+    if len(np.unique(index)) != len(index):
+        raise ValueError("labelled holds a unit twice: the sample is without replacement")
+    if strata is None:
+        codes = np.zeros(size, dtype=np.int64)
+    else:
+        labels = np.asarray(strata)
+        if labels.shape != (size,):
+            raise ValueError(f"strata must give one stratum per judged unit ({size})")
+        codes = np.unique(labels, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    sizes = np.bincount(codes).astype(np.float64)
+    picked = codes[index]
+    drawn = np.bincount(picked, minlength=len(sizes)).astype(np.float64)
+    return index, _Design(codes=codes, sizes=sizes, drawn=drawn, picked=picked)
+
+
+def _z(confidence: float) -> float:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    return NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+
+
+def _chi2_quantile(probability: float, degrees: np.ndarray) -> np.ndarray:
+    """The chi-square quantile by the Wilson-Hilferty cube (within a few percent from one
+    degree of freedom up; the planning figure needs no more)."""
+    z = NormalDist().inv_cdf(probability)
+    scale = 2 / (9 * degrees)
+    return degrees * np.maximum(1 - scale + z * np.sqrt(scale), 1e-3) ** 3
+
+
+def _by_stratum_mean(values: np.ndarray, codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    sums = np.bincount(codes, weights=values, minlength=len(counts))
+    return np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
+
+
+def _tuned(design: _Design, human: np.ndarray, judged: np.ndarray, judge: np.ndarray) -> float:
+    """The power-tuning weight of PPI++ (Angelopoulos, Duchi, Zrnic 2023), as ppi_py's
+    ``_calc_lam_glm`` computes it for a mean, summed over strata: lambda minimises
+    sum_h W_h^2 [lambda^2 v_h / N_h + var_h(human - lambda judge) / n_h], with c_h the
+    covariance of people's and the judge's outcome over the stratum's labelled units (divisor
+    n_h) and v_h the judge's variance over the stratum's labelled units and all its units
+    together (divisor n_h + N_h - 1), i.e. lambda = sum W_h^2 c_h / n_h over
+    sum W_h^2 v_h (1 / n_h + 1 / N_h); one stratum gives ppi_py's c / ((1 + n/N) v). Strata
+    with fewer than two labels do not inform it; clipped to [0, 1]; 0 when the judge is
+    constant wherever it could inform."""
+    weights, drawn, sizes = design.weights, design.drawn, design.sizes
+    numerator = denominator = 0.0
+    for h in np.flatnonzero(drawn >= 2):
+        mine = design.picked == h
+        y, j = human[mine], judged[mine]
+        covariance = float(np.mean((y - y.mean()) * (j - j.mean())))
+        spread = float(np.var(np.concatenate([j, judge[design.codes == h]]), ddof=1))
+        numerator += weights[h] ** 2 * covariance / drawn[h]
+        denominator += weights[h] ** 2 * spread * (1 / drawn[h] + 1 / sizes[h])
+    if denominator <= 0:
+        return 0.0
+    return float(np.clip(numerator / denominator, 0.0, 1.0))
+
+
+def _stratum_variances(design: _Design, residual: np.ndarray, spread: float) -> np.ndarray:
+    """Each stratum's sample variance of the residual (divisor n_h - 1); inf where it cannot
+    be estimated (one label) and the stratum is not a census. Where every label gives the same
+    residual and the stratum is not a census, the variance is raised to that of one more label
+    differing by ``spread`` (the outcomes' range; inf when unbounded): no spread in a sample
+    does not prove there is none in the population."""
+    found = np.zeros(len(design.sizes))
+    for h in range(len(design.sizes)):
+        n_h, size = design.drawn[h], design.sizes[h]
+        if n_h >= size:
+            continue
+        if n_h < 2:
+            found[h] = math.inf
+            continue
+        variance = float(np.var(residual[design.picked == h], ddof=1))
+        if variance == 0:
+            variance = spread * spread * n_h / (n_h + 1) ** 2
+        found[h] = variance
+    return found
+
+
+def _variance(design: _Design, variances: np.ndarray, drawn: np.ndarray) -> float:
+    """sum_h W_h^2 (1 - n_h/N_h) S_h^2 / n_h: the variance of the stratified mean of the
+    residual under sampling without replacement (a census stratum adds nothing)."""
+    weights, sizes = design.weights, design.sizes
+    total = 0.0
+    for h in range(len(sizes)):
+        if drawn[h] >= sizes[h]:
+            continue
+        if drawn[h] <= 0 or math.isinf(variances[h]):
+            return math.inf
+        total += weights[h] ** 2 * (1 - drawn[h] / sizes[h]) * variances[h] / drawn[h]
+    return total
+
+
+def _interval(value: float, se: float, z: float, bounds: tuple[float, float] | None) -> Estimate:
+    low, high = value - z * se, value + z * se
+    if bounds is not None:
+        value = min(max(value, bounds[0]), bounds[1])
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return Estimate(value=float(value), low=float(low), high=float(high))
+
+
+def _unit_range(*arrays: np.ndarray) -> bool:
+    return all(len(a) == 0 or (a.min() >= 0 and a.max() <= 1) for a in arrays)
+
+
+def _ppi_fit(design, human, judged, judge, tuning):
+    """(lambda, residuals, point estimate) of the stratified PPI mean: lambda * mean_N(judge)
+    + sum_h W_h mean_h(human - lambda * judge). A stratum nobody labelled has no correction to
+    offer: its residual mean is taken as (1 - lambda) times its judge mean, so it contributes
+    the judge's own mean (its interval is the widest, see _stratum_variances)."""
+    lam = _tuned(design, human, judged, judge) if tuning is None else tuning
+    residual = human - lam * judged
+    means = _by_stratum_mean(residual, design.picked, design.drawn)
+    empty = design.drawn == 0
+    if empty.any():
+        judge_means = _by_stratum_mean(judge, design.codes, design.sizes)
+        means[empty] = (1 - lam) * judge_means[empty]
+    return lam, residual, lam * float(judge.mean()) + float(design.weights @ means)
+
+
+def _tuning(tuning: float | None) -> float | None:
+    if tuning is not None and not 0 <= tuning <= 1:
+        raise ValueError(f"tuning must be in [0, 1], got {tuning}")
+    return None if tuning is None else float(tuning)
+
+
+def ppi_mean(
+    *,
+    judge: np.ndarray,
+    labelled: np.ndarray,
+    human: np.ndarray,
+    strata: np.ndarray | None = None,
+    confidence: float = 0.95,
+    tuning: float | None = None,
+) -> Calibrated | None:
+    """The mean people would give over N judged units, from the judge's outcome on all N and
+    people's outcome on a random sample of n of them: prediction-powered inference
+    (Angelopoulos et al., Science 2023) with the power-tuned weight of PPI++ (Angelopoulos,
+    Duchi, Zrnic 2023).
+
+    judge: the judge's outcome on every one of the N units (0/1 floats, or any reals);
+    labelled: the indices (into judge) of the units people labelled, a uniform random sample
+    without replacement within each stratum; human: people's outcome on those units, aligned
+    with labelled; strata: each unit's stratum code (length N; None: one stratum), the
+    inclusion probability of a unit being n_h / N_h of its stratum; tuning: fixed lambda
+    (None: power-tuned, clipped to [0, 1]). None when nothing is labelled (n = 0).
+
+    The target is the finite population: the mean of people's outcome over these N units (a
+    submission's answers), not over some larger population they were drawn from. The judge
+    labelled every unit, the n labelled ones included, so its mean over the N is known exactly
+    and the estimate
+
+        theta = lambda * mean_N(judge) + sum_h W_h mean_{n_h}(human - lambda * judge),
+
+    W_h = N_h / N, is exactly unbiased for any fixed lambda (it is the Horvitz-Thompson
+    estimator of the residual's total with inclusion probabilities n_h / N_h, plus the known
+    judge total). Its variance is that of a stratified sample without replacement,
+    sum_h W_h^2 (1 - n_h / N_h) S_h^2 / n_h, S_h^2 the residual's sample variance (divisor
+    n_h - 1); the interval is theta +- z * sqrt(variance). One lambda serves every stratum.
+
+    Against ppi_py (``ppi_mean_pointestimate`` / ``ppi_mean_ci`` with the judge's N outcomes as
+    its "unlabeled" predictions), one stratum: the point estimate and the tuned lambda are the
+    same; ppi_py's interval treats the N judged units as an independent sample from an infinite
+    population (half-width z sqrt(lambda^2 sd_N(judge)^2 / N + sd_n(residual)^2 / n), standard
+    deviations with divisor N and n), which overstates this variance; ours is its rectifier term
+    times sqrt((1 - n/N) n / (n - 1)), and zero when every unit is labelled (the estimate is
+    then people's mean itself).
+
+    lambda = 0 gives the classical, people-only estimate exactly; lambda = 1 is plain PPI.
+    Where a stratum's variance cannot be estimated (one label in a stratum of more than one
+    unit, n = 1 in particular) the interval is the widest possible: [0, 1] when every outcome
+    lies in [0, 1], unbounded otherwise; a stratum nobody labelled counts at the judge's own
+    mean, with the same widest interval. A stratum whose labels show no spread in the residual
+    (every label agreeing with the judge, or a judge always wrong, at lambda 1) is given the
+    variance of one more label differing by the outcomes' range, so agreement in a sample is
+    not taken for certainty. When every outcome lies in [0, 1], values and bounds are clipped
+    to [0, 1] (a mean of such outcomes cannot leave it)."""
+    judge = _values("judge", judge)
+    index, design = _design(size=len(judge), labelled=labelled, strata=strata)
+    human = _values("human", human, len(index))
+    tuning = _tuning(tuning)
+    z = _z(confidence)
+    if not len(index):
+        return None
+    judged = judge[index]
+    unit = _unit_range(judge, human)
+    bounds = (0.0, 1.0) if unit else None
+    spread = 1.0 if unit else math.inf
+
+    def estimate(lam_fixed: float | None) -> tuple[float, Estimate]:
+        lam, residual, value = _ppi_fit(design, human, judged, judge, lam_fixed)
+        variances = _stratum_variances(design, residual, spread)
+        se = math.sqrt(_variance(design, variances, design.drawn))
+        return lam, _interval(value, se, z, bounds)
+
+    lam, calibrated = estimate(tuning)
+    _, classical = estimate(0.0)
+    mean = float(judge.mean())
+    bias = Estimate(
+        value=mean - calibrated.value, low=mean - calibrated.high, high=mean - calibrated.low
+    )
+    return Calibrated(
+        calibrated=calibrated,
+        classical=classical,
+        judge=mean,
+        bias=bias,
+        tuning=lam,
+        labelled=len(index),
+        population=len(judge),
+    )
+
+
+def ppi_ratio(
+    *,
+    judge_num: np.ndarray,
+    judge_den: np.ndarray,
+    labelled: np.ndarray,
+    human_num: np.ndarray,
+    human_den: np.ndarray,
+    strata: np.ndarray | None = None,
+    confidence: float = 0.95,
+    tuning: float | None = None,
+) -> Calibrated | None:
+    """The same for a ratio of two means (sum num / sum den over units, e.g. accuracy among
+    answers that are present), by the delta method.
+
+    Numerator and denominator each get the PPI estimate of ppi_mean with one shared lambda,
+    a and b, and the ratio is r = a / b. Its variance is that of the PPI mean of the
+    linearised outcome (num - r den) / b (people's and the judge's), under the same design;
+    lambda is tuned on the linearised outcome at lambda = 1's ratio. The classical estimate is
+    lambda = 0 (the combined ratio of people's stratified means). None when nothing is
+    labelled, or when the judge's, the calibrated or the classical denominator is not
+    positive (no ratio to estimate: e.g. people found no answer present in any labelled unit). When 0 <= num <= den <= 1 on every unit, values and bounds are clipped to
+    [0, 1]. Narrow-sample conventions are those of ppi_mean."""
+    judge_num = _values("judge_num", judge_num)
+    judge_den = _values("judge_den", judge_den, len(judge_num))
+    index, design = _design(size=len(judge_num), labelled=labelled, strata=strata)
+    human_num = _values("human_num", human_num, len(index))
+    human_den = _values("human_den", human_den, len(index))
+    tuning = _tuning(tuning)
+    z = _z(confidence)
+    if not len(index) or judge_den.sum() <= 0:
+        return None
+    judged_num, judged_den = judge_num[index], judge_den[index]
+    unit = _unit_range(judge_num, judge_den, human_num, human_den) and bool(
+        np.all(judge_num <= judge_den) and np.all(human_num <= human_den)
+    )
+    bounds = (0.0, 1.0) if unit else None
+
+    def ratio(lam: float) -> tuple[float, float]:
+        a = _ppi_fit(design, human_num, judged_num, judge_num, lam)[2]
+        b = _ppi_fit(design, human_den, judged_den, judge_den, lam)[2]
+        return (a / b if b > 0 else math.nan), b
+
+    def linearised(r: float, b: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return (
+            (human_num - r * human_den) / b,
+            (judged_num - r * judged_den) / b,
+            (judge_num - r * judge_den) / b,
+        )
+
+    def estimate(lam: float) -> Estimate | None:
+        r, b = ratio(lam)
+        if not b > 0:
+            return None
+        y, j, everyone = linearised(r, b)
+        residual = y - lam * j
+        spread = 1.0 / b if unit else math.inf
+        variances = _stratum_variances(design, residual, spread)
+        se = math.sqrt(_variance(design, variances, design.drawn))
+        return _interval(r, se, z, bounds)
+
+    if tuning is None:
+        r1, b1 = ratio(1.0)
+        lam = _tuned(design, *linearised(r1, b1)) if b1 > 0 else 0.0
+    else:
+        lam = tuning
+    calibrated, classical = estimate(lam), estimate(0.0)
+    if calibrated is None or classical is None:
+        return None
+    mean = float(judge_num.sum() / judge_den.sum())
+    bias = Estimate(
+        value=mean - calibrated.value, low=mean - calibrated.high, high=mean - calibrated.low
+    )
+    return Calibrated(
+        calibrated=calibrated,
+        classical=classical,
+        judge=mean,
+        bias=bias,
+        tuning=lam,
+        labelled=len(index),
+        population=len(judge_num),
+    )
+
+
+def ppi_labels_needed(
+    *,
+    judge: np.ndarray,
+    labelled: np.ndarray,
+    human: np.ndarray,
+    strata: np.ndarray | None = None,
+    width: float,
+    confidence: float = 0.95,
+) -> int:
+    """How many more labelled units (spread over strata in proportion to their size) the
+    calibrated interval needs to be at most `width` wide (full width, same unit as the
+    outcomes, i.e. 0..1 for rates), from the current judge-human disagreement; 0 when it
+    already is. When fewer than 2 units are labelled, a conservative figure from the
+    worst-case variance (0.25 for 0/1 outcomes).
+
+    The power analysis of ppi_mean's variance: each stratum keeps its current residual
+    variance at the current tuned lambda, taken at its one-sided upper confidence bound of
+    level PLANNING_ASSURANCE, (n_h - 1) S_h^2 / chi2_{1 - assurance}(n_h - 1) (Wilson-Hilferty), so the planned
+    labels reach the width in most samples, not half (capped at (1 + lambda)^2 / 4 for
+    outcomes in [0, 1]; the worst case where a stratum has fewer than two labels: 0.25 for
+    outcomes in [0, 1], else a quarter of the judge's squared range), and
+    k more labels give stratum h n_h + k N_h / N of them (at most N_h); the answer is the
+    smallest k whose interval, 2 z sqrt(variance), is at most ``width``, at most the N - n
+    units still unlabelled (a census has no width)."""
+    judge = _values("judge", judge)
+    index, design = _design(size=len(judge), labelled=labelled, strata=strata)
+    human = _values("human", human, len(index))
+    if not width > 0:
+        raise ValueError(f"width must be positive, got {width}")
+    z = _z(confidence)
+    current = ppi_mean(
+        judge=judge, labelled=index, human=human, strata=strata, confidence=confidence
+    )
+    if current is not None and current.calibrated.high - current.calibrated.low <= width:
+        return 0
+    unit = _unit_range(judge, human)
+    worst = 0.25 if unit else float(np.ptp(judge)) ** 2 / 4
+    judged = judge[index]
+    if len(index):
+        lam, residual, _ = _ppi_fit(design, human, judged, judge, None)
+        variances = _stratum_variances(design, residual, 1.0 if unit else math.inf)
+        # The estimate's own uncertainty: plan with its upper confidence bound, so the
+        # planned labels reach the width in most samples rather than in half of them.
+        degrees = np.maximum(design.drawn - 1, 1)
+        variances = variances * degrees / _chi2_quantile(1 - PLANNING_ASSURANCE, degrees)
+        if unit:
+            # A residual between -lambda and 1 varies by at most (1 + lambda)^2 / 4.
+            variances = np.minimum(variances, (1 + lam) ** 2 / 4)
+    else:
+        variances = np.full(len(design.sizes), math.inf)
+    variances = np.where(np.isinf(variances) | np.isnan(variances), worst, variances)
+    target = (width / (2 * z)) ** 2
+    remaining = int(len(judge) - len(index))
+
+    def fits(more: int) -> bool:
+        drawn = np.minimum(design.sizes, design.drawn + more * design.weights)
+        return _variance(design, variances, drawn) <= target
+
+    low, high = 0, remaining  # fits(remaining): every unit labelled
+    while low < high:
+        middle = (low + high) // 2
+        if fits(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return max(low, 1) if remaining else 0
