@@ -598,7 +598,8 @@ class DemoRun:
 
 class BenchmarkPlugin:
     """Base class of a benchmark plug-in. Subclasses set the declarations and implement the
-    hooks; every hook documents what the engine passes and expects."""
+    hooks; every hook documents what the engine passes and expects. The registry refuses a
+    plug-in whose declarations name something it does not declare (checks.py)."""
 
     slug: ClassVar[str]  # the registry key and the default benchmark slug
     name: ClassVar[str]
