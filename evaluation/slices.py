@@ -185,6 +185,12 @@ def all_columns(plugin) -> list[Column]:
     ]
 
 
+def compared(metric) -> bool:
+    """Whether two systems' values of the metric are compared (a difference, a test): counts
+    (how many probes, say) and plain numbers (a p-value, say) are reported, not compared."""
+    return metric.type not in ("count", "number")
+
+
 def _scale(metric) -> float:
     return 100.0 if metric.unit == "%" else 1.0
 
@@ -373,11 +379,8 @@ def compare(
     slice of the comparison page)."""
     order = {task: i for i, task in enumerate(tasks)}
     n = len(tasks)
-    # Counts (how many probes, say) are reported, not compared.
     present = [
-        c
-        for c in columns
-        if (c.key in a.metrics or c.key in b.metrics) and c.metric.type != "count"
+        c for c in columns if (c.key in a.metrics or c.key in b.metrics) and compared(c.metric)
     ]
     a_places, b_places = a.places(order), b.places(order)
     per_task = {}
@@ -618,6 +621,8 @@ def metric_methods(plugin) -> list[MetricMethod]:
             test = "none (a count is reported, not compared)"
         elif metric.significant:
             test = "none (it is itself a test's p-value)"
+        elif metric.type == "number":
+            test = "none (a number is reported, not compared)"
         elif metric.type == "rate" and not metric.nested_in:
             test = (
                 "exact two-sided McNemar test on the units both were scored on (a sign-flip "
@@ -632,7 +637,7 @@ def metric_methods(plugin) -> list[MetricMethod]:
         minimum = (
             f"interval: {minimum_interval}; test and interval of a difference: {MIN_TASKS} tasks"
         )
-        if metric.type == "count" or metric.significant:
+        if not compared(metric) or metric.significant:
             minimum = "–"
         found.append(
             MetricMethod(

@@ -172,6 +172,13 @@ def _groups(points, row_groups) -> list[tuple[str, str, str]]:
     ]
 
 
+def _hover_value(axis: str, column) -> str:
+    """plotly's placeholder for a point's value: two decimals, or the significant digits a
+    p-value declares."""
+    digits = column.metric.significant
+    return f"%{{{axis}:.{digits}g}}" if digits else f"%{{{axis}:.2f}}"
+
+
 def scatter_figure(chart, columns: dict, points: Sequence, row_groups) -> go.Figure:
     """One point per system: metric x against metric y, with the intervals of both where they
     exist; a button per declared pair. Systems missing either value are not plotted. Names sit
@@ -245,8 +252,9 @@ def scatter_figure(chart, columns: dict, points: Sequence, row_groups) -> go.Fig
                     ],
                     hovertemplate=(
                         "<b>%{text}</b><br>"
-                        + f"{_text(y.group + ' ' + y.label)} %{{y:.2f}} (%{{customdata[0]}})<br>"
-                        + f"{_text(x.group + ' ' + x.label)} %{{x:.2f}}<br>"
+                        + f"{_text(y.group + ' ' + y.label)} {_hover_value('y', y)} "
+                        + "(%{customdata[0]})<br>"
+                        + f"{_text(x.group + ' ' + x.label)} {_hover_value('x', x)}<br>"
                         + "%{customdata[1]}<br><i>click: open the system</i><extra></extra>"
                     ),
                     visible=index == 0,
@@ -356,7 +364,8 @@ def bars_figure(chart, columns: dict, points: Sequence) -> go.Figure:
                         for i, p in zip(intervals, shown, strict=True)
                     ],
                     hovertemplate=(
-                        f"<b>%{{x}}</b><br>{_text(group + ' ' + column.label)} %{{y:.2f}}"
+                        f"<b>%{{x}}</b><br>{_text(group + ' ' + column.label)} "
+                        + _hover_value("y", column)
                         + "<br>%{customdata[0]}<br><i>click: open the system</i><extra></extra>"
                     ),
                 ),

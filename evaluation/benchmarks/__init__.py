@@ -14,6 +14,11 @@ from importlib import import_module
 from django.conf import settings
 
 from evaluation.benchmarks.base import BenchmarkPlugin
+from evaluation.benchmarks.checks import check_declarations
+
+
+class PluginRefused(ValueError):
+    """A plug-in whose declarations do not hold together; the message lists every problem."""
 
 
 @lru_cache(maxsize=8)
@@ -23,6 +28,11 @@ def _load(paths: tuple[str, ...]) -> dict[str, BenchmarkPlugin]:
         plugin = getattr(import_module(path), "plugin", None)
         if not isinstance(plugin, BenchmarkPlugin):
             raise TypeError(f"{path}.plugin is not a BenchmarkPlugin")
+        problems = check_declarations(plugin)
+        if problems:
+            raise PluginRefused(
+                f"the {plugin.slug!r} plug-in ({path}) is refused: " + "; ".join(problems)
+            )
         if plugin.slug in found:
             raise ValueError(f"two plug-ins are named {plugin.slug!r}")
         found[plugin.slug] = plugin

@@ -82,7 +82,7 @@ class Asset:
     open: Callable[[], IO[bytes]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ImportOption:
     """A further input an import needs besides the release directory (a prompt file the
     operator names, say): ``import_benchmark ... --<name> VALUE``."""
@@ -102,7 +102,7 @@ class Source:
 # --- Uploads --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class UploadOption:
     """A choice the submitter declares with an upload (a run mode, an output modality)."""
 
@@ -121,7 +121,7 @@ class UploadLimits:
     max_ratio: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class UploadFormat:
     label: str  # "a zip of the harness's scenario_* folders"
     suffixes: tuple[str, ...]  # accepted file name endings, lower case: (".zip",)
@@ -169,7 +169,7 @@ class IngestedTask:
 # --- Processing -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Step:
     """A processing step before judging. ``scope`` is "task" (run per task, fanned out in
     chunks across workers) or "submission" (run once over every task). ``version`` names the
@@ -218,7 +218,7 @@ class TaskInput:
 # --- Judging --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JudgeKind:
     """A judged question. ``response_format`` is "json_schema" (the prompt's schema, strict),
     "json_object" or "text". ``answer_attempts``: answered calls made until one parses (the
@@ -238,7 +238,7 @@ class JudgeKind:
     output_tokens: int = 1000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JudgeDefaults:
     """The judge a benchmark's import creates as official, as its paper or harness ran it.
     ``base_url``: the endpoint its paper called (empty: the provider's from the settings)."""
@@ -302,20 +302,25 @@ class TaskOutcome:
 # --- Metrics and the board ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Metric:
     """One number of the board, read from the results at ``key`` (a dotted path, under the
     split's key when the benchmark has splits).
 
     type: "rate" — a node {"count", "total", "pct"}; "mean" — a node {"value", "pct"?, "ci"?};
-    "duration" — seconds as a plain number; "count" — an integer.
+    "duration" — seconds as a plain number; "count" — an integer; "number" — any other plain
+    number (a p-value, a difference between conditions), shown with ``decimals`` (or
+    ``significant`` digits) and never in percent. Counts and numbers are reported, never
+    compared between systems or ranked.
     interval: "wilson" (from count/total), "bootstrap" (the node's "ci"), "none".
+
+    Declared with every field named: ``Metric(key="apr", label="APR", interval="wilson")``.
     """
 
     key: str
     label: str
     group: str = ""
-    type: Literal["rate", "mean", "duration", "count"] = "rate"
+    type: Literal["rate", "mean", "duration", "count", "number"] = "rate"
     higher_is_better: bool = True
     chance: float | None = None
     interval: Literal["wilson", "bootstrap", "none"] = "none"
@@ -380,7 +385,7 @@ class Metric:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Split:
     """A part of the benchmark scored and ranked on its own, never pooled (a language, a
     condition). Results hold one entry per split under ``key``."""
@@ -389,7 +394,7 @@ class Split:
     label: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RowGroup:
     """A group of rows on the board, in declaration order (the paper's system types)."""
 
@@ -397,7 +402,7 @@ class RowGroup:
     label: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Chart:
     """A chart the board draws: "scatter" (metric x against metric y, one point per system) or
     "bars" (the metrics side by side per system, with chance lines)."""
@@ -407,7 +412,7 @@ class Chart:
     metrics: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TaskFilter:
     """A filter of the per-task drill-down and the API: ``source`` is "spec" (a task field) or
     "detection" (a processing output); ``field`` the key there; ``type`` "choice" (values
@@ -421,7 +426,7 @@ class TaskFilter:
     choices: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SliceAttribute:
     """A task attribute the board can be sliced by (every metric recomputed on the tasks that
     have a value): ``name`` is the key task_attributes() returns; ``type`` "choice" or "bool"."""
@@ -431,7 +436,7 @@ class SliceAttribute:
     type: Literal["choice", "bool"] = "choice"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TaskColumn:
     """A column of the per-task table: the value at ``field`` of the task's spec, data or
     detection; ``format`` "text", "bool", "seconds" or "truncate"."""
@@ -468,7 +473,7 @@ class Timeline:
     markers: tuple[tuple[float, str], ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ClipSpec:
     """An audio clip a page or a rater plays: a storage key with what it is, and markers.
     ``role`` "response" marks the system's own output (raters may be asked to play it through);
@@ -486,7 +491,7 @@ class ClipSpec:
 # --- Rating studies -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StudyKind:
     """A kind of item human raters label, checked against one judge kind. ``labels`` is the
     label set; the first is the judge's verdict True, the second its False."""
@@ -551,7 +556,7 @@ class StudyUnit:
     prompt: str = ""  # the question put to the rater about this unit
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FactBadge:
     """A badge the board shows beside a submission whose ``facts`` hold ``value`` under
     ``fact`` (results scored from measurements the submitter made, say)."""
@@ -593,7 +598,8 @@ class DemoRun:
 
 class BenchmarkPlugin:
     """Base class of a benchmark plug-in. Subclasses set the declarations and implement the
-    hooks; every hook documents what the engine passes and expects."""
+    hooks; every hook documents what the engine passes and expects. The registry refuses a
+    plug-in whose declarations name something it does not declare (checks.py)."""
 
     slug: ClassVar[str]  # the registry key and the default benchmark slug
     name: ClassVar[str]

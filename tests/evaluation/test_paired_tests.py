@@ -14,9 +14,11 @@ from evaluation.benchmarks.base import BenchmarkPlugin, Metric
 from evaluation.slices import Column, Contributions, common_tasks, compare, contributions_json
 from evaluation.stats import paired_permutation_test, smallest_significant_n
 
-RATE = Metric("acc", "Acc", "", "rate", True, None, "wilson", 2, "%")
-MEAN = Metric("score", "Score", "", "mean", True, None, "bootstrap", 2, "%")
-LATENCY = Metric("lat", "Lat", "", "duration", False, None, "none", 1, "s")
+RATE = Metric(key="acc", label="Acc", interval="wilson")
+MEAN = Metric(key="score", label="Score", type="mean", interval="bootstrap")
+LATENCY = Metric(
+    key="lat", label="Lat", type="duration", higher_is_better=False, decimals=1, unit="s"
+)
 COLUMNS = [Column("acc", RATE), Column("score", MEAN), Column("lat", LATENCY)]
 
 

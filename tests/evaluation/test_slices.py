@@ -28,9 +28,11 @@ from evaluation.slices import (
 )
 from evaluation.stats import mcnemar_exact
 
-RATE = Metric("acc", "Acc", "", "rate", True, None, "wilson", 2, "%")
-MEAN = Metric("score", "Score", "", "mean", True, None, "bootstrap", 2, "%")
-LATENCY = Metric("lat", "Lat", "", "duration", False, None, "none", 1, "s")
+RATE = Metric(key="acc", label="Acc", interval="wilson")
+MEAN = Metric(key="score", label="Score", type="mean", interval="bootstrap")
+LATENCY = Metric(
+    key="lat", label="Lat", type="duration", higher_is_better=False, decimals=1, unit="s"
+)
 
 
 class Plain(BenchmarkPlugin):

@@ -18,7 +18,7 @@ class PerTask(BenchmarkPlugin):
 
 def test_the_default_runs_each_task_of_the_chunk():
     plugin = PerTask()
-    step = Step("measure", "task", "Measure")
+    step = Step(name="measure", scope="task", label="Measure")
     tasks = [TaskInput("a", {}, {"answer": "xy"}), TaskInput("b", {}, {"answer": "xyz"})]
     found = plugin.run_task_step_batch(step, tasks, facts={"k": 1})
     assert found == {"a": {"length": 2, "facts": {"k": 1}}, "b": {"length": 3, "facts": {"k": 1}}}

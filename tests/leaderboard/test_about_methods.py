@@ -44,8 +44,10 @@ def test_about_page_states_each_metrics_methods(client, settings, slug):
             assert "bootstrap" in interval and minimum.startswith("interval: 6 tasks")
         else:
             assert interval == "none"
-        if metric.type == "count":
+        if metric.type in ("count", "number"):
+            # Reported, never compared: a p-value says it is one, any other number so.
             assert test.startswith("none") and minimum == "–"
+            assert ("p-value" if metric.significant else "reported, not compared") in test
         elif metric.type == "rate" and not metric.nested_in:
             assert test.startswith("exact two-sided McNemar")
             assert minimum.endswith("test and interval of a difference: 6 tasks")

@@ -55,27 +55,66 @@ class ToyBench(BenchmarkPlugin):
         label="a JSONL file of {id, answer}",
         suffixes=(".jsonl",),
         description='One JSON object per line and task: {"id": task id, "answer": the text}.',
-        options=(UploadOption("mode", "Run mode", (("text", "Text"), ("voice", "Voice")), "text"),),
+        options=(
+            UploadOption(
+                name="mode",
+                label="Run mode",
+                choices=(("text", "Text"), ("voice", "Voice")),
+                default="text",
+            ),
+        ),
     )
-    steps = (Step("measure", "submission", "Measure: answer lengths"),)
+    steps = (Step(name="measure", scope="submission", label="Measure: answer lengths"),)
     judge_kinds = (
-        JudgeKind("grade", "Grade", "json_object", answer_attempts=2, unparseable="outcome"),
+        JudgeKind(
+            key="grade",
+            label="Grade",
+            response_format="json_object",
+            answer_attempts=2,
+            unparseable="outcome",
+        ),
     )
-    official_judge = JudgeDefaults("official", "Toy official judge", "openai", {"grade": "toy-1"})
+    official_judge = JudgeDefaults(
+        slug="official",
+        name="Toy official judge",
+        provider="openai",
+        models_by_kind={"grade": "toy-1"},
+    )
     metrics = (
-        Metric("quality", "Quality", "Answers", "mean", True, None, "bootstrap", 2, "%"),
-        Metric("answered", "Answered", "Answers", "rate", True, 50.0, "wilson", 1, "%"),
+        Metric(key="quality", label="Quality", group="Answers", type="mean", interval="bootstrap"),
+        Metric(
+            key="answered",
+            label="Answered",
+            group="Answers",
+            chance=50.0,
+            interval="wilson",
+            decimals=1,
+        ),
     )
-    splits = (Split("en", "English"), Split("de", "German"))
-    row_groups = (RowGroup("small", "Small models"), RowGroup("large", "Large models"))
+    splits = (Split(key="en", label="English"), Split(key="de", label="German"))
+    row_groups = (
+        RowGroup(key="small", label="Small models"),
+        RowGroup(key="large", label="Large models"),
+    )
     rank_keys = ("quality",)
     charts = (
-        Chart("scatter", "Answered against quality", ("answered", "quality")),
-        Chart("bars", "Quality", ("quality",)),
+        Chart(kind="scatter", title="Answered against quality", metrics=("answered", "quality")),
+        Chart(kind="bars", title="Quality", metrics=("quality",)),
     )
-    task_filters = (TaskFilter("topic", "Topic", "spec", "topic"),)
-    task_columns = (TaskColumn("Topic", "spec", "topic"), TaskColumn("Answer", "data", "answer"))
-    study_kinds = (StudyKind("grade", "Grades", "grade", ("pass", "fail"), "Is it good?"),)
+    task_filters = (TaskFilter(name="topic", label="Topic", source="spec", field="topic"),)
+    task_columns = (
+        TaskColumn(label="Topic", source="spec", field="topic"),
+        TaskColumn(label="Answer", source="data", field="answer"),
+    )
+    study_kinds = (
+        StudyKind(
+            key="grade",
+            label="Grades",
+            judge_kind="grade",
+            labels=("pass", "fail"),
+            question="Is it good?",
+        ),
+    )
     facts = (("answered", "Answered tasks"),)
     rules = ("Each answer is graded twice; a task's score is the mean of its two grades.",)
     citation = """@misc{toybench,

@@ -59,35 +59,27 @@ INTERVAL = (
 NOT_STATED = "not-stated"
 
 
-def _metrics(prefix: str, group: str, tasks: str) -> tuple[Metric, ...]:
+def _metrics(*, prefix: str, group: str, tasks: str) -> tuple[Metric, ...]:
     return (
         Metric(
-            f"{prefix}.apr",
-            "APR",
-            group,
-            "rate",
-            True,
-            None,
+            key=f"{prefix}.apr",
+            label="APR",
+            group=group,
             # One pass or fail per task: the Wilson interval of the count, which never
             # collapses to zero width at 0 or n passes (the results keep the benchmark's own
             # bootstrap interval too).
-            "wilson",
-            2,
-            "%",
-            f"average pass rate: {tasks} whose every rubric item was met; 95% Wilson interval",
+            interval="wilson",
+            description=f"average pass rate: {tasks} whose every rubric item was met; 95% "
+            "Wilson interval",
         ),
         Metric(
-            f"{prefix}.ars",
-            "ARS",
-            group,
-            "mean",
-            True,
-            None,
-            "bootstrap",
-            2,
-            "%",
-            f"average rubric score: the share of items met per task, averaged over {tasks} "
-            f"with equal weight; {INTERVAL}",
+            key=f"{prefix}.ars",
+            label="ARS",
+            group=group,
+            type="mean",
+            interval="bootstrap",
+            description=f"average rubric score: the share of items met per task, averaged over "
+            f"{tasks} with equal weight; {INTERVAL}",
         ),
     )
 
@@ -114,28 +106,31 @@ class AudioMultiChallenge(BenchmarkPlugin):
         ),
         options=(
             UploadOption(
-                "output_modality",
-                "Output modality",
-                (("text", "Text output"), ("audio", "Audio output (scored on its transcript)")),
-                "text",
-                "The paper reports text-output and audio-output systems apart; the board "
+                name="output_modality",
+                label="Output modality",
+                choices=(
+                    ("text", "Text output"),
+                    ("audio", "Audio output (scored on its transcript)"),
+                ),
+                default="text",
+                help="The paper reports text-output and audio-output systems apart; the board "
                 "labels the row so.",
             ),
         ),
     )
     import_options = (
         ImportOption(
-            "judge-prompt",
-            "the file holding the dataset card's judge prompt between its BEGIN/END TEMPLATE "
+            name="judge-prompt",
+            help="the file holding the dataset card's judge prompt between its BEGIN/END TEMPLATE "
             "lines; read at import, never copied (a parquet export carries no dataset card)",
             required=True,
         ),
     )
     judge_kinds = (
         JudgeKind(
-            JUDGE_KIND,
-            "Rubric item",
-            "text",
+            key=JUDGE_KIND,
+            label="Rubric item",
+            response_format="text",
             answer_attempts=3,
             unparseable="outcome",
             description=(
@@ -147,67 +142,73 @@ class AudioMultiChallenge(BenchmarkPlugin):
         ),
     )
     official_judge = JudgeDefaults(
-        "official",
-        f"Dataset card judge: {DEFAULT_MODEL} (OpenAI, API defaults)",
-        "openai",
-        {JUDGE_KIND: DEFAULT_MODEL},
+        slug="official",
+        name=f"Dataset card judge: {DEFAULT_MODEL} (OpenAI, API defaults)",
+        provider="openai",
+        models_by_kind={JUDGE_KIND: DEFAULT_MODEL},
         # o4-mini takes only its default temperature; nothing else is stated.
         send_sampling_params=False,
     )
     metrics = (
-        *_metrics("overall", OVERALL, "all 452 tasks"),
+        *_metrics(prefix="overall", group=OVERALL, tasks="all 452 tasks"),
         *(
             metric
             for axis in AXES
             for metric in _metrics(
-                f"by_axis.{axis}", AXIS_LABELS[axis], f"the {AXIS_LABELS[axis].lower()} tasks"
+                prefix=f"by_axis.{axis}",
+                group=AXIS_LABELS[axis],
+                tasks=f"the {AXIS_LABELS[axis].lower()} tasks",
             )
         ),
         Metric(
-            "overall.rubric_item_rate",
-            "Items met (diagnostic)",
-            OVERALL,
-            "rate",
-            True,
-            None,
-            "none",
-            2,
-            "%",
-            "rubric items met over all items (micro); a diagnostic, not a paper metric",
+            key="overall.rubric_item_rate",
+            label="Items met (diagnostic)",
+            group=OVERALL,
+            description="rubric items met over all items (micro); a diagnostic, not a paper metric",
         ),
     )
     row_groups = (
-        RowGroup("text-output", "Text output"),
-        RowGroup("audio-output", "Audio output (scored on a transcript)"),
-        RowGroup(NOT_STATED, "Output modality not stated (paper rows)"),
+        RowGroup(key="text-output", label="Text output"),
+        RowGroup(key="audio-output", label="Audio output (scored on a transcript)"),
+        RowGroup(key=NOT_STATED, label="Output modality not stated (paper rows)"),
     )
     default_row_group = "text-output"
     rank_keys = ("overall.apr", "overall.ars")
     slices = (
-        SliceAttribute("axis", "Axis"),
-        SliceAttribute("user_turns", "User turns"),
+        SliceAttribute(name="axis", label="Axis"),
+        SliceAttribute(name="user_turns", label="User turns"),
     )
     charts = (
-        Chart("bars", "APR by axis", tuple(f"by_axis.{axis}.apr" for axis in AXES)),
-        Chart("bars", "ARS by axis", tuple(f"by_axis.{axis}.ars" for axis in AXES)),
-        Chart("scatter", "ARS against APR", ("overall.apr", "overall.ars")),
+        Chart(
+            kind="bars", title="APR by axis", metrics=tuple(f"by_axis.{axis}.apr" for axis in AXES)
+        ),
+        Chart(
+            kind="bars", title="ARS by axis", metrics=tuple(f"by_axis.{axis}.ars" for axis in AXES)
+        ),
+        Chart(kind="scatter", title="ARS against APR", metrics=("overall.apr", "overall.ars")),
     )
     task_filters = (
         # The number of user turns is a slice of the board; a filter compares text.
-        TaskFilter("axis", "Axis", "spec", "axis", choices=tuple(AXIS_LABELS.items())),
+        TaskFilter(
+            name="axis",
+            label="Axis",
+            source="spec",
+            field="axis",
+            choices=tuple(AXIS_LABELS.items()),
+        ),
     )
     task_columns = (
-        TaskColumn("Axis", "spec", "axis"),
-        TaskColumn("User turns", "spec", "last_user_turn"),
-        TaskColumn("Reply", "data", "response", "truncate"),
+        TaskColumn(label="Axis", source="spec", field="axis"),
+        TaskColumn(label="User turns", source="spec", field="last_user_turn"),
+        TaskColumn(label="Reply", source="data", field="response", format="truncate"),
     )
     study_kinds = (
         StudyKind(
-            "rubric_item",
-            "Rubric items",
-            JUDGE_KIND,
-            ("met", "not met"),
-            "Does the assistant's last reply meet this rubric item?",
+            key="rubric_item",
+            label="Rubric items",
+            judge_kind=JUDGE_KIND,
+            labels=("met", "not met"),
+            question="Does the assistant's last reply meet this rubric item?",
         ),
     )
     # The item rate is the mean over rubric items; APR passes a task whose every item was met.

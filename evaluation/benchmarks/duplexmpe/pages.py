@@ -46,11 +46,11 @@ def clips(task: TaskInput) -> list[ClipSpec]:
     markers = ((_s(t["t_end"]), "T ends"),) if t else ()
     stored = task.detection.get("input_audio") or {}
     if stored.get("key"):
-        found.append(ClipSpec(stored["key"], "Input channel: what the model heard",
-                              INPUT_NAME, markers=markers))  # fmt: skip
+        found.append(ClipSpec(key=stored["key"], label="Input channel: what the model heard",
+                              name=INPUT_NAME, markers=markers))  # fmt: skip
     if OUTPUT in task.assets:
-        found.append(ClipSpec(task.assets[OUTPUT], "Output channel: the model", OUTPUT,
-                              markers=markers, role="response"))  # fmt: skip
+        found.append(ClipSpec(key=task.assets[OUTPUT], label="Output channel: the model",
+                              name=OUTPUT, markers=markers, role="response"))  # fmt: skip
     return found
 
 
@@ -208,10 +208,10 @@ def study_units(kind: StudyKind, task: TaskInput, *, judged: Mapping) -> list[St
         text = (transcripts.get(item["slot"]) or {}).get("text") or ""
         clip_list = []
         if input_key:
-            clip_list.append(ClipSpec(input_key, "The conversation", INPUT_NAME,
+            clip_list.append(ClipSpec(key=input_key, label="The conversation", name=INPUT_NAME,
                                       start=window[0], end=window[1]))  # fmt: skip
         if OUTPUT in task.assets:
-            clip_list.append(ClipSpec(task.assets[OUTPUT], "The assistant", OUTPUT,
+            clip_list.append(ClipSpec(key=task.assets[OUTPUT], label="The assistant", name=OUTPUT,
                                       start=window[0], end=window[1], role="response"))  # fmt: skip
         units.append(
             StudyUnit(

@@ -10,6 +10,7 @@ that reaches Django (storage, the transcript cache), inside the hooks.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from evaluation.benchmarks.base import (
@@ -56,12 +57,9 @@ VAD_STEP, ASR_STEP, INPUT_STEP, SUMMARY_STEP = "vad", "asr", "input", "summary"
 MAX_UPLOAD_BYTES = 48 * 1024**3
 
 
-def _rate(
-    key: str, label: str, group: str, description: str, units: str = "runs", nested_in: str = ""
-) -> Metric:
-    return Metric(
-        key, label, group, "rate", True, None, "wilson", 2, "%", description, units, nested_in
-    )
+# A rate of the board: a percentage of its runs (or of the events they hold) with the Wilson
+# interval of the count.
+_rate = partial(Metric, interval="wilson", units="runs")
 
 
 def _prompt_rule(kind: str, title: str) -> str:
@@ -97,94 +95,161 @@ class DuplexMPE(BenchmarkPlugin):
         ),
     )
     steps = (
-        Step(VAD_STEP, "task", "Voice activity: Silero VAD on each run's output channel, timing "
-             "from its scheduler log", f"silero-v5:{vad.MODEL_SHA256[:12]}", chunk_size=32),
-        Step(ASR_STEP, "task", "Transcripts of the spans the judges need", "1", chunk_size=50),
-        Step(INPUT_STEP, "task", "Input channel: the benchmark's clips at the log's times", "1",
-             chunk_size=50),
-        Step(SUMMARY_STEP, "submission", "Summary: how the submission was scored", "1"),
-    )  # fmt: skip
+        Step(
+            name=VAD_STEP,
+            scope="task",
+            label="Voice activity: Silero VAD on each run's output channel, timing from its "
+            "scheduler log",
+            version=f"silero-v5:{vad.MODEL_SHA256[:12]}",
+            chunk_size=32,
+        ),
+        Step(
+            name=ASR_STEP,
+            scope="task",
+            label="Transcripts of the spans the judges need",
+            version="1",
+            chunk_size=50,
+        ),
+        Step(
+            name=INPUT_STEP,
+            scope="task",
+            label="Input channel: the benchmark's clips at the log's times",
+            version="1",
+            chunk_size=50,
+        ),
+        Step(
+            name=SUMMARY_STEP,
+            scope="submission",
+            label="Summary: how the submission was scored",
+            version="1",
+        ),
+    )
     judge_kinds = (
-        JudgeKind(ANSWER, "Answer correctness", "text", answer_attempts=3, unparseable="outcome",
-                  description="a present response to T against the gold answer"),
-        JudgeKind(ACK, "Acknowledgement or intrusion", "text", answer_attempts=3,
-                  unparseable="outcome",
-                  description="speech in an N1-N3 window: a brief acknowledgement passes"),
-    )  # fmt: skip
+        JudgeKind(
+            key=ANSWER,
+            label="Answer correctness",
+            response_format="text",
+            answer_attempts=3,
+            unparseable="outcome",
+            description="a present response to T against the gold answer",
+        ),
+        JudgeKind(
+            key=ACK,
+            label="Acknowledgement or intrusion",
+            response_format="text",
+            answer_attempts=3,
+            unparseable="outcome",
+            description="speech in an N1-N3 window: a brief acknowledgement passes",
+        ),
+    )
     official_judge = JudgeDefaults(
-        "official",
-        "Duplex-MPE official (Claude Opus 5, Messages API)",
-        "anthropic",
-        {ANSWER: OFFICIAL_MODEL, ACK: OFFICIAL_MODEL},
+        slug="official",
+        name="Duplex-MPE official (Claude Opus 5, Messages API)",
+        provider="anthropic",
+        models_by_kind={ANSWER: OFFICIAL_MODEL, ACK: OFFICIAL_MODEL},
     )
     metrics = (
-        _rate("fresh_onset", "Fresh onset", "Scored", "no speech at the end of T and an onset "
-              "within 5 s (all T turns)"),
-        _rate("accuracy", "Accuracy", "Scored", "judged correct among present responses",
-              "runs with a present response"),
-        _rate("silence", "Silence", "Scored", "N1-N3 windows with no speech, or only a brief "
-              "acknowledgement", "N1-N3 windows", "runs"),
-        _rate("yield", "Yield", "Scored", f"answering-window yield over eligible N4 events; not "
-              f"reported below {N_MIN}", "eligible N4 events", "runs"),
-        Metric("yield.total", "Yield n", "Scored", "count", True, None, "none", 0, "",
-               "eligible N4 events behind the yield", "eligible N4 events"),
-        _rate("presence", "Presence", "Diagnostic", "a response active at or starting within "
-              "5 s of the end of T"),
-        _rate("window_response", "Window resp.", "Diagnostic", "speech from the N4 question's "
-              "start to 3 s after its end", "N4 events", "runs"),
-        _rate("silence_by_label.N1", "N1", "Silence by label", "Aria mentioned, not asked",
-              "N1 windows", "runs"),
-        _rate("silence_by_label.N2", "N2", "Silence by label", "addressed to someone else",
-              "N2 windows", "runs"),
-        _rate("silence_by_label.N3", "N3", "Silence by label", "no addressee", "N3 windows",
-              "runs"),
-        Metric("paired_presence.diff_pp", "Presence expl. − impl.", "Paired (both conditions)",
-               "duration", True, None, "none", 2, "pp",
-               "explicit minus implicit response presence over pairs present in both",
-               "scenario pairs"),
-        Metric("paired_presence.p", "McNemar p", "Paired (both conditions)", "duration", False,
-               None, "none", 3, "", "exact two-sided McNemar test on the discordant pairs",
-               "scenario pairs", significant=2,
+        _rate(key="fresh_onset", label="Fresh onset", group="Scored",
+              description="no speech at the end of T and an onset within 5 s (all T turns)"),
+        _rate(key="accuracy", label="Accuracy", group="Scored",
+              description="judged correct among present responses",
+              units="runs with a present response"),
+        _rate(key="silence", label="Silence", group="Scored",
+              description="N1-N3 windows with no speech, or only a brief acknowledgement",
+              units="N1-N3 windows", nested_in="runs"),
+        _rate(key="yield", label="Yield", group="Scored",
+              description=f"answering-window yield over eligible N4 events; not reported below "
+              f"{N_MIN}", units="eligible N4 events", nested_in="runs"),
+        Metric(key="yield.total", label="Yield n", group="Scored", type="count", decimals=0,
+               unit="", description="eligible N4 events behind the yield",
+               units="eligible N4 events"),
+        _rate(key="presence", label="Presence", group="Diagnostic",
+              description="a response active at or starting within 5 s of the end of T"),
+        _rate(key="window_response", label="Window resp.", group="Diagnostic",
+              description="speech from the N4 question's start to 3 s after its end",
+              units="N4 events", nested_in="runs"),
+        _rate(key="silence_by_label.N1", label="N1", group="Silence by label",
+              description="Aria mentioned, not asked", units="N1 windows", nested_in="runs"),
+        _rate(key="silence_by_label.N2", label="N2", group="Silence by label",
+              description="addressed to someone else", units="N2 windows", nested_in="runs"),
+        _rate(key="silence_by_label.N3", label="N3", group="Silence by label",
+              description="no addressee", units="N3 windows", nested_in="runs"),
+        Metric(key="paired_presence.diff_pp", label="Presence expl. − impl.",
+               group="Paired (both conditions)", type="number", unit="pp",
+               description="explicit minus implicit response presence over pairs present in both",
+               units="scenario pairs"),
+        Metric(key="paired_presence.p", label="McNemar p", group="Paired (both conditions)",
+               type="number", higher_is_better=False, decimals=3, unit="", significant=2,
+               description="exact two-sided McNemar test on the discordant pairs",
+               units="scenario pairs",
                detail="b = {explicit_only} present only in the explicit run, c = "
                "{implicit_only} only in the implicit one, of {pairs} pairs"),
     )  # fmt: skip
-    splits = (Split("explicit", "Explicit"), Split("implicit", "Implicit"))
+    splits = (Split(key="explicit", label="Explicit"), Split(key="implicit", label="Implicit"))
     row_groups = (
-        RowGroup("full-duplex", "Full-duplex speech models"),
-        RowGroup("cascaded", "Cascaded and turn-based systems"),
+        RowGroup(key="full-duplex", label="Full-duplex speech models"),
+        RowGroup(key="cascaded", label="Cascaded and turn-based systems"),
     )
     rank_keys = ()  # the paper combines no metrics and ranks no system [P §3.5]
     charts = (
-        Chart("scatter", "Silence preservation against fresh-onset rate",
-              ("fresh_onset", "silence")),
-        Chart("scatter", "Answering-window yield against its n (eligible events)",
-              ("yield.total", "yield")),
-        Chart("bars", "Scored metrics", ("fresh_onset", "accuracy", "silence", "yield")),
-    )  # fmt: skip
+        Chart(
+            kind="scatter",
+            title="Silence preservation against fresh-onset rate",
+            metrics=("fresh_onset", "silence"),
+        ),
+        Chart(
+            kind="scatter",
+            title="Answering-window yield against its n (eligible events)",
+            metrics=("yield.total", "yield"),
+        ),
+        Chart(
+            kind="bars",
+            title="Scored metrics",
+            metrics=("fresh_onset", "accuracy", "silence", "yield"),
+        ),
+    )
     task_filters = (
-        TaskFilter("condition", "Condition", "spec", "condition",
-                   choices=tuple((c, c) for c in CONDITIONS)),
-        TaskFilter("present", "Response to T present", "detection", "t_present", "bool"),
-        TaskFilter("fresh", "Fresh onset", "detection", "t_fresh", "bool"),
-        TaskFilter("speech", "Speech in a silence window", "detection", "speech_in_windows",
-                   "bool"),
-    )  # fmt: skip
+        TaskFilter(
+            name="condition",
+            label="Condition",
+            source="spec",
+            field="condition",
+            choices=tuple((c, c) for c in CONDITIONS),
+        ),
+        TaskFilter(
+            name="present",
+            label="Response to T present",
+            source="detection",
+            field="t_present",
+            type="bool",
+        ),
+        TaskFilter(
+            name="fresh", label="Fresh onset", source="detection", field="t_fresh", type="bool"
+        ),
+        TaskFilter(
+            name="speech",
+            label="Speech in a silence window",
+            source="detection",
+            field="speech_in_windows",
+            type="bool",
+        ),
+    )
     slices = (
-        SliceAttribute("speakers", "Human speakers"),
-        SliceAttribute("t_position", "Where T falls (thirds by turn order)"),
-        SliceAttribute("n4_after_t", "An N4 event after T", "bool"),
+        SliceAttribute(name="speakers", label="Human speakers"),
+        SliceAttribute(name="t_position", label="Where T falls (thirds by turn order)"),
+        SliceAttribute(name="n4_after_t", label="An N4 event after T", type="bool"),
     )
     task_columns = (
-        TaskColumn("Condition", "spec", "condition"),
-        TaskColumn("Present", "detection", "t_present", "bool"),
-        TaskColumn("Fresh", "detection", "t_fresh", "bool"),
-        TaskColumn("Windows with speech", "detection", "windows_with_speech"),
+        TaskColumn(label="Condition", source="spec", field="condition"),
+        TaskColumn(label="Present", source="detection", field="t_present", format="bool"),
+        TaskColumn(label="Fresh", source="detection", field="t_fresh", format="bool"),
+        TaskColumn(label="Windows with speech", source="detection", field="windows_with_speech"),
     )
     study_kinds = (
-        StudyKind(ANSWER, "Answer correctness", ANSWER, ("correct", "incorrect"),
-                  pages.STUDY_QUESTIONS[ANSWER]),
-        StudyKind(ACK, "Acknowledgement or intrusion", ACK, ("acknowledgement", "intrusion"),
-                  pages.STUDY_QUESTIONS[ACK]),
+        StudyKind(key=ANSWER, label="Answer correctness", judge_kind=ANSWER,
+                  labels=("correct", "incorrect"), question=pages.STUDY_QUESTIONS[ANSWER]),
+        StudyKind(key=ACK, label="Acknowledgement or intrusion", judge_kind=ACK,
+                  labels=("acknowledgement", "intrusion"), question=pages.STUDY_QUESTIONS[ACK]),
     )  # fmt: skip
     # Accuracy is the mean of the answer verdicts over the runs with a present response
     # (presence comes from voice activity, not from the judge); silence the mean over N1-N3
@@ -202,10 +267,14 @@ class DuplexMPE(BenchmarkPlugin):
         ("log_disagreements", "Runs whose wait after T disagrees with our VAD by more than 0.1 s"),
     )
     fact_badges = (
-        FactBadge("unverified", True, "unverified",
-                  "Segments, transcripts and verdicts as the submitter measured them; "
-                  "not measured here"),
-    )  # fmt: skip
+        FactBadge(
+            fact="unverified",
+            value=True,
+            label="unverified",
+            title="Segments, transcripts and verdicts as the submitter measured them; not "
+            "measured here",
+        ),
+    )
     rules = (
         "Each scenario is scored under its explicit and its implicit condition separately; the "
         "two tables are never pooled and no metric is combined with another, so systems are "

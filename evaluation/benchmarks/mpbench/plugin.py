@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import IO
 
@@ -66,23 +67,21 @@ RESPONSE_AUDIO = ("response.wav", "all_stitched/output.wav", "output.wav")
 TRANSCRIPT_MAX_BYTES = 50 * 1024 * 1024
 
 
-def _rate(key: str, group: str, label: str, chance: float | None = None) -> Metric:
-    return Metric(key, label, group, "rate", True, chance, "wilson", 2, "%")
+# Every accuracy of Table 3: a percentage of its tasks with the Wilson interval of the count.
+_rate = partial(Metric, interval="wilson")
 
 
-def _latency(split: str, group: str) -> Metric:
+def _latency(*, split: str, group: str) -> Metric:
     return Metric(
-        f"{split}.latency_s",
-        "Lat (s)",
-        group,
-        "duration",
-        False,
-        None,
-        "none",
-        1,
-        "s",
-        "mean latency of the tasks where the agent spoke",
-        "tasks where the agent spoke",
+        key=f"{split}.latency_s",
+        label="Lat (s)",
+        group=group,
+        type="duration",
+        higher_is_better=False,
+        decimals=1,
+        unit="s",
+        description="mean latency of the tasks where the agent spoke",
+        units="tasks where the agent spoke",
     )
 
 
@@ -124,9 +123,16 @@ class MPBench(BenchmarkPlugin):
             "manifest.json at the root describes the system."
         ),
     )
-    steps = (Step("detect", "submission", "Detect: who spoke, when, and the latency", "1"),)
+    steps = (
+        Step(
+            name="detect",
+            scope="submission",
+            label="Detect: who spoke, when, and the latency",
+            version="1",
+        ),
+    )
     judge_kinds = tuple(
-        JudgeKind(kind, label, "json_schema", "mpbench_eval")
+        JudgeKind(key=kind, label=label, response_format="json_schema", schema_name="mpbench_eval")
         for kind, label in (
             (scoring.UNDERSTANDING, "Understanding"),
             (scoring.SPEAKER_NAME, "Speaker name"),
@@ -135,40 +141,45 @@ class MPBench(BenchmarkPlugin):
         )
     )
     official_judge = JudgeDefaults(
-        "official",
-        "MP-Bench official (gpt-5.4; gpt-5.2 for speaker names)",
-        "openai",
-        OFFICIAL_MODELS,
+        slug="official",
+        name="MP-Bench official (gpt-5.4; gpt-5.2 for speaker names)",
+        provider="openai",
+        models_by_kind=OFFICIAL_MODELS,
     )
     metrics = (
-        _rate("understanding.overall_acc", "Understanding", "Overall Acc"),
+        _rate(key="understanding.overall_acc", label="Overall Acc", group="Understanding"),
         _rate(
-            "understanding.spk_name_acc",
-            "Understanding",
-            "Spk Name Acc",
-            scoring.CHANCE_PCT["spk_name_acc"],
+            key="understanding.spk_name_acc",
+            label="Spk Name Acc",
+            group="Understanding",
+            chance=scoring.CHANCE_PCT["spk_name_acc"],
         ),
-        _latency("understanding", "Understanding"),
-        _rate("discussion.tt_acc", "Discussion", "T Acc"),
-        _rate("discussion.app_acc", "Discussion", "App Acc"),
-        _latency("discussion", "Discussion"),
-        _rate("turnbased.tt_acc", "Turn-based", "T Acc", scoring.CHANCE_PCT["turnbased.tt_acc"]),
-        _rate("turnbased.app_acc", "Turn-based", "App Acc"),
-        _latency("turnbased", "Turn-based"),
+        _latency(split="understanding", group="Understanding"),
+        _rate(key="discussion.tt_acc", label="T Acc", group="Discussion"),
+        _rate(key="discussion.app_acc", label="App Acc", group="Discussion"),
+        _latency(split="discussion", group="Discussion"),
+        _rate(
+            key="turnbased.tt_acc",
+            label="T Acc",
+            group="Turn-based",
+            chance=scoring.CHANCE_PCT["turnbased.tt_acc"],
+        ),
+        _rate(key="turnbased.app_acc", label="App Acc", group="Turn-based"),
+        _latency(split="turnbased", group="Turn-based"),
     )
     row_groups = (
-        RowGroup("text-llm", "Text LLMs"),
-        RowGroup("non-realtime", "Non-realtime"),
-        RowGroup("realtime", "Realtime"),
+        RowGroup(key="text-llm", label="Text LLMs"),
+        RowGroup(key="non-realtime", label="Non-realtime"),
+        RowGroup(key="realtime", label="Realtime"),
     )
     # Table 3 is led by overall understanding accuracy; ties fall to the discussion and
     # turn-based appropriateness accuracies.
     rank_keys = ("understanding.overall_acc", "discussion.app_acc", "turnbased.app_acc")
     charts = (
         Chart(
-            "scatter",
-            "Latency against appropriateness accuracy",
-            (
+            kind="scatter",
+            title="Latency against appropriateness accuracy",
+            metrics=(
                 "discussion.latency_s",
                 "discussion.app_acc",
                 "turnbased.latency_s",
@@ -176,63 +187,85 @@ class MPBench(BenchmarkPlugin):
             ),
         ),
         Chart(
-            "bars",
-            "Accuracy per split",
-            tuple(m.key for m in metrics if m.type == "rate"),
+            kind="bars",
+            title="Accuracy per split",
+            metrics=tuple(m.key for m in metrics if m.type == "rate"),
         ),
     )
     task_filters = (
-        TaskFilter("family", "Family", "spec", "family"),
-        TaskFilter("should_speak", "Should speak", "spec", "should_speak", "bool"),
-        TaskFilter("spoke", "Spoke", "detection", "spoke", "bool"),
+        TaskFilter(name="family", label="Family", source="spec", field="family"),
         TaskFilter(
-            "turn_taking", "Turn-taking correct", "detection", "turn_taking_correct", "bool"
+            name="should_speak",
+            label="Should speak",
+            source="spec",
+            field="should_speak",
+            type="bool",
+        ),
+        TaskFilter(name="spoke", label="Spoke", source="detection", field="spoke", type="bool"),
+        TaskFilter(
+            name="turn_taking",
+            label="Turn-taking correct",
+            source="detection",
+            field="turn_taking_correct",
+            type="bool",
         ),
     )
     slices = (
-        SliceAttribute("family", "Family"),
-        SliceAttribute("is_speaker_name", "Speaker-name question", "bool"),
-        SliceAttribute("should_speak", "Should speak", "bool"),
-        SliceAttribute("addressed_by", "Who addresses the agent last (place in the speaker list)"),
-        SliceAttribute("turns", "Turns in the conversation"),
+        SliceAttribute(name="family", label="Family"),
+        SliceAttribute(name="is_speaker_name", label="Speaker-name question", type="bool"),
+        SliceAttribute(name="should_speak", label="Should speak", type="bool"),
+        SliceAttribute(
+            name="addressed_by", label="Who addresses the agent last (place in the speaker list)"
+        ),
+        SliceAttribute(name="turns", label="Turns in the conversation"),
     )
     task_columns = (
-        TaskColumn("Family", "spec", "family"),
-        TaskColumn("Should speak", "spec", "should_speak", "bool"),
-        TaskColumn("Spoke", "detection", "spoke", "bool"),
-        TaskColumn("Turn-taking correct", "detection", "turn_taking_correct", "bool"),
-        TaskColumn("Latency (s)", "detection", "latency", "seconds"),
-        TaskColumn("Response after the input", "detection", "post_text", "truncate"),
+        TaskColumn(label="Family", source="spec", field="family"),
+        TaskColumn(label="Should speak", source="spec", field="should_speak", format="bool"),
+        TaskColumn(label="Spoke", source="detection", field="spoke", format="bool"),
+        TaskColumn(
+            label="Turn-taking correct",
+            source="detection",
+            field="turn_taking_correct",
+            format="bool",
+        ),
+        TaskColumn(label="Latency (s)", source="detection", field="latency", format="seconds"),
+        TaskColumn(
+            label="Response after the input",
+            source="detection",
+            field="post_text",
+            format="truncate",
+        ),
     )
     study_kinds = (
         StudyKind(
-            scoring.DISCUSSION,
-            "Discussion appropriateness",
-            scoring.DISCUSSION,
-            ("consistent", "inconsistent"),
-            "Is the agent's contribution consistent with the discussion?",
-            DISCUSSION_GUIDELINE,
+            key=scoring.DISCUSSION,
+            label="Discussion appropriateness",
+            judge_kind=scoring.DISCUSSION,
+            labels=("consistent", "inconsistent"),
+            question="Is the agent's contribution consistent with the discussion?",
+            guideline=DISCUSSION_GUIDELINE,
         ),
         StudyKind(
-            scoring.TURNBASED,
-            "Turn-based appropriateness",
-            scoring.TURNBASED,
-            ("consistent", "inconsistent"),
-            "Does the agent follow the game's rules and take its turn correctly?",
+            key=scoring.TURNBASED,
+            label="Turn-based appropriateness",
+            judge_kind=scoring.TURNBASED,
+            labels=("consistent", "inconsistent"),
+            question="Does the agent follow the game's rules and take its turn correctly?",
         ),
         StudyKind(
-            scoring.UNDERSTANDING,
-            "Understanding",
-            scoring.UNDERSTANDING,
-            ("correct", "incorrect"),
-            "Does the agent answer the question correctly?",
+            key=scoring.UNDERSTANDING,
+            label="Understanding",
+            judge_kind=scoring.UNDERSTANDING,
+            labels=("correct", "incorrect"),
+            question="Does the agent answer the question correctly?",
         ),
         StudyKind(
-            scoring.SPEAKER_NAME,
-            "Speaker name",
-            scoring.SPEAKER_NAME,
-            ("correct", "incorrect"),
-            "Does the agent name the right speaker?",
+            key=scoring.SPEAKER_NAME,
+            label="Speaker name",
+            judge_kind=scoring.SPEAKER_NAME,
+            labels=("correct", "incorrect"),
+            question="Does the agent name the right speaker?",
         ),
     )
     # Each judged accuracy is the mean of one verdict per task of its split.

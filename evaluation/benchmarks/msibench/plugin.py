@@ -8,6 +8,7 @@ and drilldown.py map them onto the plug-in interface.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import IO
 
@@ -74,21 +75,10 @@ ORGANIZATIONS = {
 }
 
 
-def _rate(
-    key: str,
-    label: str,
-    group: str,
-    description: str,
-    *,
-    better: bool = True,
-    interval: str = "wilson",
-    units: str = "base cases",
-    nested_in: str = "",
-) -> Metric:
-    # One decimal, half-up on the float's repr (SPEC §7.7): metrics.py rounds, the board shows.
-    return Metric(
-        key, label, group, "rate", better, None, interval, 1, "%", description, units, nested_in
-    )
+# A rate of the board: a percentage of base cases (or probes, or atoms) with the Wilson interval
+# of the count (z = 1.96). One decimal, half-up on the float's repr (SPEC §7.7): metrics.py
+# rounds, the board shows.
+_rate = partial(Metric, interval="wilson", decimals=1, units="base cases")
 
 
 class MSIBench(BenchmarkPlugin):
@@ -114,43 +104,45 @@ class MSIBench(BenchmarkPlugin):
         ),
         options=(
             UploadOption(
-                "mode",
-                "Run mode",
-                (
+                name="mode",
+                label="Run mode",
+                choices=(
                     (TURN_BASED, "Turn-based (speak probes approximated)"),
                     (FULL_DUPLEX, "Full-duplex (live speak probes)"),
                 ),
-                TURN_BASED,
-                "Decides how BIR reads the speak-time probes, as the harness's target mode does.",
+                default=TURN_BASED,
+                help="Decides how BIR reads the speak-time probes, as the harness's target mode "
+                "does.",
             ),
         ),
     )
     import_options = (
         ImportOption(
-            "templates",
-            "the harness checkout (or a folder) holding judge_system.j2 and judge_user.j2; "
+            name="templates",
+            help="the harness checkout (or a folder) holding judge_system.j2 and judge_user.j2; "
             "read at import, never copied (default: the release directory)",
         ),
         ImportOption(
-            "audio",
-            "stored (default): each line's WAV is stored with its case; none: import a release "
-            "without its WAV files (scoring never reads them; the drill-down has no clips)",
+            name="audio",
+            help="stored (default): each line's WAV is stored with its case; none: import a "
+            "release without its WAV files (scoring never reads them; the drill-down has no "
+            "clips)",
         ),
     )
     steps = (
         Step(
-            "validate_tools",
-            "task",
-            "Tool-call validator, and the hear and speak probes' outcomes",
-            VALIDATOR_POLICY,
+            name="validate_tools",
+            scope="task",
+            label="Tool-call validator, and the hear and speak probes' outcomes",
+            version=VALIDATOR_POLICY,
             chunk_size=500,
         ),
     )
     judge_kinds = (
         JudgeKind(
-            RUBRIC,
-            "Rubric",
-            "json_object",
+            key=RUBRIC,
+            label="Rubric",
+            response_format="json_object",
             answer_attempts=3,
             unparseable="outcome",
             description=(
@@ -161,135 +153,159 @@ class MSIBench(BenchmarkPlugin):
         ),
     )
     official_judge = JudgeDefaults(
-        "official",
-        f"Paper judge: {PAPER_JUDGE_MODEL} via OpenRouter (JSON mode, provider defaults)",
-        "openai",
-        {RUBRIC: PAPER_JUDGE_MODEL},
+        slug="official",
+        name=f"Paper judge: {PAPER_JUDGE_MODEL} via OpenRouter (JSON mode, provider defaults)",
+        provider="openai",
+        models_by_kind={RUBRIC: PAPER_JUDGE_MODEL},
         send_sampling_params=False,
         base_url=PAPER_JUDGE_BASE_URL,
     )
     metrics = (
-        _rate("apr", "APR", OVERALL, "all-pass rate: base cases whose every scored atom passed"),
+        _rate(
+            key="apr",
+            label="APR",
+            group=OVERALL,
+            description="all-pass rate: base cases whose every scored atom passed",
+        ),
         Metric(
-            "apr_half_width",
-            "±",
-            OVERALL,
-            "mean",
-            False,
-            None,
-            "none",
-            1,
-            "pp",
-            "half-width of APR's 95% Wilson interval (z = 1.96), as the paper prints it",
+            key="apr_half_width",
+            label="±",
+            group=OVERALL,
+            type="mean",
+            higher_is_better=False,
+            decimals=1,
+            unit="pp",
+            description="half-width of APR's 95% Wilson interval (z = 1.96), as the paper prints "
+            "it",
         ),
         _rate(
-            "ars",
-            "ARS",
-            OVERALL,
-            "atoms passed over all atoms (micro); atoms of one case are not independent draws, "
-            "so no interval",
+            key="ars",
+            label="ARS",
+            group=OVERALL,
+            description="atoms passed over all atoms (micro); atoms of one case are not "
+            "independent draws, so no interval",
             interval="none",
             units="atoms",
             nested_in="cases",
         ),
         _rate(
-            "tool",
-            "Tool",
-            OVERALL,
-            "validator passes over the cases requiring a tool call",
+            key="tool",
+            label="Tool",
+            group=OVERALL,
+            description="validator passes over the cases requiring a tool call",
             units="base cases requiring a tool call",
         ),
         _rate(
-            "bir",
-            "BIR: barge-in (harness v2)",
-            OVERALL,
-            "speak-time probes passed over those executed, as the harness computes it (a "
-            "deterministic action and tool-call check, not the paper's rubric re-judging)",
+            key="bir",
+            label="BIR: barge-in (harness v2)",
+            group=OVERALL,
+            description="speak-time probes passed over those executed, as the harness computes "
+            "it (a deterministic action and tool-call check, not the paper's rubric re-judging)",
             units="executed speak-time probes",
         ),
         _rate(
-            "prr",
-            "PRR",
-            OVERALL,
-            "hear-time probes (disc, retr) answered instead of staying silent, over the valid "
-            "ones (V of T)",
-            better=False,
+            key="prr",
+            label="PRR",
+            group=OVERALL,
+            description="hear-time probes (disc, retr) answered instead of staying silent, over "
+            "the valid ones (V of T)",
+            higher_is_better=False,
             units="valid hear-time probes",
         ),
         Metric(
-            "prr.total",
-            "V",
-            OVERALL,
-            "count",
-            True,
-            None,
-            "none",
-            0,
-            "",
-            "valid hear-time probes: PRR's denominator",
+            key="prr.total",
+            label="V",
+            group=OVERALL,
+            type="count",
+            decimals=0,
+            unit="",
+            description="valid hear-time probes: PRR's denominator",
         ),
         Metric(
-            "prr.probes",
-            "T",
-            OVERALL,
-            "count",
-            True,
-            None,
-            "none",
-            0,
-            "",
-            "hear-time probes of the disc and retr patterns",
+            key="prr.probes",
+            label="T",
+            group=OVERALL,
+            type="count",
+            decimals=0,
+            unit="",
+            description="hear-time probes of the disc and retr patterns",
         ),
         *(
             _rate(
-                f"per_pattern.{code}",
-                PATTERN_LABELS[code],
-                PATTERNS,
-                f"APR over the {PATTERN_LABELS[code]} base cases",
+                key=f"per_pattern.{code}",
+                label=PATTERN_LABELS[code],
+                group=PATTERNS,
+                description=f"APR over the {PATTERN_LABELS[code]} base cases",
             )
             for code in PATTERN_CODES
         ),
     )
-    splits = (Split("en", "English (Table 1)"), Split("zh", "Mandarin (Table 4)"))
-    row_groups = (RowGroup("proprietary", "Proprietary"), RowGroup("open-weights", "Open-weights"))
+    splits = (
+        Split(key="en", label="English (Table 1)"),
+        Split(key="zh", label="Mandarin (Table 4)"),
+    )
+    row_groups = (
+        RowGroup(key="proprietary", label="Proprietary"),
+        RowGroup(key="open-weights", label="Open-weights"),
+    )
     rank_keys = ("apr",)
     # Language is a split (scored and ranked apart), never a slice.
     slices = (
-        SliceAttribute("pattern", "Pattern"),
-        SliceAttribute("scene", "Scene"),
-        SliceAttribute("tools_required", "Requires a tool call", "bool"),
+        SliceAttribute(name="pattern", label="Pattern"),
+        SliceAttribute(name="scene", label="Scene"),
+        SliceAttribute(name="tools_required", label="Requires a tool call", type="bool"),
     )
     charts = (
-        Chart("scatter", "APR against PRR", ("prr", "apr")),
-        Chart("bars", "APR by pattern", tuple(f"per_pattern.{code}" for code in PATTERN_CODES)),
+        Chart(kind="scatter", title="APR against PRR", metrics=("prr", "apr")),
+        Chart(
+            kind="bars",
+            title="APR by pattern",
+            metrics=tuple(f"per_pattern.{code}" for code in PATTERN_CODES),
+        ),
     )
     task_filters = (
         TaskFilter(
-            "kind",
-            "Cell",
-            "spec",
-            "kind",
+            name="kind",
+            label="Cell",
+            source="spec",
+            field="kind",
             choices=(("base", "base case"), ("hear", "hear-time probe"), ("speak", "speak probe")),
         ),
         TaskFilter(
-            "language",
-            "Language",
-            "spec",
-            "language",
+            name="language",
+            label="Language",
+            source="spec",
+            field="language",
             choices=(("en", "English"), ("zh", "Mandarin")),
         ),
-        TaskFilter("pattern", "Pattern", "spec", "pattern_label"),
-        TaskFilter("predicted", "Predicted", "detection", "predicted", "bool"),
-        TaskFilter("tool_passed", "Validator passed", "detection", "tool_passed", "bool"),
-        TaskFilter("format_error", "Format error", "detection", "format_error", "bool"),
+        TaskFilter(name="pattern", label="Pattern", source="spec", field="pattern_label"),
+        TaskFilter(
+            name="predicted", label="Predicted", source="detection", field="predicted", type="bool"
+        ),
+        TaskFilter(
+            name="tool_passed",
+            label="Validator passed",
+            source="detection",
+            field="tool_passed",
+            type="bool",
+        ),
+        TaskFilter(
+            name="format_error",
+            label="Format error",
+            source="detection",
+            field="format_error",
+            type="bool",
+        ),
     )
     task_columns = (
-        TaskColumn("Cell", "spec", "kind"),
-        TaskColumn("Language", "spec", "language"),
-        TaskColumn("Pattern", "spec", "pattern_label"),
-        TaskColumn("Action", "data", "predicted_action"),
-        TaskColumn("Answer", "data", "answer_text", "truncate"),
-        TaskColumn("Validator passed", "detection", "tool_passed", "bool"),
+        TaskColumn(label="Cell", source="spec", field="kind"),
+        TaskColumn(label="Language", source="spec", field="language"),
+        TaskColumn(label="Pattern", source="spec", field="pattern_label"),
+        TaskColumn(label="Action", source="data", field="predicted_action"),
+        TaskColumn(label="Answer", source="data", field="answer_text", format="truncate"),
+        TaskColumn(
+            label="Validator passed", source="detection", field="tool_passed", format="bool"
+        ),
     )
     # ARS is the mean over rubric atoms; APR passes a case whose every atom passed.
     calibrated_metrics = tuple(
@@ -300,11 +316,11 @@ class MSIBench(BenchmarkPlugin):
     task_language = "language"
     study_kinds = (
         StudyKind(
-            "rubric_atom",
-            "Rubric atoms",
-            RUBRIC,
-            ("pass", "fail"),
-            "Does the agent's response meet this criterion?",
+            key="rubric_atom",
+            label="Rubric atoms",
+            judge_kind=RUBRIC,
+            labels=("pass", "fail"),
+            question="Does the agent's response meet this criterion?",
         ),
     )
     task_template = "msibench/task.html"

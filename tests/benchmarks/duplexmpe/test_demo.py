@@ -63,18 +63,9 @@ def test_the_demo_is_scored_offline_and_its_audio_plays(demo_files, monkeypatch)
     assert paired["p"] < 0.05
     assert literal["explicit"]["paired_presence"] == paired
 
-    # Every rate of the board is the sum of its runs' contributions (slices and comparisons
-    # of systems are recomputed from them).
+    # The paired numbers are over pairs of runs, not runs: no run contributes to them. (That
+    # every other column is the sum of its runs' contributions is checked for every plug-in by
+    # tests/benchmarks/test_conformance.py.)
     for score in Score.objects.filter(submission__benchmark=board):
         stored = score.contributions["metrics"]
-        for condition in ("explicit", "implicit"):
-            for metric in plugin.metrics:
-                key = f"{condition}.{metric.key}"
-                if metric.key.startswith("paired_presence"):
-                    assert key not in stored  # over pairs of runs, not runs
-                    continue
-                numerator = sum(n for _, n, _ in stored.get(key, []))  # none: no unit counted
-                denominator = sum(d for _, _, d in stored.get(key, []))
-                assert plugin.metric_value(metric, numerator, denominator) == metric.value(
-                    score.results[condition]
-                ), (score.submission.system.name, key)
+        assert stored and not [key for key in stored if ".paired_presence." in f".{key}"]
