@@ -100,6 +100,7 @@ def stratum_population(*, study: Study, submission: Submission):
     found = _units(study, _rows(submission))
     units = {(row.pk, unit.slot): unit for row, unit in found}
     population = core.population(
+        key=study.calibrated_metric,
         declared=declared,
         positive=kind.labels[0],
         contributions=score.contributions,

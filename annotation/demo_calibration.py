@@ -18,6 +18,7 @@ from django.db import transaction
 
 from evaluation.benchmarks import get_plugin, registry
 from evaluation.benchmarks.base import kind_guideline
+from evaluation.calibration import declared_metric
 from evaluation.models import Benchmark, CalibratedScore, Submission
 
 from . import assignment
@@ -76,7 +77,7 @@ def seed_demo_calibration(*, base_url: str = "http://127.0.0.1:8000", stdout=Non
 
 def _create(benchmark: Benchmark, judge, submissions: list[Submission]) -> Study:
     plugin = get_plugin(benchmark.plugin)
-    declared = next(c for c in plugin.calibrated_metrics if c.metric == METRIC)
+    declared, _ = declared_metric(plugin, METRIC)
     kind = plugin.study_kind(declared.study_kind)
     study = study_create(
         plan=StudyPlan(

@@ -6,7 +6,7 @@ from django import forms
 
 from evaluation.benchmarks import registry
 from evaluation.benchmarks.base import StudyKind, kind_guideline
-from evaluation.calibration import metric_label
+from evaluation.calibration import calibrated_columns, metric_label
 from evaluation.models import Benchmark, Judge
 
 from .models import Item, Study
@@ -92,11 +92,8 @@ class StudyForm(forms.Form):
         self.fields["guideline_text"].initial = kind_guideline(kind)
         kinds = {k.key: k.label for k in plugin.study_kinds}
         self.fields["calibrated_metric"].choices = [("", "nothing: an agreement study")] + [
-            (
-                c.metric,
-                f"{metric_label(plugin, c.metric)} ({kinds.get(c.study_kind, c.study_kind)})",
-            )
-            for c in plugin.calibrated_metrics
+            (column, f"{metric_label(plugin, column)} ({kinds.get(c.study_kind, c.study_kind)})")
+            for column, c, _ in calibrated_columns(plugin)
         ]
 
     def plan(self) -> StudyPlan:

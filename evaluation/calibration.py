@@ -2,8 +2,9 @@
 submission's population of units is, and how the About page says so. Pure computation (the
 annotation app reads the rows and writes the results; the estimator is evaluation/stats.py).
 
-A declared metric is a column of the board (the split's key first where the benchmark has
-splits, as in its contributions). Its population for one submission is every unit the column
+A declared metric is one of the board's metrics; a calibration study calibrates one column of
+it (the metric itself, or the metric in one split: ``<split>.<key>``, as the board's columns and
+the scores' contributions name it, and as CalibratedScore.metric holds it). Its population for one submission is every unit the column
 counts, read from the score's stored contributions, with the judge's outcome on each: the
 units the plug-in offers for rating (``study_units``) carry the judge's label; what the board
 counts beyond them (a verdict decided without a call, a unit the judge never saw) is *fixed*:
@@ -54,26 +55,41 @@ class Population:
         return (sum(d.judge for d in self.draws) + sum(self.fixed)) / self.size
 
 
+def calibrated_columns(plugin) -> list[tuple[str, CalibratedMetric, Metric]]:
+    """(column key, declaration, metric) of every board column a declaration makes
+    calibratable: the metric itself, or the metric in each split (``<split>.<key>``, the key
+    of the board's column and of its contributions) where the benchmark has splits. A
+    calibration study calibrates one column."""
+    found = []
+    for declared in plugin.calibrated_metrics:
+        metric = resolve(plugin, declared)
+        for column in all_columns(plugin):
+            if column.metric.key == declared.metric:
+                found.append((column.key, declared, metric))
+    return found
+
+
 def declared_metric(plugin, key: str) -> tuple[CalibratedMetric, Metric]:
-    """The plug-in's declaration for ``key`` and the board metric it calibrates."""
-    declared = next((c for c in plugin.calibrated_metrics if c.metric == key), None)
-    if declared is None:
-        offered = ", ".join(c.metric for c in plugin.calibrated_metrics) or "none"
-        raise CalibrationError(
-            f"{plugin.name} declares no calibrated metric {key!r} (it declares: {offered})"
-        )
-    return declared, resolve(plugin, declared)
+    """The plug-in's declaration behind the column ``key`` and the board metric it
+    calibrates."""
+    for column, declared, metric in calibrated_columns(plugin):
+        if column == key:
+            return declared, metric
+    offered = ", ".join(column for column, _, _ in calibrated_columns(plugin)) or "none"
+    raise CalibrationError(
+        f"{plugin.name} declares no calibrated metric {key!r} (it declares: {offered})"
+    )
 
 
 def resolve(plugin, declared: CalibratedMetric) -> Metric:
     """The board metric a declaration names, checked: a rate or percent mean of the plug-in's
-    columns, of a study kind it offers, with an estimator and unit the core knows."""
-    column = next((c for c in all_columns(plugin) if c.key == declared.metric), None)
+    metrics, of a study kind it offers, with an estimator and unit the core knows."""
+    metric = next((m for m in plugin.metrics if m.key == declared.metric), None)
     problems = []
-    if column is None:
-        problems.append(f"{declared.metric!r} is not a column of the board")
-    elif column.metric.type not in ("rate", "mean"):
-        problems.append(f"{declared.metric!r} is a {column.metric.type}, not a rate or a mean")
+    if metric is None:
+        problems.append(f"{declared.metric!r} is not a metric of the board")
+    elif metric.type not in ("rate", "mean"):
+        problems.append(f"{declared.metric!r} is a {metric.type}, not a rate or a mean")
     if declared.study_kind not in {kind.key for kind in plugin.study_kinds}:
         problems.append(f"study kind {declared.study_kind!r} is not one of the plug-in's")
     if declared.unit not in ("unit", "task"):
@@ -85,11 +101,7 @@ def resolve(plugin, declared: CalibratedMetric) -> Metric:
         )
     if problems:
         raise CalibrationError(f"{plugin.name}, calibrated metric: " + "; ".join(problems))
-    return column.metric
-
-
-def calibrated_columns(plugin) -> list[tuple[CalibratedMetric, Metric]]:
-    return [(declared, resolve(plugin, declared)) for declared in plugin.calibrated_metrics]
+    return metric
 
 
 def metric_label(plugin, key: str) -> str:
@@ -107,6 +119,7 @@ def _whole(value: float) -> int | None:
 
 def population(
     *,
+    key: str,
     declared: CalibratedMetric,
     positive: str,
     contributions: Mapping | None,
@@ -116,8 +129,7 @@ def population(
     contributions (Score.contributions); ``units``: (task id, task result id, slot, judge
     label) of every unit the plug-in offers for rating under the declared study kind, in task
     order. A task whose rateable units cannot reproduce what it adds to the board is fixed
-    whole (its board outcome, never drawn)."""
-    key = declared.metric
+    whole (its board outcome, never drawn). ``key``: the column (see calibrated_columns)."""
     if not contributions:
         raise CalibrationError(f"the score holds no per-task contributions (to {key!r})")
     rows = contributions.get("metrics", {}).get(key)
@@ -190,6 +202,7 @@ def methods_paragraph(plugin) -> str:
     if not declared:
         return ""
     kinds = {kind.key: kind for kind in plugin.study_kinds}
+    splits = " in each of " + ", ".join(s.label for s in plugin.splits) if plugin.splits else ""
     parts = []
     for item in declared:
         kind = kinds.get(item.study_kind)
@@ -200,7 +213,9 @@ def methods_paragraph(plugin) -> str:
             if item.unit == "task"
             else f"per unit ({kind.label.lower() if kind else item.study_kind})"
         )
-        parts.append(f"{metric_label(plugin, item.metric)}, {what}")
+        metric = next(m for m in plugin.metrics if m.key == item.metric)
+        name = " · ".join(part for part in (metric.group, metric.label) if part)
+        parts.append(f"{name}{splits}, {what}")
     return (
         "Human-calibrated values. Where a calibration study exists, the judge's value of "
         + "; ".join(parts)

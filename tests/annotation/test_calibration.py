@@ -197,6 +197,7 @@ def test_a_task_the_rateable_units_cannot_reproduce_is_fixed_as_the_board_counts
         ("d", 13, "y", None),  # no label of the judge's: not drawn
     ]
     found = core.population(
+        key="m",
         declared=declared, positive="yes", contributions=contributions, units=units
     )
     assert [(d.row, d.slots, d.judge) for d in found.draws] == [(10, ("",), 1), (13, ("x",), 1)]
@@ -205,6 +206,7 @@ def test_a_task_the_rateable_units_cannot_reproduce_is_fixed_as_the_board_counts
     per_task = core.CalibratedMetric(metric="m", study_kind="k", unit="task")
     tasks = {"tasks": ["a", "b"], "metrics": {"m": [[0, 1, 1], [1, 0, 1]]}}
     both = core.population(
+        key="m",
         declared=per_task,
         positive="yes",
         contributions=tasks,
@@ -221,6 +223,7 @@ def test_a_task_the_rateable_units_cannot_reproduce_is_fixed_as_the_board_counts
     ]
     with pytest.raises(core.CalibrationError, match="not a count of 0/1 outcomes"):
         core.population(
+            key="m",
             declared=declared,
             positive="yes",
             contributions={"tasks": ["a"], "metrics": {"m": [[0, 0.5, 1]]}},

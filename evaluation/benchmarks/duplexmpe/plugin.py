@@ -253,11 +253,11 @@ class DuplexMPE(BenchmarkPlugin):
     )  # fmt: skip
     # Accuracy is the mean of the answer verdicts over the runs with a present response
     # (presence comes from voice activity, not from the judge); silence the mean over N1-N3
-    # windows, a window with speech passing when judged an acknowledgement.
-    calibrated_metrics = tuple(
-        CalibratedMetric(metric=f"{condition}.{key}", study_kind=kind)
-        for condition in ("explicit", "implicit")
-        for key, kind in (("accuracy", ANSWER), ("silence", ACK))
+    # windows, a window with speech passing when judged an acknowledgement. Each in both
+    # conditions: a calibration study calibrates one condition's column.
+    calibrated_metrics = (
+        CalibratedMetric(metric="accuracy", study_kind=ANSWER),
+        CalibratedMetric(metric="silence", study_kind=ACK),
     )
     task_template = "duplexmpe/task.html"
     facts = (
