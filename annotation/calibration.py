@@ -12,6 +12,7 @@ leave out units the metric counts.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import defaultdict
 from collections.abc import Mapping
@@ -25,6 +26,8 @@ from evaluation.benchmarks import get_plugin
 from evaluation.models import CalibratedScore, Score, Submission, TaskResult
 
 from .models import CalibrationStratum, Item, Rating, Study
+
+logger = logging.getLogger(__name__)
 
 # The planning form's default target: the full width of the 95% interval, in percentage points.
 DEFAULT_WIDTH_PP = 10.0
@@ -371,7 +374,13 @@ def calibration_refresh(*, study: Study) -> list[CalibratedScore]:
     study = Study.objects.select_related("benchmark", "judge").filter(pk=study.pk).first()
     if study is None or not study.calibrated_metric:
         return []
-    _, _, metric = _declared(study)
+    try:
+        _, _, metric = _declared(study)
+    except core.CalibrationError as error:
+        # The plug-in no longer declares the metric: the rows stay as they were, the study's
+        # page says why; a rater's click is not failed for it.
+        logger.warning("calibration study %s not refreshed: %s", study.slug, error)
+        return []
     written = []
     with transaction.atomic():
         Study.objects.select_for_update().filter(pk=study.pk).first()

@@ -167,9 +167,13 @@ def _calibration_context(request, study: Study) -> dict:
     if not study.calibrated_metric:
         return {"calibration": None}
     width, problem = _width(request.GET)
-    plan = calibration.calibration_plan(study=study, width_pp=width)
     plugin = registry()[study.benchmark.plugin]
-    declared, _ = calibration.core.declared_metric(plugin, study.calibrated_metric)
+    try:
+        declared, _ = calibration.core.declared_metric(plugin, study.calibrated_metric)
+    except calibration.core.CalibrationError as error:
+        # The plug-in no longer declares it: the page says so rather than failing.
+        return {"calibration": None, "calibration_problem": str(error)}
+    plan = calibration.calibration_plan(study=study, width_pp=width)
     return {
         "calibration": {
             "metric": calibration.core.metric_label(plugin, study.calibrated_metric),

@@ -197,8 +197,7 @@ def test_a_task_the_rateable_units_cannot_reproduce_is_fixed_as_the_board_counts
         ("d", 13, "y", None),  # no label of the judge's: not drawn
     ]
     found = core.population(
-        key="m",
-        declared=declared, positive="yes", contributions=contributions, units=units
+        key="m", declared=declared, positive="yes", contributions=contributions, units=units
     )
     assert [(d.row, d.slots, d.judge) for d in found.draws] == [(10, ("",), 1), (13, ("x",), 1)]
     assert sorted(found.fixed) == [0, 0, 0, 1]
@@ -446,3 +445,26 @@ def test_an_agreement_study_page_says_why_it_does_not_calibrate():
     assert 'id="calibration-plan"' not in page
     assert client.post(f"/studies/{study.slug}/extend/", {"width": "10"}).status_code == 302
     assert study.items.count() == 10
+
+
+def test_a_metric_no_longer_declared_fails_neither_a_rating_nor_the_page(
+    django_capture_on_commit_callbacks,
+):
+    board = scored_board()
+    with django_capture_on_commit_callbacks(execute=True):
+        study = calibration_study(board, per_stratum=5)
+    Study.objects.filter(pk=study.pk).update(calibrated_metric="discussion.tt_acc")
+    study.refresh_from_db()
+    rater = invite(study)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert rate_everything(rater) == 10
+    assert calibration_refresh(study=study) == []
+    # The rows written before stay as they were.
+    assert set(
+        CalibratedScore.objects.filter(study_id=study.pk).values_list("labelled", flat=True)
+    ) == {0}
+    staff = User.objects.create_user("staff", password="pw-staff-1234", is_staff=True)
+    client = Client()
+    client.force_login(staff)
+    page = client.get(f"/studies/{study.slug}/").content.decode()
+    assert "cannot be calibrated now" in page and "discussion.tt_acc" in page
