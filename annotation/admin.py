@@ -3,6 +3,7 @@ study pages (annotation/views.py), which draw the sample; here they can be edite
 
 from django.contrib import admin
 
+from annotation.calibration import study_delete
 from annotation.models import (
     Assignment,
     Batch,
@@ -28,11 +29,28 @@ class StudyAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "benchmark", "judge", "kind", "overlap", "batch_size", "status"]
     list_filter = ["status", "benchmark"]
     search_fields = ["slug", "name"]
-    readonly_fields = ["benchmark", "judge", "kind", "strata", "per_stratum", "seed", "created_by"]
+    readonly_fields = [
+        "benchmark",
+        "judge",
+        "kind",
+        "calibrated_metric",
+        "strata",
+        "per_stratum",
+        "seed",
+        "created_by",
+    ]
     inlines = [GuidelineInline]
 
     def has_add_permission(self, request):
         return False  # the study pages create studies and draw their samples
+
+    def delete_model(self, request, obj):
+        # A calibration study's scores on the board go with it.
+        study_delete(study=obj)
+
+    def delete_queryset(self, request, queryset):
+        for study in queryset:
+            study_delete(study=study)
 
 
 @admin.register(Item)

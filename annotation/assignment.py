@@ -24,6 +24,7 @@ from django.db.models import Count, Exists, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from .calibration import refresh_after_commit
 from .models import Assignment, Batch, Guideline, Item, Rater, Rating, RatingEvent, Study
 
 MISSING = "missing"  # the value a rater sends for "can't judge: audio problem"
@@ -532,6 +533,8 @@ def assignment_submit(
         assignment.submitted_at = rating.created_at
         assignment.save(update_fields=["status", "submitted_at"])
         _complete_if_done(assignment.batch)
+        if item.role == Item.Role.SAMPLE:
+            refresh_after_commit(study=study)
         return rating, True
 
 
@@ -629,6 +632,8 @@ def assignment_revise(
                 "revised_at",
             ]
         )
+        if changed and assignment.item.role == Item.Role.SAMPLE:
+            refresh_after_commit(study=study)
         return rating
 
 

@@ -99,8 +99,12 @@ def _simulate(study: Study, rater, accuracy: float, batches: int, rng: random.Ra
 
 
 def seed_demo_study(*, base_url: str = "http://127.0.0.1:8000", stdout=None) -> Study | None:
-    """Create (once) the demo study and print its invite links."""
+    """Create (once) the demo study and print its invite links; and the demo calibration study
+    (annotation/demo_calibration.py) on its own demo board."""
     out = stdout or sys.stdout
+    from .demo_calibration import seed_demo_calibration
+
+    seed_demo_calibration(base_url=base_url, stdout=out)
     # The first registered plug-in's demo board (seed_demo makes one per plug-in).
     demo_slug = f"{next(iter(registry()))}-demo"
     benchmark = Benchmark.objects.filter(slug=demo_slug).first()

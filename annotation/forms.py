@@ -6,6 +6,7 @@ from django import forms
 
 from evaluation.benchmarks import registry
 from evaluation.benchmarks.base import StudyKind, kind_guideline
+from evaluation.calibration import calibrated_columns, metric_label
 from evaluation.models import Benchmark, Judge
 
 from .models import Item, Study
@@ -45,6 +46,15 @@ class StudyForm(forms.Form):
         label="Submissions (strata)",
         widget=forms.CheckboxSelectMultiple,
     )
+    calibrated_metric = forms.ChoiceField(
+        required=False,
+        label="Calibrates",
+        help_text=(
+            "A calibration study samples, per submission, units uniformly at random among all "
+            "the metric counts (no language or empty-response filter), and its labels correct "
+            "the judge's value on the board. Its kind must be the metric's."
+        ),
+    )
     per_stratum = forms.IntegerField(min_value=1, initial=20, label="Items per stratum")
     seed = forms.IntegerField(min_value=0, initial=0)
     skip_empty_responses = forms.BooleanField(required=False, initial=True)
@@ -80,6 +90,11 @@ class StudyForm(forms.Form):
         else:
             del self.fields["language"]
         self.fields["guideline_text"].initial = kind_guideline(kind)
+        kinds = {k.key: k.label for k in plugin.study_kinds}
+        self.fields["calibrated_metric"].choices = [("", "nothing: an agreement study")] + [
+            (column, f"{metric_label(plugin, column)} ({kinds.get(c.study_kind, c.study_kind)})")
+            for column, c, _ in calibrated_columns(plugin)
+        ]
 
     def plan(self) -> StudyPlan:
         data = self.cleaned_data
@@ -107,6 +122,7 @@ class StudyForm(forms.Form):
             positive_label=self.kind.labels[0],
             negative_label=self.kind.labels[1],
             tie_rule=data["tie_rule"],
+            calibrated_metric=data.get("calibrated_metric") or "",
         )
 
 

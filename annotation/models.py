@@ -63,6 +63,9 @@ class Study(models.Model):
         default=False, help_text="Signed-in users may join as raters without an invite"
     )
     tie_rule = models.CharField(max_length=10, choices=TieRule.choices, default=TieRule.DROP)
+    # The calibrated metric this study's sample calibrates (a key of the plug-in's
+    # calibrated_metrics); "" : an agreement study, never used for calibration.
+    calibrated_metric = models.CharField(max_length=100, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -95,6 +98,44 @@ class Study(models.Model):
 
 def item_clip(item, name: str) -> dict | None:
     return next((clip for clip in item.clips if clip.get("name") == name), None)
+
+
+class CalibrationStratum(models.Model):
+    """One stratum (a submission) of a calibration study: every unit the calibrated metric
+    counts for that submission, as the judge decided it when the study was sampled, and which
+    of them were drawn. ``draws`` are what the sampler may draw (a unit, or a whole task for a
+    metric counted per task): [[task result id, [slots], judge outcome 0/1], ...]; ``fixed``
+    are the outcomes of units the board decides without the judge's label (a verdict decided
+    without a call, a unit the judge never saw), which count with people's outcome equal to
+    the judge's and inclusion probability 1; ``order`` is the seeded random permutation of the
+    draws, of which the first ``sampled`` are in the study."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="calibration_strata")
+    submission = models.ForeignKey(Submission, on_delete=models.PROTECT, related_name="+")
+    draws = models.JSONField(default=list)
+    fixed = models.JSONField(default=list)
+    order = models.JSONField(default=list)
+    sampled = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["study", "submission"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "submission"], name="calibration_stratum_once_per_study"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug} stratum {self.submission_id}"
+
+    @property
+    def population(self) -> int:
+        """N_h: how many draws the sampler draws from."""
+        return len(self.draws)
+
+    @property
+    def inclusion_probability(self) -> float:
+        return self.sampled / len(self.draws) if self.draws else 0.0
 
 
 class Guideline(models.Model):
@@ -148,6 +189,9 @@ class Item(models.Model):
     clips = models.JSONField(default=list, blank=True)
     # Hidden from raters: the study judge's label for this unit at sampling time (null: none).
     judge_label = models.CharField(max_length=50, null=True, blank=True)  # noqa: DJ001
+    # A calibration study's sampled items: the chance that this unit (or, for a metric counted
+    # per task, its task) was drawn, n_h / N_h of its stratum. Null elsewhere.
+    inclusion_probability = models.FloatField(null=True, blank=True)
     expected_label = models.CharField(max_length=50, blank=True, help_text="Gold and attention")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -58,6 +58,10 @@ class StudyPlan:
     tie_rule: str = Study.TieRule.DROP
     rater_title: str = ""  # what raters see; "" : the benchmark and the kind of item
     language: str = ""  # only tasks in this language, where the benchmark's have one
+    # A calibrated metric of the plug-in's (its key): the study samples every unit that metric
+    # counts uniformly at random, and its labels calibrate the metric on the board. The
+    # language and empty-response filters do not apply to it.
+    calibrated_metric: str = ""
 
 
 def _check_plan(plan: StudyPlan) -> None:
@@ -101,6 +105,18 @@ def _check_plan(plan: StudyPlan) -> None:
             )
     if Study.objects.filter(slug=plan.slug).exists():
         problems.append(f"a study with slug {plan.slug!r} exists")
+    if plan.calibrated_metric and plan.kind in kinds:
+        from .calibration import check_calibration
+
+        problems.extend(
+            check_calibration(
+                benchmark=plan.benchmark,
+                judge=plan.judge,
+                kind=plan.kind,
+                metric=plan.calibrated_metric,
+                strata=plan.strata,
+            )
+        )
     if problems:
         raise StudyError("; ".join(problems))
 
@@ -108,11 +124,14 @@ def _check_plan(plan: StudyPlan) -> None:
 def study_create(*, plan: StudyPlan, created_by=None) -> Study:
     """Create the study, its first guideline and its sample, or nothing at all."""
     _check_plan(plan)
+    calibrating = bool(plan.calibrated_metric)
     with transaction.atomic():
         study = Study.objects.create(
             name=plan.name,
             rater_title=plan.rater_title.strip(),
-            language=plan.language,
+            # A calibration sample covers every unit its metric counts: no filter applies.
+            language="" if calibrating else plan.language,
+            calibrated_metric=plan.calibrated_metric,
             slug=plan.slug,
             benchmark=plan.benchmark,
             judge=plan.judge,
@@ -121,7 +140,7 @@ def study_create(*, plan: StudyPlan, created_by=None) -> Study:
             negative_label=plan.negative_label.strip(),
             per_stratum=plan.per_stratum,
             seed=plan.seed,
-            skip_empty_responses=plan.skip_empty_responses,
+            skip_empty_responses=plan.skip_empty_responses and not calibrating,
             overlap=plan.overlap,
             batch_size=plan.batch_size,
             gold_per_batch=plan.gold_per_batch,
@@ -191,9 +210,14 @@ def _eligible(study: Study, submission: Submission) -> list[tuple[TaskResult, St
 
 def study_sample(*, study: Study) -> list[Item]:
     """Draw `per_stratum` task results from each stratum with a seeded generator (one per
-    stratum, so adding a stratum leaves the others' samples alone) and snapshot them."""
+    stratum, so adding a stratum leaves the others' samples alone) and snapshot them. A
+    calibration study draws its own way (annotation/calibration.py)."""
     if study.items.filter(role=Item.Role.SAMPLE).exists():
         raise StudyError(f"study {study.slug} already has its sample")
+    if study.calibrated_metric:
+        from .calibration import calibration_sample
+
+        return calibration_sample(study=study)
     strata = list(study.strata.order_by("pk"))
     chosen: list[tuple[Submission, TaskResult, StudyUnit]] = []
     short = []
@@ -412,7 +436,13 @@ def rater_update(*, rater: Rater, is_active: bool | None = None, is_excluded: bo
     if is_excluded is not None:
         fields["is_excluded"] = is_excluded
     if fields:
-        Rater.objects.filter(pk=rater.pk).update(**fields)
+        with transaction.atomic():
+            Rater.objects.filter(pk=rater.pk).update(**fields)
+            if "is_excluded" in fields:
+                # An excluded rater's labels leave the calibrated scores (and come back).
+                from .calibration import refresh_after_commit
+
+                refresh_after_commit(study=rater.study)
         for name, value in fields.items():
             setattr(rater, name, value)
     return rater

@@ -13,6 +13,7 @@ urlpatterns = [
     path("studies/<slug:slug>/snapshots/", views.study_snapshot, name="study-snapshot"),
     path("studies/<slug:slug>/guideline/", views.study_guideline, name="study-guideline"),
     path("studies/<slug:slug>/invites/", views.study_invite, name="study-invite"),
+    path("studies/<slug:slug>/extend/", views.study_extend, name="study-extend"),
     path("studies/<slug:slug>/checks/", views.study_check_item, name="study-check"),
     path("studies/<slug:slug>/raters/<int:rater_id>/", views.study_rater, name="study-rater"),
     path("studies/<slug:slug>/ratings.csv", views.study_export_csv, name="export-csv"),

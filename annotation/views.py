@@ -19,7 +19,7 @@ from evaluation.benchmarks import registry
 from evaluation.exports import csv_lines
 from evaluation.models import Benchmark
 
-from . import charts, selectors, services
+from . import calibration, charts, selectors, services
 from . import figures as figures_module
 from .forms import CheckItemForm, GuidelineForm, InviteForm, StudyForm, study_choice
 from .models import Study
@@ -143,8 +143,81 @@ def study_dashboard(request, slug: str):
             "check_form": CheckItemForm(study=study, user=request.user),
             "checks": study.items.exclude(role="sample").order_by("role", "task_id"),
             "stratum_names": names,
+            **_calibration_context(request, study),
         },
     )
+
+
+def _width(params) -> tuple[float, str]:
+    """The planning form's target width (percentage points, or the metric's unit), with the
+    problem when the one asked for is not a usable number."""
+    raw = params.get("width", "")
+    if raw in ("", None):
+        return calibration.DEFAULT_WIDTH_PP, ""
+    try:
+        width = float(raw)
+    except ValueError:
+        return calibration.DEFAULT_WIDTH_PP, f"the target width {raw!r} is not a number"
+    if not 0 < width <= 100 or width != width:
+        return calibration.DEFAULT_WIDTH_PP, "the target width must be above 0 and at most 100"
+    return width, ""
+
+
+def _calibration_context(request, study: Study) -> dict:
+    if not study.calibrated_metric:
+        return {"calibration": None}
+    width, problem = _width(request.GET)
+    plugin = registry()[study.benchmark.plugin]
+    try:
+        declared, _ = calibration.core.declared_metric(plugin, study.calibrated_metric)
+    except calibration.core.CalibrationError as error:
+        # The plug-in no longer declares it: the page says so rather than failing.
+        return {"calibration": None, "calibration_problem": str(error)}
+    plan = calibration.calibration_plan(study=study, width_pp=width)
+    return {
+        "calibration": {
+            "metric": calibration.core.metric_label(plugin, study.calibrated_metric),
+            "key": study.calibrated_metric,
+            "width": width,
+            "width_problem": problem,
+            "plan": plan,
+            "draw": "tasks" if declared.unit == "task" else "units",
+            "to_add": sum(row["extend"] for row in plan),
+            "minimum": calibration.core.MIN_LABELLED,
+            "can_extend": _may_extend(request.user, study),
+        }
+    }
+
+
+def _may_extend(user, study: Study) -> bool:
+    return user.is_authenticated and (user.is_staff or study.created_by_id == user.pk)
+
+
+@require_POST
+def study_extend(request, slug: str):
+    """Add to each stratum of a calibration study the units the planning table says it needs
+    for the target width (the study's staff or its owner)."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(reverse("annotation:study", args=[slug]))
+    study = get_object_or_404(Study.objects.select_related("benchmark", "judge"), slug=slug)
+    if not _may_extend(request.user, study):
+        raise PermissionDenied("Only staff or the study's owner extend it.")
+    width, problem = _width(request.POST)
+    if problem:
+        messages.error(request, problem)
+        return redirect("annotation:study", slug)
+    try:
+        plan = calibration.calibration_plan(study=study, width_pp=width)
+        added = calibration.calibration_extend(
+            study=study, counts={row["submission"].pk: row["extend"] for row in plan}
+        )
+    except (services.StudyError, calibration.core.CalibrationError) as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(
+            request, f"Added {added} item{'s' if added != 1 else ''} for a {width:g}-wide interval."
+        )
+    return redirect(f"{reverse('annotation:study', args=[slug])}?width={width:g}#calibration")
 
 
 def _strata_rows(report: dict, names: dict[str, str]) -> list[dict]:

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_safe
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import BenchmarkPlugin
+from evaluation.calibration import methods_paragraph
 from evaluation.models import Benchmark
 from evaluation.run_config import CONTAMINATION
 from evaluation.run_config import FIELDS as RUN_CONFIG_FIELDS
@@ -97,6 +98,7 @@ def benchmark_about(request, slug: str):
             "plugin": plugin,
             "metrics": _metric_rows(benchmark),
             "methods": metric_methods(plugin),
+            "calibration_method": methods_paragraph(plugin),
             "min_tasks": MIN_TASKS,
             "alpha": ALPHA,
             "ranking_note": ranking_note(plugin=plugin, columns=columns, grouped=True),

@@ -14,6 +14,7 @@ from typing import IO
 
 from evaluation.benchmarks.base import (
     BenchmarkPlugin,
+    CalibratedMetric,
     Chart,
     DemoRun,
     ImportOption,
@@ -209,6 +210,11 @@ class AudioMultiChallenge(BenchmarkPlugin):
             labels=("met", "not met"),
             question="Does the assistant's last reply meet this rubric item?",
         ),
+    )
+    # The item rate is the mean over rubric items; APR passes a task whose every item was met.
+    calibrated_metrics = (
+        CalibratedMetric(metric="overall.rubric_item_rate", study_kind="rubric_item"),
+        CalibratedMetric(metric="overall.apr", study_kind="rubric_item", unit="task"),
     )
     task_template = "audiomc/task.html"
     rules = (

@@ -16,6 +16,7 @@ from pathlib import Path
 from evaluation.benchmarks.base import (
     Asset,
     BenchmarkPlugin,
+    CalibratedMetric,
     Chart,
     DemoRun,
     FactBadge,
@@ -250,6 +251,14 @@ class DuplexMPE(BenchmarkPlugin):
         StudyKind(key=ACK, label="Acknowledgement or intrusion", judge_kind=ACK,
                   labels=("acknowledgement", "intrusion"), question=pages.STUDY_QUESTIONS[ACK]),
     )  # fmt: skip
+    # Accuracy is the mean of the answer verdicts over the runs with a present response
+    # (presence comes from voice activity, not from the judge); silence the mean over N1-N3
+    # windows, a window with speech passing when judged an acknowledgement. Each in both
+    # conditions: a calibration study calibrates one condition's column.
+    calibrated_metrics = (
+        CalibratedMetric(metric="accuracy", study_kind=ANSWER),
+        CalibratedMetric(metric="silence", study_kind=ACK),
+    )
     task_template = "duplexmpe/task.html"
     facts = (
         ("scored_from", "Scored from"),

@@ -15,6 +15,7 @@ from typing import IO
 
 from evaluation.benchmarks.base import (
     BenchmarkPlugin,
+    CalibratedMetric,
     Chart,
     ClipSpec,
     DemoRun,
@@ -266,6 +267,13 @@ class MPBench(BenchmarkPlugin):
             labels=("correct", "incorrect"),
             question="Does the agent name the right speaker?",
         ),
+    )
+    # Each judged accuracy is the mean of one verdict per task of its split.
+    calibrated_metrics = (
+        CalibratedMetric(metric="understanding.overall_acc", study_kind=scoring.UNDERSTANDING),
+        CalibratedMetric(metric="understanding.spk_name_acc", study_kind=scoring.SPEAKER_NAME),
+        CalibratedMetric(metric="discussion.app_acc", study_kind=scoring.DISCUSSION),
+        CalibratedMetric(metric="turnbased.app_acc", study_kind=scoring.TURNBASED),
     )
     task_template = "mpbench/task.html"
     facts = (("half_duplex", "Half-duplex run"),)

@@ -14,6 +14,7 @@ from typing import IO
 
 from evaluation.benchmarks.base import (
     BenchmarkPlugin,
+    CalibratedMetric,
     Chart,
     DemoRun,
     ImportOption,
@@ -305,6 +306,12 @@ class MSIBench(BenchmarkPlugin):
         TaskColumn(
             label="Validator passed", source="detection", field="tool_passed", format="bool"
         ),
+    )
+    # ARS is the mean over rubric atoms; APR passes a case whose every atom passed (each in
+    # every language: a calibration study calibrates one language's column).
+    calibrated_metrics = (
+        CalibratedMetric(metric="ars", study_kind="rubric_atom"),
+        CalibratedMetric(metric="apr", study_kind="rubric_atom", unit="task"),
     )
     task_language = "language"
     study_kinds = (

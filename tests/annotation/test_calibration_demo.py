@@ -1,0 +1,63 @@
+"""The demo's calibration study: made on the Audio MultiChallenge demo board from submissions
+still waiting to be scored, rated by simulated raters, it leaves a calibrated score for every
+submission, and one system's calibrated rank differs from its judge rank."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from annotation.demo_calibration import DEMO_CALIBRATION, METRIC, seed_demo_calibration
+from annotation.models import CalibrationStratum, Study
+from evaluation.benchmarks import registry
+from evaluation.models import CalibratedScore
+from evaluation.services import benchmark_import, submission_create
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_demo_calibration_study_reorders_the_judges_ranking(tmp_path):
+    plugin = registry()["audio-multichallenge"]
+    plugin.write_demo_source(tmp_path / "source")
+    board = benchmark_import(
+        slug="audio-multichallenge-demo",
+        directory=tmp_path / "source",
+        plugin="audio-multichallenge",
+        is_demo=True,
+    ).benchmark
+    offline = board.judges.get(slug="offline")
+    for run in plugin.write_demo_runs(tmp_path / "uploads"):
+        submission_create(
+            benchmark=board,
+            bundle_path=run.path,
+            system_name=run.system,
+            row_group=run.row_group,
+            judge=offline,
+            publish=True,
+            options=dict(run.options),
+        )
+    out = io.StringIO()
+    study = seed_demo_calibration(stdout=out)
+    assert study.calibrated_metric == METRIC
+    strata = CalibrationStratum.objects.filter(study=study)
+    rows = {
+        r.submission_id: r for r in CalibratedScore.objects.filter(study_id=study.pk, metric=METRIC)
+    }
+    assert set(rows) == set(strata.values_list("submission_id", flat=True)) and len(rows) >= 2
+    for row in rows.values():
+        assert row.value is not None and row.low <= row.value <= row.high
+        assert row.labelled >= 10 and row.population == 48
+
+    def ranks(values):
+        return {pk: 1 + sum(o > v for o in values.values()) for pk, v in values.items()}
+
+    judge = ranks({pk: r.judge_value for pk, r in rows.items()})
+    calibrated = ranks({pk: r.value for pk, r in rows.items()})
+    assert judge != calibrated
+    printed = out.getvalue()
+    print(printed)
+    assert "(rank differs)" in printed and f"/studies/{DEMO_CALIBRATION}/" in printed
+    # Run again: nothing new.
+    assert seed_demo_calibration(stdout=io.StringIO()).pk == study.pk
+    assert Study.objects.filter(slug=DEMO_CALIBRATION).count() == 1
