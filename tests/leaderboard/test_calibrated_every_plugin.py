@@ -22,7 +22,7 @@ from django.core.cache import cache
 from django.test import Client
 
 from evaluation.benchmarks import registry
-from evaluation.board_state import board_changed
+from evaluation.board_state import _digest, board_changed
 from evaluation.models import CalibratedScore, Membership, Submission, Team
 from tests.conftest import demo_runs_scored, every_plugin_board
 
@@ -92,6 +92,8 @@ def _text(value: float, metric) -> str:
 
 @pytest.mark.parametrize("slug", SLUGS)
 def test_calibrated_view_every_plugin(slug, settings, tmp_path):
+    # The board state is kept for five minutes: only what is announced changes a stored page.
+    settings.BOARD_STATE_SECONDS = 300
     cache.clear()
     benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="cal")
     demo_runs_scored(benchmark, plugin, tmp_path, count=3)
@@ -271,6 +273,7 @@ def test_calibrated_view_every_plugin(slug, settings, tmp_path):
 
 @pytest.mark.parametrize("slug", SLUGS)
 def test_a_private_rows_calibrated_numbers_stay_private(slug, settings, tmp_path):
+    settings.BOARD_STATE_SECONDS = 300
     cache.clear()
     benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="calpriv")
     made = demo_runs_scored(benchmark, plugin, tmp_path, count=2)
@@ -305,3 +308,19 @@ def test_a_private_rows_calibrated_numbers_stay_private(slug, settings, tmp_path
     mine = {e["submission"]: e for e in body["entries"]}
     assert mine[secret.pk]["calibrated"][metric.key]["value"] == 12.75
     assert 'id="board-calibrated"' in member.get(board).content.decode()
+
+
+def test_the_board_state_digest_counts_calibrated_scores(settings, tmp_path):
+    """A calibrated number changed without any signal (a bulk update) still changes the board
+    state once its few seconds are up: the digest reads the calibrated scores."""
+    benchmark, plugin = every_plugin_board("toy-bench", settings, tmp_path, name="caldigest")
+    (scored,) = demo_runs_scored(benchmark, plugin, tmp_path, count=1)
+    judge = benchmark.judges.get(slug="offline")
+    before = _digest(benchmark.slug)
+    row = _write(scored, judge, calibrated_metric(plugin), value=30.0, low=20.0, high=40.0)
+    written = _digest(benchmark.slug)
+    assert written != before
+    CalibratedScore.objects.filter(pk=row.pk).update(value=31.0)
+    # The same row count and ids: only its time of computation says it changed.
+    CalibratedScore.objects.filter(pk=row.pk).update(computed_at=row.computed_at.replace(year=2031))
+    assert _digest(benchmark.slug) != written
