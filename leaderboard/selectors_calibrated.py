@@ -92,33 +92,37 @@ def study_label(calibrated: Calibrated, *, staff: bool) -> str:
     return calibrated.study_name if staff else "a calibration study"
 
 
-def calibrated_metric_keys(
-    *, benchmark: Benchmark, judge: Judge | None, user, columns: Sequence[Column]
-) -> list[str]:
-    """The board's metrics (keys, in column order) that have calibrated numbers under this
-    judge on a submission the viewer may see; empty when none has (no toggle then)."""
+def board_calibrated(
+    *, benchmark: Benchmark, judge: Judge | None, user
+) -> dict[int, dict[str, Calibrated]]:
+    """submission id -> metric key -> calibrated numbers, under this judge, for every
+    submission of the benchmark the viewer may see (one query; the board's rows are among
+    them, and the view's metrics are read from it)."""
     if judge is None:
-        return []
+        return {}
     visible = submissions_visible_to(user=user).filter(benchmark=benchmark)
-    found = set(
-        CalibratedScore.objects.filter(judge=judge, submission__in=visible.values("pk"))
-        .values_list("metric", flat=True)
-        .distinct()
-    )
-    return list(dict.fromkeys(c.metric.key for c in columns if c.metric.key in found))
-
-
-def with_calibrated(entries: list[Entry], *, judge: Judge | None) -> list[Entry]:
-    """Each row with its calibrated numbers under the judge, by metric key (one query over the
-    rows given, which are the ones the viewer may see)."""
-    if judge is None or not entries:
-        return entries
-    ids = [e.submission_id for e in entries if not e.reported_in_paper]
     found: dict[int, dict[str, Calibrated]] = {}
-    for row in CalibratedScore.objects.filter(judge=judge, submission_id__in=ids):
+    for row in CalibratedScore.objects.filter(judge=judge, submission__in=visible.values("pk")):
         found.setdefault(row.submission_id, {})[row.metric] = Calibrated.of(row)
+    return found
+
+
+def calibrated_metric_keys(
+    found: dict[int, dict[str, Calibrated]], *, columns: Sequence[Column]
+) -> list[str]:
+    """The board's metrics (keys, in column order) with calibrated numbers in ``found``; empty
+    when none has (no toggle then)."""
+    keys = {key for metrics in found.values() for key in metrics}
+    return list(dict.fromkeys(c.metric.key for c in columns if c.metric.key in keys))
+
+
+def with_calibrated(entries: list[Entry], found: dict[int, dict[str, Calibrated]]) -> list[Entry]:
+    """Each row with its calibrated numbers (from board_calibrated), by metric key; a paper's
+    row has none."""
     return [
-        dataclasses.replace(e, calibrated=found[e.submission_id]) if e.submission_id in found else e
+        dataclasses.replace(e, calibrated=found[e.submission_id])
+        if e.submission_id in found and not e.reported_in_paper
+        else e
         for e in entries
     ]
 

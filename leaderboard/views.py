@@ -71,6 +71,7 @@ from leaderboard.selectors import (
 )
 from leaderboard.selectors_calibrated import (
     CalibratedView,
+    board_calibrated,
     calibrated_metric_keys,
     calibrated_ranks,
     ranked_by_calibrated,
@@ -304,6 +305,8 @@ class Board:
     state: BoardState
     # The metrics with human-calibrated numbers under the judge that the viewer may see.
     calibrated_keys: list[str] = dataclasses.field(default_factory=list)
+    # submission id -> metric key -> its calibrated numbers (selectors_calibrated).
+    calibrated: dict = dataclasses.field(default_factory=dict)
 
 
 def _board(request, slug: str) -> Board:
@@ -319,14 +322,10 @@ def _board(request, slug: str) -> Board:
             raise Http404(f"no judge {wanted!r} has scored {benchmark.slug}; judges: {known}")
     else:
         judge = default_judge(benchmark=benchmark)
-    keys = calibrated_metric_keys(
-        benchmark=benchmark,
-        judge=judge,
-        user=request.user,
-        columns=board_columns(benchmark=benchmark),
-    )
+    found = board_calibrated(benchmark=benchmark, judge=judge, user=request.user)
+    keys = calibrated_metric_keys(found, columns=board_columns(benchmark=benchmark))
     state = _board_state(request.GET, benchmark=benchmark, judge=judge, calibrated_keys=keys)
-    return Board(benchmark, judges, judge, state, keys)
+    return Board(benchmark, judges, judge, state, keys, found)
 
 
 def _entries(board: Board, user, limit: int | None = None):
@@ -389,10 +388,10 @@ def _entries(board: Board, user, limit: int | None = None):
         else entry
         for entry in entries
     ]
-    entries = with_calibrated(entries, judge=judge)
+    entries = with_calibrated(entries, board.calibrated)
     if state.rank_calibrated:
         # Ranked among every row, as the judge's ranks are (a name search keeps them).
-        pool = with_calibrated(pool, judge=judge) if state.filters.search else entries
+        pool = with_calibrated(pool, board.calibrated) if state.filters.search else entries
         column = next(c for c in _columns(board) if c.metric.key == state.calibrated)
         entries = ranked_by_calibrated(
             entries,
