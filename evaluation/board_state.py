@@ -1,7 +1,7 @@
 """A benchmark's board state: one short token that changes whenever anything a public page of
 the benchmark shows can change (a score added or recomputed, a submission published, withdrawn,
 hidden, flagged, verified, shown anonymously or revealed, a system or team renamed, a judge, a
-prompt or a task added), and the time it last changed.
+prompt or a task added, a human-calibrated number written or deleted), and the time it last changed.
 
 Whole responses and rendered tables are cached under it, so invalidating them is a new token,
 never a search for stale entries. The token is a digest of the rows themselves, read at most once
@@ -23,6 +23,7 @@ from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
 
 from evaluation.models import (
     Benchmark,
+    CalibratedScore,
     Judge,
     PromptVersion,
     Score,
@@ -66,8 +67,8 @@ def _per_benchmark(model, path: str, value):
 
 def _digest(slug: str) -> str | None:
     """Every row a page of the benchmark reads, as a digest, in two queries: the benchmark with
-    its scores (how many, the latest computed, how many carry slices), judges, scorer versions,
-    prompts and tasks counted; then its submissions with their systems and teams (visibility,
+    its scores (how many, the latest computed, how many carry slices), calibrated scores (how
+    many, which, the latest computed), judges, scorer versions, prompts and tasks counted; then its submissions with their systems and teams (visibility,
     anonymity, moderation, status, names)."""
     sliced = Count("pk", filter=Q(slices__isnull=False))
     benchmark = list(
@@ -77,6 +78,9 @@ def _digest(slug: str) -> str | None:
             _per_benchmark(Score, "submission__benchmark", Sum("pk")),
             _per_benchmark(Score, "submission__benchmark", Max("computed_at")),
             _per_benchmark(Score, "submission__benchmark", sliced),
+            _per_benchmark(CalibratedScore, "submission__benchmark", Count("pk")),
+            _per_benchmark(CalibratedScore, "submission__benchmark", Sum("pk")),
+            _per_benchmark(CalibratedScore, "submission__benchmark", Max("computed_at")),
             _per_benchmark(Judge, "benchmark", Count("pk")),
             _per_benchmark(Judge, "benchmark", Max("pk")),
             _per_benchmark(ScorerVersion, "benchmark", Max("pk")),

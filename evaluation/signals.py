@@ -1,4 +1,5 @@
-"""Receivers that keep the scorer changelog current (connected in apps.py)."""
+"""Receivers that keep the scorer changelog current and the board state fresh (connected in
+apps.py)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,13 @@ def migrated(sender, using="default", **kwargs) -> None:
     # A benchmark whose plug-in is not installed here has no current scorer to log.
     for benchmark in Benchmark.objects.using(using).filter(plugin__in=list(registry())):
         scorer_log_current(benchmark=benchmark)
+
+
+def calibrated_changed(sender, instance, raw=False, **kwargs) -> None:
+    """A human-calibrated number written or deleted: its board shows it to the next reader
+    (whichever service wrote it)."""
+    if raw:
+        return
+    from evaluation.board_state import board_changed
+
+    board_changed(submission_id=instance.submission_id)

@@ -261,6 +261,9 @@ class Entry:
     config_differs: bool = False
     # (label, title) of the plug-in's badges that the submission's facts call for
     badges: tuple[tuple[str, str], ...] = ()
+    # metric key -> its human-calibrated numbers under the board's judge
+    # (leaderboard.selectors_calibrated.Calibrated); empty without a calibration study.
+    calibrated: dict = field(default_factory=dict)
 
 
 def leaderboard_judges(*, benchmark: Benchmark) -> list[Judge]:

@@ -2,7 +2,7 @@
 agreement, and the staff page that adds judges and re-scores with them.
 
 All board state lives in the query string (judge, split, sort, group, ci, type, arch, open,
-duplex, q, in, out, contamination, slice, rows, hide), so every URL is a permalink and the exports show exactly the rows of the page
+duplex, q, in, out, contamination, slice, calibrated, rank_by, rows, hide), so every URL is a permalink and the exports show exactly the rows of the page
 (all of them: the page shows the first FIRST_ROWS unless rows=all)."""
 
 from __future__ import annotations
@@ -69,6 +69,14 @@ from leaderboard.selectors import (
     row_group_choices,
     system_submissions,
 )
+from leaderboard.selectors_calibrated import (
+    CalibratedView,
+    board_calibrated,
+    calibrated_metric_keys,
+    calibrated_ranks,
+    ranked_by_calibrated,
+    with_calibrated,
+)
 from leaderboard.selectors_compare import ComparisonError, board_slice, slice_choices
 from leaderboard.selectors_rows import (
     sliced_entries,
@@ -107,6 +115,10 @@ class BoardState:
     all_rows: bool = False
     slice: str = ""  # attribute=value: every number on that subset of the tasks
     hidden: tuple[str, ...] = ()  # columns the column chooser hides (HIDEABLE keys, metric keys)
+    # The human-calibrated view of one metric (its key; "" off), and whether rank and rank
+    # range follow its calibrated values (rank_by=calibrated) rather than the judge's.
+    calibrated: str = ""
+    rank_calibrated: bool = False
 
     def params(self, **overrides) -> dict[str, str]:
         """The query parameters that differ from the defaults (the judge always), in a fixed
@@ -129,6 +141,8 @@ class BoardState:
             "out": filters.output_modality or "",
             "contamination": filters.contamination or "",
             "slice": self.slice,
+            "calibrated": self.calibrated,
+            "rank_by": "calibrated" if self.rank_calibrated else "",
             "rows": "all" if self.all_rows else "",
             "hide": ",".join(self.hidden),
         }
@@ -178,7 +192,43 @@ def _choice(params, name: str, allowed, label: str) -> str | None:
     return value
 
 
-def _board_state(params, *, benchmark: Benchmark, judge: Judge | None) -> BoardState:
+def _calibrated_choice(
+    params, *, keys: list[str], judge: Judge | None, chosen_slice: str, ranks: bool
+):
+    """(metric key, rank by it) of the human-calibrated view asked for."""
+    calibrated = params.get("calibrated", "")
+    if calibrated and calibrated not in keys:
+        if not keys:
+            raise BadBoardQuery(
+                f"calibrated: no metric of this board has human-calibrated numbers under judge "
+                f"{judge.slug if judge else 'none'!r}"
+            )
+        raise BadBoardQuery(
+            f"calibrated: {calibrated!r} has no human-calibrated numbers here; one of "
+            f"{', '.join(keys)}"
+        )
+    rank_by = _choice(params, "rank_by", ["judge", "calibrated"], "ranking") or "judge"
+    if rank_by == "calibrated" and not calibrated:
+        raise BadBoardQuery(
+            "rank_by: calibrated ranks by a metric's human-calibrated values; choose the metric "
+            "with calibrated=<metric key>"
+        )
+    if rank_by == "calibrated" and not ranks:
+        raise BadBoardQuery(
+            "rank_by: this benchmark ranks no system (it declares no rank keys), by the judge's "
+            "values or by calibrated ones"
+        )
+    if rank_by == "calibrated" and chosen_slice:
+        raise BadBoardQuery(
+            "rank_by: calibrated values are over every task, not a slice; choose no slice to "
+            "rank by them"
+        )
+    return calibrated, rank_by == "calibrated"
+
+
+def _board_state(
+    params, *, benchmark: Benchmark, judge: Judge | None, calibrated_keys: list[str] = ()
+) -> BoardState:
     plugin = get_plugin(benchmark.plugin)
     splits = [split.key for split in plugin.splits]
     split = _choice(params, "split", splits, "split") if splits else None
@@ -209,6 +259,13 @@ def _board_state(params, *, benchmark: Benchmark, judge: Judge | None) -> BoardS
             f"hide: unknown column {unknown[0]!r}; any of {', '.join([*HIDEABLE, *columns])}, "
             "separated by commas"
         )
+    calibrated, rank_calibrated = _calibrated_choice(
+        params,
+        keys=list(calibrated_keys),
+        judge=judge,
+        chosen_slice=chosen_slice,
+        ranks=bool(plugin.rank_keys),
+    )
     search = " ".join(params.get("q", "").split())
     if len(search) > SEARCH_MAX:
         raise BadBoardQuery(f"q: a name search has at most {SEARCH_MAX} characters")
@@ -235,6 +292,8 @@ def _board_state(params, *, benchmark: Benchmark, judge: Judge | None) -> BoardS
         all_rows=rows == "all",
         slice=chosen_slice,
         hidden=tuple(dict.fromkeys(hidden)),
+        calibrated=calibrated,
+        rank_calibrated=rank_calibrated,
     )
 
 
@@ -244,6 +303,10 @@ class Board:
     judges: list[Judge]
     judge: Judge | None
     state: BoardState
+    # The metrics with human-calibrated numbers under the judge that the viewer may see.
+    calibrated_keys: list[str] = dataclasses.field(default_factory=list)
+    # submission id -> metric key -> its calibrated numbers (selectors_calibrated).
+    calibrated: dict = dataclasses.field(default_factory=dict)
 
 
 def _board(request, slug: str) -> Board:
@@ -259,8 +322,10 @@ def _board(request, slug: str) -> Board:
             raise Http404(f"no judge {wanted!r} has scored {benchmark.slug}; judges: {known}")
     else:
         judge = default_judge(benchmark=benchmark)
-    state = _board_state(request.GET, benchmark=benchmark, judge=judge)
-    return Board(benchmark, judges, judge, state)
+    found = board_calibrated(benchmark=benchmark, judge=judge, user=request.user)
+    keys = calibrated_metric_keys(found, columns=board_columns(benchmark=benchmark))
+    state = _board_state(request.GET, benchmark=benchmark, judge=judge, calibrated_keys=keys)
+    return Board(benchmark, judges, judge, state, keys, found)
 
 
 def _entries(board: Board, user, limit: int | None = None):
@@ -270,7 +335,7 @@ def _entries(board: Board, user, limit: int | None = None):
     (a name search keeps the board's), so rows are read whole and cut to ``limit`` after."""
     state, benchmark, judge = board.state, board.benchmark, board.judge
     plugin = get_plugin(benchmark.plugin)
-    whole = bool(state.slice or plugin.rank_keys or limit is None)
+    whole = bool(state.slice or plugin.rank_keys or state.rank_calibrated or limit is None)
 
     def rows(filters):
         return leaderboard_entries(
@@ -323,6 +388,17 @@ def _entries(board: Board, user, limit: int | None = None):
         else entry
         for entry in entries
     ]
+    entries = with_calibrated(entries, board.calibrated)
+    if state.rank_calibrated:
+        # Ranked among every row, as the judge's ranks are (a name search keeps them).
+        pool = with_calibrated(pool, board.calibrated) if state.filters.search else entries
+        column = next(c for c in _columns(board) if c.metric.key == state.calibrated)
+        entries = ranked_by_calibrated(
+            entries,
+            ranks=calibrated_ranks(pool, column=column, grouped=grouped),
+            sort=state.sort,
+            group_order=[group.key for group in plugin.row_groups],
+        )
     if limit is not None:
         entries = entries[:limit]
     return with_scorer_and_config(entries, benchmark=benchmark, judge=judge, user=user)
@@ -330,6 +406,22 @@ def _entries(board: Board, user, limit: int | None = None):
 
 def _columns(board: Board):
     return board_columns(benchmark=board.benchmark, split=board.state.split)
+
+
+def _calibrated_view(board: Board, columns) -> CalibratedView | None:
+    if not board.state.calibrated:
+        return None
+    column = next(c for c in columns if c.metric.key == board.state.calibrated)
+    return CalibratedView(column, board.state.rank_calibrated)
+
+
+def _calibrated_choices(board: Board, columns) -> list[tuple[str, str]]:
+    """(metric key, label) of the metrics the human-calibrated view can show."""
+    return [
+        (c.metric.key, f"{c.group} {c.label}".strip())
+        for c in columns
+        if c.metric.key in board.calibrated_keys
+    ]
 
 
 # --- Pages ----------------------------------------------------------------------------------
@@ -466,6 +558,7 @@ def _board_table(request, board: Board, columns) -> dict:
         if rank_columns and any(e.held_out_results is not None for e in entries)
         else None
     )
+    calibrated = _calibrated_view(board, columns)
     html = render_to_string(
         "leaderboard/fragments/board_table.html",
         {
@@ -481,8 +574,9 @@ def _board_table(request, board: Board, columns) -> dict:
             "total": total,
             "all_href": state.query(rows="all"),
             "cleared_href": state.cleared(),
-            "span": len(columns) + 5 + (2 if held_out_column else 0),
+            "span": len(columns) + 5 + (2 if held_out_column else 0) + (3 if calibrated else 0),
             "held_out_column": held_out_column,
+            "calibrated": calibrated,
         },
     )
     table = {"html": html, "shown": len(entries), "total": total}
@@ -534,6 +628,8 @@ def leaderboard_page(request, slug: str):
             "unsliced": state.query(slice=""),
             "modalities": MODALITIES,
             "contamination_choices": CONTAMINATION,
+            "calibrated_choices": _calibrated_choices(board, columns),
+            "calibrated_view": _calibrated_view(board, columns),
         },
     )
 
@@ -567,6 +663,29 @@ def _metric_headers(columns) -> list[str]:
             name = f"{column.key}.{part}"
             header.append(f"{column.key}.rate_{part}" if name in keys else name)
     return header
+
+
+# A calibrated metric's CSV columns: "<key> (calibrated)" for the value, then
+# "<key> (calibrated).<field>" for each of the rest.
+CSV_CALIBRATED = (
+    "value",
+    "low",
+    "high",
+    "bias",
+    "bias_low",
+    "bias_high",
+    "labelled",
+    "population",
+    "labels_needed",
+)
+
+
+def _calibrated_headers(columns) -> list[str]:
+    return [
+        f"{c.key} (calibrated)" + ("" if name == "value" else f".{name}")
+        for c in columns
+        for name in CSV_CALIBRATED
+    ]
 
 
 def _interval_json(interval):
@@ -628,6 +747,8 @@ def _entry_json(entry, columns) -> dict:
         "config_differs": entry.config_differs,
         "contamination": entry.contamination or None,
         "contamination_note": entry.contamination_note,
+        # metric key -> its human-calibrated numbers under this judge (CALIBRATED_FIELDS).
+        "calibrated": {key: found.numbers() for key, found in entry.calibrated.items()},
     }
 
 
@@ -702,6 +823,19 @@ BOARD_PARAMETERS = [
         description="Which page of rows, from 1 (FLOORBOARD_API_BOARD_PAGE_SIZE rows a page, "
         "50 by default); count, pages, next and previous say where the others are",
     ),
+    OpenApiParameter(
+        "calibrated",
+        str,
+        description="A metric key from calibrated_metrics: the human-calibrated view of that "
+        "metric (a 400 names the metrics that have calibrated numbers under this judge)",
+    ),
+    OpenApiParameter(
+        "rank_by",
+        str,
+        enum=["judge", "calibrated"],
+        description="calibrated (with calibrated=<metric>): rank and rank_range follow that "
+        "metric's calibrated values and intervals; rows without one are unranked, last",
+    ),
     OpenApiParameter("rows", str, enum=["all"], description="all: every row on one page"),
 ]
 
@@ -727,7 +861,12 @@ def leaderboard_api(request, slug: str):
     """The board's rows as JSON, with the same parameters as the page, a page of rows at a time
     (rows=all: every row). flags.verified means scored here from the submitted bundle;
     flags.staff_verified that staff checked it. intervals are 95% intervals in the metric's
-    unit, by the metric's declared method (null without counts, e.g. a paper's row)."""
+    unit, by the metric's declared method (null without counts, e.g. a paper's row).
+    calibrated_metrics lists the metrics a calibration study has labelled under this judge;
+    each entry's calibrated maps such a metric to its human-calibrated numbers, in the metric's
+    unit with 95% intervals: value, low, high (null while labels_needed > 0), judge_value,
+    classical_value, classical_low, classical_high (humans only), bias, bias_low, bias_high
+    (judge minus human), labelled (n), population (N), labels_needed and tuning."""
     try:
         board = _board(request, slug)
         page = _page_number(request.GET)
@@ -782,6 +921,11 @@ def leaderboard_api(request, slug: str):
             "sort": state.params().get("sort", SORT_RANK),
             "group": "type" if state.sort.group_by_type else "none",
             "filters": state.filters_json(),
+            # The metrics with human-calibrated numbers under this judge, the one shown
+            # (calibrated=) and whether rank and rank_range follow its calibrated values.
+            "calibrated_metrics": board.calibrated_keys,
+            "calibrated": state.calibrated or None,
+            "rank_by": "calibrated" if state.rank_calibrated else "judge",
             "columns": [
                 {
                     "key": c.key,
@@ -841,6 +985,8 @@ def leaderboard_csv(request, slug: str):
     header += ["held_out_rank", "rank_delta", "older_scorer", "contamination"]
     header += ["contamination_note", "config_differs", "run_config"]
     header += _metric_headers(columns)
+    calibrated = [c for c in columns if c.metric.key in board.calibrated_keys]
+    header += _calibrated_headers(calibrated)
     rows = []
     for e in entries:
         row = [e.rank, e.system_type_label, e.system, e.system_id, e.team]
@@ -870,6 +1016,10 @@ def leaderboard_csv(request, slug: str):
                 interval = export_interval(e.intervals.get(column.key))
                 row += ["" if interval is None else interval[0]]
                 row += ["" if interval is None else interval[1]]
+        for column in calibrated:
+            found = e.calibrated.get(column.metric.key)
+            numbers = found.numbers() if found else {}
+            row += ["" if numbers.get(name) is None else numbers[name] for name in CSV_CALIBRATED]
         rows.append(row)
     response = HttpResponse(
         "".join(csv_lines(header, rows)), content_type="text/csv; charset=utf-8"

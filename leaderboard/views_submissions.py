@@ -36,6 +36,7 @@ from leaderboard.accounts import services as account_services
 from leaderboard.accounts.selectors import submission_change_refusal
 from leaderboard.audio import clip_for
 from leaderboard.response_cache import reader_cached
+from leaderboard.selectors_calibrated import submission_calibrated
 from leaderboard.selectors_submissions import (
     FINAL_STATUSES,
     duplicate_bundles,
@@ -187,6 +188,9 @@ def submission_page(request, pk: int):
         "filter_query": query.urlencode(),
         "retried": int(retried) if (retried := request.GET.get("retried", "")).isdigit() else None,
         "records": score_records(submission=submission),
+        "calibrated": submission_calibrated(submission=submission, judge_id=submission.judge_id),
+        # A study's name is staff's working title: others read "a calibration study".
+        "study_names": bool(request.user.is_authenticated and request.user.is_staff),
         "duplicates": duplicate_bundles(submission=submission, user=request.user),
     }
     response = render(

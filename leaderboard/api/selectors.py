@@ -8,7 +8,16 @@ from django.db.models import Count, QuerySet
 from evaluation.benchmarks import get_plugin
 from evaluation.held_out import held_out_column_band, sees_held_out
 from evaluation.identity import viewer_for
-from evaluation.models import Benchmark, Judge, Score, Submission, System, TaskJudgment, TaskResult
+from evaluation.models import (
+    Benchmark,
+    CalibratedScore,
+    Judge,
+    Score,
+    Submission,
+    System,
+    TaskJudgment,
+    TaskResult,
+)
 from evaluation.scorer import current_scorer, older_parts
 from evaluation.selectors import (
     current_prompts,
@@ -16,6 +25,7 @@ from evaluation.selectors import (
     submissions_visible_to,
 )
 from leaderboard.selectors import board_columns
+from leaderboard.selectors_calibrated import Calibrated, study_label
 
 
 def submission_list(*, user, filters: dict | None = None) -> QuerySet[Submission]:
@@ -104,6 +114,14 @@ def system_submissions(*, user, system: System) -> QuerySet[Submission]:
 def submission_scores(*, submission: Submission, user=None) -> list[dict]:
     """Results per judge, with the tokens its judgments used and their cost where priced. A
     judgment shared by several tasks (identical prompts) is counted once."""
+    staff = bool(user is not None and user.is_authenticated and user.is_staff)
+    calibrated: dict[int, dict] = {}
+    for row in CalibratedScore.objects.filter(submission=submission):
+        found = Calibrated.of(row)
+        calibrated.setdefault(row.judge_id, {})[row.metric] = {
+            **found.numbers(),
+            "study": study_label(found, staff=staff),
+        }
     scored = []
     for score in Score.objects.filter(submission=submission).select_related("judge"):
         usage = judge_usage(submission=submission, judge=score.judge)
@@ -124,6 +142,7 @@ def submission_scores(*, submission: Submission, user=None) -> list[dict]:
                 "tokens": {"input": usage.input_tokens, "output": usage.output_tokens},
                 "cost_usd": None if usage.cost_usd is None else round(float(usage.cost_usd), 6),
                 "computed_at": score.computed_at,
+                "calibrated": calibrated.get(score.judge_id, {}),
             }
         )
     scored.sort(

@@ -243,6 +243,13 @@ class JudgeResultSerializer(serializers.Serializer):
     tokens = TokensSerializer()
     cost_usd = serializers.FloatField(allow_null=True)
     computed_at = serializers.DateTimeField()
+    calibrated = serializers.JSONField(
+        help_text="Metric key -> its human-calibrated numbers under this judge, in the metric's "
+        "unit with 95% intervals: value, low, high (null while labels_needed > 0), judge_value, "
+        "classical_value, classical_low, classical_high (humans only), bias, bias_low, "
+        "bias_high (judge minus human), labelled (n), population (N), labels_needed, tuning, "
+        "and study (its name for staff, 'a calibration study' otherwise); {} without one"
+    )
 
 
 class SpendEstimateSerializer(serializers.Serializer):

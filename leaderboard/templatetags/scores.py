@@ -320,7 +320,7 @@ def _submitted(entry) -> str:
     return f'<td class="date"><time datetime="{day}">{day}</time></td>'
 
 
-def _rank_cell(entry) -> str:
+def _rank_cell(entry, by_intervals: bool = False) -> str:
     """The rank, and under it (a line of its own, and words of its own for a screen reader) its
     plausible range: "1" above "certain", "1" above "1–3", never "1certain" or "11–3"."""
     if entry.rank is None:
@@ -329,6 +329,8 @@ def _rank_cell(entry) -> str:
             if entry.slice_unavailable
             else "this benchmark ranks no system: its rows are listed, not ranked"
         )
+        if by_intervals:
+            title = "not ranked by human-calibrated values: no calibrated value"
         return f'<td class="rank muted" title="{title}">–</td>'
     spread = ""
     if entry.rank_range:
@@ -338,12 +340,71 @@ def _rank_cell(entry) -> str:
             "the rest as good or not significantly different (exact McNemar tests on the first "
             "rank key, p &lt; 0.05)"
         )
+        if by_intervals:
+            title = (
+                f"plausible rank {best}–{worst}: {best - 1} row(s) whose calibrated 95% "
+                "interval lies wholly above this one's, the rest overlapping or below"
+            )
         text = f"{best}–{worst}" if best != worst else "certain"
         spread = (
             f'<span class="rank-range" title="{title}">'
             f'<span class="visually-hidden">, plausible rank </span>{text}</span>'
         )
     return f'<td class="rank"><span class="rank-number">{int(entry.rank)}</span>{spread}</td>'
+
+
+def _calibrated_cells(entry, calibrated) -> str:
+    """The human-calibrated view's cells of one row: the calibrated value with its interval
+    (or how many more labels it needs), the judge's bias (judge − human) with its interval, and
+    n of N units labelled."""
+    if calibrated is None:
+        return ""
+    metric = calibrated.column.metric
+    found = entry.calibrated.get(metric.key)
+    if found is None:
+        why = "no calibration study labelled this row"
+        return f'<td class="calibrated muted" title="{why}">–</td>' * 3
+
+    def span(low, high) -> str:
+        if low is None or high is None:
+            return ""
+        # Numbers only: nothing to escape.
+        text = f"{metric_text(low, metric)}–{metric_text(high, metric)}"
+        return f' <span class="ci-cal">[{text}]</span>'
+
+    if found.value is None:
+        more = int(found.labels_needed)
+        value = (
+            f'<td class="calibrated needs-labels" title="too few units labelled for a '
+            f'calibrated value">needs {more} more label{"s" if more != 1 else ""}</td>'
+            if more
+            else '<td class="calibrated muted">–</td>'
+        )
+    else:
+        title = (
+            f"human-calibrated {metric.label}: {metric_text(found.value, metric)}{metric.unit}, "
+            f"95% interval; the judge says {metric_text(found.judge_value, metric)}{metric.unit}"
+        )
+        value = (
+            f'<td class="calibrated" title="{escape(title)}">'
+            f"{escape(metric_text(found.value, metric))}"
+            f"{span(found.low, found.high)}</td>"
+        )
+    if found.bias is None:
+        bias = '<td class="bias muted">–</td>'
+    else:
+        sign = "+" if found.bias > 0 else ""
+        bias = (
+            '<td class="bias" title="the judge&#x27;s estimated bias: judge minus human, with its '
+            f'95% interval">{sign}{escape(metric_text(found.bias, metric))}'
+            f"{span(found.bias_low, found.bias_high)}</td>"
+        )
+    n = (
+        f'<td class="labelled" title="{int(found.labelled)} of {int(found.population)} '
+        f'{escape(metric.units)} labelled by people">{int(found.labelled)}/'
+        f"{int(found.population)}</td>"
+    )
+    return value + bias + n
 
 
 def _pick(entry, name: str) -> str:
@@ -376,11 +437,12 @@ def _held_out_cells(entry, column) -> str:
 
 
 @register.simple_tag
-def board_row(entry, columns, judge_name: str = "", held_out_column=None):
+def board_row(entry, columns, judge_name: str = "", held_out_column=None, calibrated=None):
     """One board row, built in one go: rank, system with its badges and links, type,
-    organisation, submission date, and every number. A board can hold hundreds of systems;
-    template nodes per cell would dominate the page. Every value is escaped here (html.escape,
-    quotes included)."""
+        organisation, submission date, and every number (then, under the human-calibrated view of
+    ``calibrated``, a column, that metric's calibrated value, the judge's bias and n). A board can hold hundreds of systems;
+        template nodes per cell would dominate the page. Every value is escaped here (html.escape,
+        quotes included)."""
     classes = ["reported" if entry.reported_in_paper else "verified"]
     classes += [name for name, on in (("private", entry.private), ("flagged", entry.flagged)) if on]
     name = escape(entry.system)
@@ -401,12 +463,39 @@ def board_row(entry, columns, judge_name: str = "", held_out_column=None):
         cells = "".join(_td(entry.results, c, entry.intervals) for c in columns)
     return mark_safe(  # every part escaped above or in its helper
         f'<tr class="{" ".join(classes)}" data-system="{name}" '
-        f'data-submission="{int(entry.submission_id)}">{_rank_cell(entry)}'
+        f'data-submission="{int(entry.submission_id)}">'
+        f"{_rank_cell(entry, by_intervals=bool(calibrated and calibrated.ranked))}"
         f'<td class="system">{_pick(entry, name)}{shown}{_links(entry)} '
         f"{' '.join(filter(None, [_team(entry), *_badges(entry, judge_name)]))}</td>"
         f'<td>{escape(entry.system_type_label)}</td><td class="org">{_organisation(entry)}</td>'
-        f"{_submitted(entry)}{cells}{_held_out_cells(entry, held_out_column)}</tr>"
+        f"{_submitted(entry)}{cells}{_calibrated_cells(entry, calibrated)}"
+        f"{_held_out_cells(entry, held_out_column)}</tr>"
     )
+
+
+@register.simple_tag
+def calibrated_numbers(found, metric) -> dict:
+    """One human-calibrated metric as the submission page words it (texts in the metric's unit
+    and decimals; "" where there is no number)."""
+
+    def text(value) -> str:
+        return "" if value is None else f"{metric_text(value, metric)}{metric.unit}"
+
+    def span(low, high) -> str:
+        if low is None or high is None:
+            return ""
+        return f"[{metric_text(low, metric)}–{metric_text(high, metric)}]{metric.unit}"
+
+    bias = "" if found.bias is None else ("+" if found.bias > 0 else "") + text(found.bias)
+    return {
+        "judge": text(found.judge_value),
+        "value": text(found.value),
+        "interval": span(found.low, found.high),
+        "classical": text(found.classical_value),
+        "classical_interval": span(found.classical_low, found.classical_high),
+        "bias": bias,
+        "bias_interval": span(found.bias_low, found.bias_high),
+    }
 
 
 @register.simple_tag

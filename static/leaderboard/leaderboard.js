@@ -14,8 +14,12 @@
       form.querySelectorAll("select, input").forEach(function (field) {
         if (!field.value || ((field.type === "checkbox") && !field.checked)) { field.disabled = true; }
       });
+      // Ranking by calibrated values goes with the human-calibrated view it ranks by.
+      var calibrated = document.getElementById("board-calibrated");
+      var rankCalibrated = document.getElementById("rank-calibrated");
+      if (rankCalibrated && calibrated && !calibrated.value) { rankCalibrated.disabled = true; }
     });
-    form.querySelectorAll("select, input[name=group]").forEach(function (field) {
+    form.querySelectorAll("select, input[name=group], input[name=rank_by]").forEach(function (field) {
       field.addEventListener("change", function () { form.requestSubmit(); });
     });
     // The name search applies like the filters: a pause in typing applies it, no Enter needed.

@@ -28,9 +28,10 @@ from django.test import Client
 
 from annotation.models import Study
 from evaluation.benchmarks import registry
-from evaluation.models import Membership, Submission, Team
+from evaluation.models import CalibratedScore, Membership, Submission, Team
 from tests.annotation.test_browser import rater_server  # noqa: F401 (the serial live server)
 from tests.conftest import REPO, demo_runs_scored, every_plugin_board
+from tests.leaderboard.test_calibrated_every_plugin import calibrated_metric
 from tests.leaderboard.test_ux_browser import watch
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
@@ -285,6 +286,32 @@ def test_the_whole_walk_for_every_plugin(walk, browser, rater_server, tmp_path):
     context.close()
     assert seen == {"errors": [], "failed": []}, seen
 
+    # Human-calibrated numbers on both rows (as a calibration study writes them): the board's
+    # calibrated view, ranked by them where the benchmark ranks, joins the pages below.
+    submission.refresh_from_db()
+    metric = calibrated_metric(plugin)
+    for row, (value, needed) in ((submission, (62.5, 0)), (other, (None, 6))):
+        CalibratedScore.objects.create(
+            submission=row,
+            judge=submission.judge,
+            metric=metric.key,
+            study_id=1,
+            study_name="Walk calibration",
+            population=120,
+            labelled=30,
+            labels_needed=needed,
+            judge_value=55.0,
+            value=value,
+            low=None if value is None else value - 9.5,
+            high=None if value is None else value + 8.25,
+            bias=None if value is None else -7.5,
+            bias_low=None if value is None else -15.0,
+            bias_high=None if value is None else 0.5,
+        )
+    ranked = "&rank_by=calibrated" if plugin.rank_keys else ""
+    calibrated = f"{board}?judge={submission.judge.slug}&calibrated={metric.key}{ranked}"
+    visited += [calibrated, page_url]
+
     # Every page of the walk at both widths.
     for label, viewport in WIDTHS.items():
         context = signed_in(browser, server, owner, viewport)
@@ -296,6 +323,8 @@ def test_the_whole_walk_for_every_plugin(walk, browser, rater_server, tmp_path):
             scroll = page.evaluate("document.scrollingElement.scrollWidth")
             assert scroll <= width, f"{url} is {scroll} px wide at {width} px"
             assert seen == {"errors": [], "failed": []}, (url, seen)
+            if url == calibrated:
+                assert "needs 6 more labels" in page.inner_text("#board"), url
             shot(page, f"{plugin.slug}-{number:02d}-{label}")
             page.close()
         context.close()

@@ -95,6 +95,7 @@ def test_submission_detail_has_status_progress_and_scores(world):
             "tokens": {"input": 0, "output": 0},
             "cost_usd": None,
             "computed_at": body["scores"][0]["computed_at"],
+            "calibrated": {},  # no calibration study has labelled it
         }
     ]
     assert score.scorer["judge"]["slug"] == "offline" and score.scorer["rules"] == "harness-1"
