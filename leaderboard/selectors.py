@@ -109,6 +109,12 @@ def board_split(*, benchmark: Benchmark, requested: str = "") -> str:
     return requested if requested in splits else splits[0]
 
 
+def every_split_columns(*, benchmark: Benchmark) -> list[Column]:
+    """The board's columns under every split in turn (the columns once without splits)."""
+    splits = [split.key for split in get_plugin(benchmark.plugin).splits] or [""]
+    return [c for split in splits for c in board_columns(benchmark=benchmark, split=split)]
+
+
 def board_columns(*, benchmark: Benchmark, split: str = "") -> list[Column]:
     plugin = get_plugin(benchmark.plugin)
     split = board_split(benchmark=benchmark, requested=split)

@@ -21,7 +21,14 @@ from dataclasses import dataclass
 
 from evaluation.models import Benchmark, CalibratedScore, Judge
 from evaluation.selectors import submissions_visible_to
-from leaderboard.selectors import SORT_RANK, SORT_TYPE, BoardSort, Column, Entry, board_columns
+from leaderboard.selectors import (
+    SORT_RANK,
+    SORT_TYPE,
+    BoardSort,
+    Column,
+    Entry,
+    every_split_columns,
+)
 
 # Field names of a calibrated number as the API and the CSV give them.
 CALIBRATED_FIELDS = (
@@ -113,7 +120,7 @@ def calibrated_metric_keys(
     """The board's metrics (keys, in column order) with calibrated numbers in ``found``; empty
     when none has (no toggle then)."""
     keys = {key for metrics in found.values() for key in metrics}
-    return list(dict.fromkeys(c.metric.key for c in columns if c.metric.key in keys))
+    return list(dict.fromkeys(c.metric.key for c in columns if c.key in keys))
 
 
 def with_calibrated(entries: list[Entry], found: dict[int, dict[str, Calibrated]]) -> list[Entry]:
@@ -160,7 +167,7 @@ def calibrated_ranks(
 ) -> dict[int, tuple[int | None, tuple[int, int] | None]]:
     """submission id -> (rank, rank range) by the column's calibrated values: competition
     ranking best first within the row group when grouped; rows without a value unranked."""
-    key = column.metric.key
+    key = column.key
     partitions: dict[str, list[tuple[int, Calibrated]]] = {}
     for entry in entries:
         calibrated = entry.calibrated.get(key)
@@ -231,5 +238,5 @@ def submission_calibrated(*, submission, judge_id: int | None) -> list[tuple[Col
     }
     if not found:
         return []
-    columns = board_columns(benchmark=submission.benchmark)
-    return [(c, found[c.metric.key]) for c in columns if c.metric.key in found]
+    columns = every_split_columns(benchmark=submission.benchmark)
+    return [(c, found[c.key]) for c in columns if c.key in found]

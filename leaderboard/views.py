@@ -61,6 +61,7 @@ from leaderboard.selectors import (
     chart_cache_key,
     chart_points,
     default_judge,
+    every_split_columns,
     export_interval,
     judge_agreement,
     leaderboard_count,
@@ -323,7 +324,7 @@ def _board(request, slug: str) -> Board:
     else:
         judge = default_judge(benchmark=benchmark)
     found = board_calibrated(benchmark=benchmark, judge=judge, user=request.user)
-    keys = calibrated_metric_keys(found, columns=board_columns(benchmark=benchmark))
+    keys = calibrated_metric_keys(found, columns=every_split_columns(benchmark=benchmark))
     state = _board_state(request.GET, benchmark=benchmark, judge=judge, calibrated_keys=keys)
     return Board(benchmark, judges, judge, state, keys, found)
 
@@ -1017,7 +1018,7 @@ def leaderboard_csv(request, slug: str):
                 row += ["" if interval is None else interval[0]]
                 row += ["" if interval is None else interval[1]]
         for column in calibrated:
-            found = e.calibrated.get(column.metric.key)
+            found = e.calibrated.get(column.key)
             numbers = found.numbers() if found else {}
             row += ["" if numbers.get(name) is None else numbers[name] for name in CSV_CALIBRATED]
         rows.append(row)

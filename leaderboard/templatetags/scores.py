@@ -360,7 +360,7 @@ def _calibrated_cells(entry, calibrated) -> str:
     if calibrated is None:
         return ""
     metric = calibrated.column.metric
-    found = entry.calibrated.get(metric.key)
+    found = entry.calibrated.get(calibrated.column.key)
     if found is None:
         why = "no calibration study labelled this row"
         return f'<td class="calibrated muted" title="{why}">–</td>' * 3

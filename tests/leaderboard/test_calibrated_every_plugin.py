@@ -21,7 +21,7 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.test import Client
 
-from evaluation.benchmarks import registry
+from evaluation.benchmarks import get_plugin, registry
 from evaluation.board_state import _digest, board_changed
 from evaluation.models import CalibratedScore, Membership, Submission, Team
 from tests.conftest import demo_runs_scored, every_plugin_board
@@ -40,6 +40,12 @@ def calibrated_metric(plugin):
     if declared and declared[0] in by_key:
         return by_key[declared[0]]
     return next(m for m in plugin.metrics if m.type == "rate")
+
+
+def stored_key(plugin, metric) -> str:
+    """The key a calibration study writes a metric's rows under: the board column's, the
+    first split's key first where the benchmark has splits (the board opens on it)."""
+    return f"{plugin.splits[0].key}.{metric.key}" if plugin.splits else metric.key
 
 
 def _rows(html: str) -> list[int]:
@@ -81,7 +87,10 @@ def _write(submission, judge, metric, **numbers) -> CalibratedScore:
     }
     defaults.update(numbers)
     row, _ = CalibratedScore.objects.update_or_create(
-        submission=submission, judge=judge, metric=metric.key, defaults=defaults
+        submission=submission,
+        judge=judge,
+        metric=stored_key(get_plugin(submission.benchmark.plugin), metric),
+        defaults=defaults,
     )
     return row
 
@@ -177,7 +186,7 @@ def test_calibrated_view_every_plugin(slug, settings, tmp_path):
     assert body["calibrated_metrics"] == [metric.key]
     assert body["calibrated"] == metric.key and body["rank_by"] == "judge"
     shown = {e["submission"]: e for e in body["entries"]}
-    assert shown[first.pk]["calibrated"][metric.key] == {
+    assert shown[first.pk]["calibrated"][stored_key(plugin, metric)] == {
         "value": 30.0,
         "low": 20.0,
         "high": 40.0,
@@ -248,21 +257,25 @@ def test_calibrated_view_every_plugin(slug, settings, tmp_path):
         in _row(html, first.pk)
     )
     found = {e["submission"]: e for e in client.get(api).json()["entries"]}
-    assert found[first.pk]["calibrated"][metric.key]["value"] == 33.0
+    assert found[first.pk]["calibrated"][stored_key(plugin, metric)]["value"] == 33.0
 
     # The submission page and API: the numbers, the study named for staff only.
     page = client.get(f"/submissions/{first.pk}/").content.decode()
     assert 'id="calibrated-table"' in page and "a calibration study" in page and STUDY not in page
     assert "40 of 100" in page
     detail = client.get(f"/api/submissions/{first.pk}/").json()
-    numbers = next(s for s in detail["scores"] if s["judge"] == "offline")["calibrated"][metric.key]
+    numbers = next(s for s in detail["scores"] if s["judge"] == "offline")["calibrated"][
+        stored_key(plugin, metric)
+    ]
     assert numbers["value"] == 33.0 and numbers["study"] == "a calibration study"
     staff = User.objects.create_user("staffer", password="pw-staff-1234", is_staff=True)
     insider = Client()
     insider.force_login(staff)
     assert STUDY in insider.get(f"/submissions/{first.pk}/").content.decode()
     detail = insider.get(f"/api/submissions/{first.pk}/").json()
-    numbers = next(s for s in detail["scores"] if s["judge"] == "offline")["calibrated"][metric.key]
+    numbers = next(s for s in detail["scores"] if s["judge"] == "offline")["calibrated"][
+        stored_key(plugin, metric)
+    ]
     assert numbers["study"] == STUDY
 
     # Removing the numbers removes the view from the stored board.
@@ -306,7 +319,7 @@ def test_a_private_rows_calibrated_numbers_stay_private(slug, settings, tmp_path
         assert reader.get(f"/api/submissions/{secret.pk}/").status_code == 404
     body = member.get(api + f"?calibrated={metric.key}&rows=all").json()
     mine = {e["submission"]: e for e in body["entries"]}
-    assert mine[secret.pk]["calibrated"][metric.key]["value"] == 12.75
+    assert mine[secret.pk]["calibrated"][stored_key(plugin, metric)]["value"] == 12.75
     assert 'id="board-calibrated"' in member.get(board).content.decode()
 
 

@@ -31,7 +31,7 @@ from evaluation.benchmarks import registry
 from evaluation.models import CalibratedScore, Membership, Submission, Team
 from tests.annotation.test_browser import rater_server  # noqa: F401 (the serial live server)
 from tests.conftest import REPO, demo_runs_scored, every_plugin_board
-from tests.leaderboard.test_calibrated_every_plugin import calibrated_metric
+from tests.leaderboard.test_calibrated_every_plugin import calibrated_metric, stored_key
 from tests.leaderboard.test_ux_browser import watch
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
@@ -294,7 +294,7 @@ def test_the_whole_walk_for_every_plugin(walk, browser, rater_server, tmp_path):
         CalibratedScore.objects.create(
             submission=row,
             judge=submission.judge,
-            metric=metric.key,
+            metric=stored_key(plugin, metric),
             study_id=1,
             study_name="Walk calibration",
             population=120,
