@@ -21,7 +21,7 @@ from annotation.models import CalibrationStratum, Study
 from evaluation import calibration as core
 from evaluation.benchmarks import registry
 from evaluation.benchmarks.base import kind_guideline
-from evaluation.models import Benchmark, Score
+from evaluation.models import Benchmark, CalibratedScore, Score
 from evaluation.slices import all_columns
 from tests.conftest import demo_runs_scored, every_plugin_board
 
@@ -106,7 +106,7 @@ def test_the_judge_mean_over_the_population_is_the_board_value(slug, settings, t
 
 @pytest.mark.parametrize("slug", SLUGS)
 def test_a_calibration_study_made_from_the_form_samples_the_declared_metric(
-    slug, settings, tmp_path
+    slug, settings, tmp_path, django_capture_on_commit_callbacks
 ):
     benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="calform")
     runs = demo_runs_scored(benchmark, plugin, tmp_path, count=2)
@@ -140,7 +140,8 @@ def test_a_calibration_study_made_from_the_form_samples_the_declared_metric(
     if other is not None:
         wrong = client.post("/studies/new/", {**form, "kind": other.key})
         assert "is calibrated by" in wrong.content.decode()
-    made = client.post("/studies/new/", form)
+    with django_capture_on_commit_callbacks(execute=True):
+        made = client.post("/studies/new/", form)
     assert made.status_code == 302, made.content.decode()[:3000]
     study = Study.objects.get(slug="calibration")
     assert study.calibrated_metric == column and not study.skip_empty_responses
@@ -162,6 +163,22 @@ def test_a_calibration_study_made_from_the_form_samples_the_declared_metric(
     # The page says what the study calibrates.
     dashboard = client.get(f"/studies/{study.slug}/").content.decode()
     assert "Calibrates" in dashboard
+
+    # The rows the study wrote reach the board's calibrated view, under the split they belong
+    # to: what the board JSON says of each submission is what the row holds.
+    rows = {row.submission_id: row for row in CalibratedScore.objects.filter(metric=column)}
+    assert set(rows) == {run.pk for run in runs}
+    split, _, key = column.rpartition(".") if plugin.splits else ("", "", column)
+    query = f"?calibrated={key}&rows=all" + (f"&split={split}" if split else "")
+    body = client.get(f"/api/benchmarks/{benchmark.slug}/leaderboard/{query}").json()
+    assert body["calibrated"] == key
+    shown = {e["submission"]: e["calibrated"] for e in body["entries"] if e["submission"]}
+    for pk, row in rows.items():
+        assert shown[pk][column]["labels_needed"] == row.labels_needed
+        assert shown[pk][column]["population"] == row.population
+        assert shown[pk][column]["value"] == row.value
+    page = client.get(f"/submissions/{runs[0].pk}/").content.decode()
+    assert f'data-metric="{key}"' in page
 
 
 @pytest.mark.parametrize("slug", [*SLUGS, "toy-bench"])
