@@ -32,6 +32,9 @@
           form.requestSubmit();
         }, 500);
       });
+      // Enter applies it at once: the pause's timer must not submit it again while the
+      // page loads (the second submission cancelled the first).
+      form.addEventListener("submit", function () { window.clearTimeout(timer); });
       var refocus = false;
       try { refocus = window.sessionStorage.getItem(FOCUS_KEY) === "1"; window.sessionStorage.removeItem(FOCUS_KEY); } catch (error) { refocus = false; }
       if (refocus) {
