@@ -28,6 +28,9 @@ LAYOUT = {
     "margin": {"l": 60, "r": 20, "t": 60, "b": 60},
     "hoverlabel": {"align": "left"},
 }
+# A title hangs from the figure's top edge, whatever the figure's height and however many lines
+# it wraps to on a phone (at a fraction of the height, its first line rose out of the figure).
+TITLE = {"x": 0, "xanchor": "left", "y": 1, "yanchor": "top", "pad": {"t": 12}}
 
 
 def _text(value: str) -> str:
@@ -158,7 +161,21 @@ def _legend_note(name: str, symbol: str, colour: str = "#666") -> go.Scatter:
 
 PAPER_NOTE = "reported in a paper: no counts, so no 95% interval"
 SCORED_NOTE = "scored here: bars are 95% intervals"
-RIGHT_LEGEND = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
+# The legend runs across the foot of the figure, under the axis and its tick labels (plotly
+# reserves the room it takes there), so the plot keeps the chart's whole width and the entries
+# wrap into rows instead of scrolling in a column beside it; in "normal" order they flow as one
+# list, not a column per group. It may take the figure's whole height before it would scroll,
+# and the board's page grows the figure by the legend's height (leaderboard.js).
+BOTTOM_LEGEND = {
+    "orientation": "h",
+    "x": 0,
+    "xanchor": "left",
+    "yref": "container",
+    "y": 0,
+    "yanchor": "bottom",
+    "traceorder": "normal",
+    "maxheight": 1,
+}
 
 
 def _groups(points, row_groups) -> list[tuple[str, str, str]]:
@@ -284,7 +301,7 @@ def scatter_figure(chart, columns: dict, points: Sequence, row_groups) -> go.Fig
     figure.update_layout(
         **{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 100}},
         height=520,
-        title={"text": _text(chart.title), "x": 0, "xanchor": "left", "y": 0.98},
+        title={"text": _text(chart.title), **TITLE},
         xaxis={
             "title": {"text": _axis_title(x0) if x0 else ""},
             "automargin": True,
@@ -309,7 +326,7 @@ def scatter_figure(chart, columns: dict, points: Sequence, row_groups) -> go.Fig
         if len(menu) > 1
         else [],
         showlegend=True,
-        legend=RIGHT_LEGEND,
+        legend=BOTTOM_LEGEND,
     )
     return figure
 
@@ -395,9 +412,9 @@ def bars_figure(chart, columns: dict, points: Sequence) -> go.Figure:
         **{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 90, "b": 60}},
         barmode="group",
         height=380 * max(1, len(groups)),
-        title={"text": _text(f"{chart.title} ({note})"), "x": 0, "xanchor": "left", "y": 0.99},
+        title={"text": _text(f"{chart.title} ({note})"), **TITLE},
         showlegend=True,
-        legend=RIGHT_LEGEND,
+        legend=BOTTOM_LEGEND,
     )
     return figure
 

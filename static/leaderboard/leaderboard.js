@@ -36,6 +36,9 @@
           form.requestSubmit();
         }, 500);
       });
+      // Enter applies it at once: the pause's timer must not submit it again while the
+      // page loads (the second submission cancelled the first).
+      form.addEventListener("submit", function () { window.clearTimeout(timer); });
       var refocus = false;
       try { refocus = window.sessionStorage.getItem(FOCUS_KEY) === "1"; window.sessionStorage.removeItem(FOCUS_KEY); } catch (error) { refocus = false; }
       if (refocus) {
@@ -172,8 +175,7 @@
       layout.margin = Object.assign({}, layout.margin, { l: 48, r: 12, t: Math.max(layout.margin ? layout.margin.t : 0, 60 + 16 * lines.length) });
     }
     (layout.updatemenus || []).forEach(function (menu) { menu.y = 1.0; menu.yanchor = "bottom"; menu.pad = { b: 4 }; });
-    // The legend goes under the plot, where it takes height rather than the plot's width.
-    layout.legend = { orientation: "h", x: 0, xanchor: "left", y: -0.18, yanchor: "top", font: { size: 10 } };
+    layout.legend = Object.assign({}, layout.legend, { font: { size: 10 } });
     layout.margin = Object.assign({}, layout.margin, { b: 40 });
     Object.keys(layout).forEach(function (key) {
       if (/^xaxis\d*$/.test(key) && layout[key].tickangle !== undefined) {
@@ -181,6 +183,22 @@
       }
     });
     return layout;
+  }
+
+  // The legend runs under the plot (charts.py) and wraps into as many rows as the chart's
+  // width needs: the chart's box grows by the legend's height, so the plot keeps the height it
+  // was given and the legend never needs a scrollbar, whatever the window's width. The height
+  // is the box's, not the layout's (a layout's height would pin its width too, and the chart
+  // would stop following the window).
+  function fitLegend(Plotly, node, height) {
+    var legend = node.querySelector("g.legend rect.bg");
+    var frame = node.querySelector(".main-svg");
+    var wanted = height + (legend ? Math.ceil(legend.getBBox().height) : 0);
+    if (!frame || Math.abs(frame.getBoundingClientRect().height - wanted) <= 2) {
+      return Promise.resolve();
+    }
+    node.style.height = wanted + "px";
+    return Plotly.Plots.resize(node);
   }
 
   // Point names are placed apart on the server for a typical chart size; at the size the
@@ -227,9 +245,16 @@
           node.id = "chart-" + index;
           holder.appendChild(node);
           var layout = narrow ? narrowLayout(figure.layout) : figure.layout;
+          var height = layout.height;
           return Plotly.newPlot(node, figure.data, layout, options).then(function () {
+            return fitLegend(Plotly, node, height);
+          }).then(function () {
             declutter(node);
-            node.on("plotly_afterplot", function () { declutter(node); });
+            // A redraw (the window resized, a pair chosen) may wrap the legend anew.
+            node.on("plotly_afterplot", function () {
+              declutter(node);
+              fitLegend(Plotly, node, height);
+            });
             // A point or bar opens its system's page (the last custom field is its address).
             node.on("plotly_click", function (event) {
               var point = event.points && event.points[0];

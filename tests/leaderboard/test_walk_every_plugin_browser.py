@@ -5,14 +5,14 @@ embedded default's one-process site does; the offline judge):
 
 About page → its example upload downloaded → submitted through the browser form with the
 plug-in's own options and file type → scored → its row on the board → its submission page with the
-run configuration → a task's drill-down, its audio answering ranges and seeking where the plug-in
-has clips → compared with another system, overall and on a slice, a number in every cell → shown
-anonymously, after which no page, picker, chart, export or API response a visitor reads holds its
-name → a rating study of each of the plug-in's item kinds made through the form, a rater invited
+run configuration → a task's drill-down, each clip the plug-in names for it answering ranges and
+seeking (the example plug-in speaks its answers) → compared with another system, overall and on a
+slice, a number in every cell → shown anonymously, after which no page, picker, chart, export or
+API response a visitor reads holds its name → a rating study of each of the plug-in's item kinds made through the form, a rater invited
 from the dashboard rating five items with the keyboard, the dashboard → every export downloaded.
 
-Every page the walk meets is then opened at 1400x900 and 390x844: none scrolls sideways (tables
-scroll in their own box), none logs an error, no request fails. Screenshots are kept in
+Every page the walk meets is then opened at 1400x900 and 390x844, its charts drawn where it has
+any: none scrolls sideways (tables scroll in their own box), none logs an error, no request fails. Screenshots are kept in
 test-artifacts/walk/.
 """
 
@@ -28,7 +28,8 @@ from django.test import Client
 
 from annotation.models import Study
 from evaluation.benchmarks import registry
-from evaluation.models import CalibratedScore, Membership, Submission, Team
+from evaluation.models import CalibratedScore, Membership, Submission, TaskResult, Team
+from leaderboard.selectors_submissions import task_page_context
 from tests.annotation.test_browser import rater_server  # noqa: F401 (the serial live server)
 from tests.conftest import REPO, demo_runs_scored, every_plugin_board
 from tests.leaderboard.test_calibrated_every_plugin import calibrated_metric, stored_key
@@ -206,13 +207,22 @@ def test_the_whole_walk_for_every_plugin(walk, browser, rater_server, tmp_path):
     visited.append(board)
     assert NAME in page.inner_text("#board")
 
-    # A task's drill-down, its audio where the plug-in has clips.
+    # A task's drill-down, its audio where the plug-in has clips: every clip the plug-in names
+    # for the task has a player that answers ranges and seeks (the example plug-in's included).
     page.goto(page_url)
     first_task = page.locator("#tasks table a").first.get_attribute("href")
     task_url = f"{server}{first_task}"
     page.goto(task_url)
     visited.append(task_url)
-    _audio_plays(page)
+    task_id = first_task.rstrip("/").rsplit("/", 1)[1]
+    declared = task_page_context(
+        task_result=TaskResult.objects.select_related("task", "submission__benchmark").get(
+            submission=submission, task__task_id=task_id
+        )
+    )["clips"]
+    assert _audio_plays(page) == len(declared), (task_id, declared)
+    if plugin.slug == "toy-bench":
+        assert declared, "the example plug-in's example upload has its answers spoken"
 
     # Compared with another system, overall and on a slice.
     compare = f"{server}/benchmarks/{benchmark.slug}/compare/?a={submission.pk}&b={other.pk}"
@@ -319,6 +329,8 @@ def test_the_whole_walk_for_every_plugin(walk, browser, rater_server, tmp_path):
             page = context.new_page()
             seen = watch(page)
             page.goto(url)
+            if page.locator("#charts").count():
+                page.wait_for_selector('#charts[data-ready="1"]', timeout=30_000)
             width = page.viewport_size["width"]
             scroll = page.evaluate("document.scrollingElement.scrollWidth")
             assert scroll <= width, f"{url} is {scroll} px wide at {width} px"

@@ -1,13 +1,19 @@
 """Toy-Bench: short questions, answered in text; a judge grades each answer twice (accuracy and
-style) with a score from 0 to 1; the board ranks the mean score per language."""
+style) with a score from 0 to 1; the board ranks the mean score per language. An upload may carry
+each answer spoken (a WAV per task), which the task page plays; audio is never scored."""
 
 from __future__ import annotations
 
+import io
 import json
+import math
 import random
 import shutil
+import wave
+import zipfile
 from collections.abc import Iterator, Sequence
-from pathlib import Path
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from typing import IO
 
 import numpy as np
@@ -15,6 +21,7 @@ import numpy as np
 from evaluation.benchmarks.base import (
     BenchmarkPlugin,
     Chart,
+    ClipSpec,
     DemoRun,
     IngestedTask,
     JudgeDefaults,
@@ -40,11 +47,14 @@ from evaluation.benchmarks.base import (
     UploadFormat,
     UploadOption,
 )
+from evaluation.bundles import ValidationReport, member_opener, scan_zip
 
 SLOTS = ("accuracy", "style")
 # Bootstrap: tasks resampled with replacement, this many draws, this seed.
 DRAWS = 1000
 SEED = 20260101
+ANSWERS = "answers.jsonl"  # the answers' name in a zip the demo writes (any *.jsonl will do)
+SPOKEN = "answer.wav"  # a task's spoken answer, as stored and played
 
 
 class ToyBench(BenchmarkPlugin):
@@ -52,9 +62,13 @@ class ToyBench(BenchmarkPlugin):
     name = "Toy-Bench"
     description = "Short questions in two languages, each answer graded twice."
     upload = UploadFormat(
-        label="a JSONL file of {id, answer}",
-        suffixes=(".jsonl",),
-        description='One JSON object per line and task: {"id": task id, "answer": the text}.',
+        label="a zip of a JSONL file of {id, answer} and each answer spoken, or the JSONL alone",
+        suffixes=(".zip", ".jsonl"),
+        description=(
+            'One JSON object per line and task: {"id": task id, "answer": the text}. In a zip, '
+            "each answer may be spoken as <task id>.wav beside it: the task page plays it, and "
+            "it is never scored."
+        ),
         options=(
             UploadOption(
                 name="mode",
@@ -137,8 +151,17 @@ class ToyBench(BenchmarkPlugin):
         return Source(tasks, [PromptSource("grade", template)])
 
     def validate_upload(self, path, report, *, tasks, allow_partial, options, limits):
+        upload = read_upload(Path(path), report, limits=limits)
+        try:
+            return self._validate(upload, report, tasks=tasks, allow_partial=allow_partial)
+        finally:
+            upload.close()
+
+    def _validate(self, upload, report, *, tasks, allow_partial) -> UploadContents:
+        if upload.text is None:
+            return UploadContents()
         answers = {}
-        for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        for number, line in enumerate(upload.text.splitlines(), 1):
             try:
                 record = json.loads(line)
             except ValueError:
@@ -151,13 +174,29 @@ class ToyBench(BenchmarkPlugin):
         missing = sorted(set(tasks) - set(answers))
         if missing and not allow_partial:
             report.add(f"missing answers for {', '.join(missing)}", file="answers.jsonl")
+        for task_id, info in upload.audio.items():
+            if task_id not in answers:
+                report.warn("no answer of this task is in the upload; ignored", file=info.filename)
         return UploadContents(present=set(answers), missing=missing)
 
     def ingest(self, handle: IO[bytes], *, tasks, limits) -> Iterator[IngestedTask]:
-        for line in handle.read().decode().splitlines():
-            record = json.loads(line)
-            if record["id"] in tasks:
-                yield IngestedTask(record["id"], data={"answer": record["answer"]})
+        report = ValidationReport()
+        upload = read_upload(handle, report, limits=limits)
+        try:
+            if not report.ok or upload.text is None:
+                raise ValueError(f"stored upload no longer validates: {report.problems[:3]}")
+            for line in upload.text.splitlines():
+                record = json.loads(line)
+                if record["id"] not in tasks:
+                    continue
+                # The spoken answer is stored as a file of its own: pages play it with ranges.
+                info = upload.audio.get(record["id"])
+                store = (
+                    [(SPOKEN, member_opener(upload.archive, info), info.file_size)] if info else []
+                )
+                yield IngestedTask(record["id"], data={"answer": record["answer"]}, store=store)
+        finally:
+            upload.close()
 
     def run_submission_step(self, step, tasks: Sequence[TaskInput], *, facts):
         found = {t.task_id: {"length": len(t.data.get("answer", ""))} for t in tasks}
@@ -225,6 +264,15 @@ class ToyBench(BenchmarkPlugin):
             f"{language}.answered": (answered, 1),
         }
 
+    def task_context(self, task: TaskInput, *, judged) -> dict:
+        """The spoken answer, where the upload has one (the engine signs its address)."""
+        key = task.assets.get(SPOKEN)
+        return {
+            "clips": [ClipSpec(key=key, label="The answer, spoken", name=SPOKEN, role="response")]
+            if key
+            else []
+        }
+
     def study_units(self, kind, task, *, judged) -> list[StudyUnit]:
         units = []
         for slot in SLOTS:
@@ -261,11 +309,77 @@ class ToyBench(BenchmarkPlugin):
         write_release(directory)
 
     def write_demo_runs(self, directory: Path) -> list[DemoRun]:
+        """The good run spoken (a zip with a WAV per answer), the fair one as text alone."""
         directory.mkdir(parents=True, exist_ok=True)
-        good, fair = directory / "good.jsonl", directory / "fair.jsonl"
-        write_answers(good, correct=5)
+        good, fair = directory / "good.zip", directory / "fair.jsonl"
+        write_spoken_answers(good, correct=5)
         write_answers(fair, correct=2, seed=1)
         return [DemoRun(good, "Toy Good", "small"), DemoRun(fair, "Toy Fair", "large")]
+
+
+@dataclass
+class ToyUpload:
+    """What an upload holds: the answers' text (None: none found), and each spoken answer's
+    zip entry by task id, in ``archive`` (None for a lone JSONL), which ``close`` closes."""
+
+    text: str | None = None
+    audio: dict[str, zipfile.ZipInfo] = field(default_factory=dict)
+    archive: zipfile.ZipFile | None = None
+
+    def close(self) -> None:
+        if self.archive is not None:
+            self.archive.close()
+
+
+def read_upload(source: Path | IO[bytes], report: ValidationReport, *, limits) -> ToyUpload:
+    """A lone JSONL, or a zip of one JSONL and ``<task id>.wav`` files. The core's scan refuses
+    unsafe entries and checked every WAV's header against the plug-in's audio limits before."""
+    found = ToyUpload()
+    is_zip = zipfile.is_zipfile(source)
+    if not isinstance(source, Path):
+        source.seek(0)
+    if not is_zip:
+        found.text = source.read_text() if isinstance(source, Path) else source.read().decode()
+        return found
+    found.archive, entries = scan_zip(
+        source,
+        report,
+        is_task_folder=lambda part: False,
+        max_uncompressed=limits.max_bytes,
+        max_ratio=limits.max_ratio,
+    )
+    for entry in entries:
+        path = PurePosixPath(entry.path)
+        if path.suffix.lower() == ".jsonl" and found.text is None:
+            found.text = found.archive.read(entry.info).decode()
+        elif path.suffix.lower() == ".jsonl":
+            report.add("a second answers file; give one", file=entry.path)
+        elif path.suffix.lower() == ".wav":
+            found.audio[path.stem] = entry.info
+        else:
+            report.warn("neither the answers nor a spoken answer; ignored", file=entry.path)
+    if found.archive is not None and found.text is None:
+        report.add("the zip holds no .jsonl answers file")
+    return found
+
+
+def spoken(text: str, *, rate: int = 8000) -> bytes:
+    """A stand-in for an answer read aloud, as a 16-bit mono WAV: a short tone per character
+    (its pitch from the character), at least a second long."""
+    seconds_per_character = 0.08
+    samples = bytearray()
+    for character in text.ljust(math.ceil(1 / seconds_per_character)):
+        pitch = 220 + 20 * (ord(character) % 24)
+        for n in range(int(rate * seconds_per_character)):
+            value = int(8000 * math.sin(2 * math.pi * pitch * n / rate))
+            samples += value.to_bytes(2, "little", signed=True)
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(bytes(samples))
+    return buffer.getvalue()
 
 
 def task_score(outcome: TaskOutcome) -> float:
@@ -332,6 +446,18 @@ def write_answers(
         answer = f"It is {task['answer']}" if index < correct else f"Maybe {rng.randint(50, 99)}"
         lines.append(json.dumps({"id": task["id"], "answer": answer}))
     Path(path).write_text("\n".join(lines) + "\n")
+
+
+def write_spoken_answers(path: Path, **answers) -> None:
+    """A zip of the answers (write_answers' arguments) and each answer spoken as <id>.wav."""
+    text = Path(path).with_suffix(".jsonl")
+    write_answers(text, **answers)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.write(text, ANSWERS)
+        for line in text.read_text().splitlines():
+            record = json.loads(line)
+            archive.writestr(f"{record['id']}.wav", spoken(record["answer"]))
+    text.unlink()
 
 
 plugin = ToyBench()
