@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evaluation.models import Benchmark, CalibratedScore, Judge
+from evaluation.models import Benchmark, CalibratedScore, Judge, Score
 from evaluation.selectors import submissions_visible_to
 from leaderboard.selectors import (
     SORT_RANK,
@@ -70,6 +70,10 @@ class Calibrated:
     tuning: float | None
     study_id: int
     study_name: str
+    # The submission was scored again under the judge after the study sampled it, and the
+    # judge's value moved: the calibrated value and the bias no longer apply (people's own
+    # estimate still does).
+    stale: bool = False
 
     @classmethod
     def of(cls, row: CalibratedScore) -> Calibrated:
@@ -81,8 +85,23 @@ class Calibrated:
         )
 
     def numbers(self) -> dict:
-        """The documented numbers (API, CSV): CALIBRATED_FIELDS, no study."""
-        return {name: getattr(self, name) for name in CALIBRATED_FIELDS}
+        """The documented numbers (API, CSV): CALIBRATED_FIELDS and stale, no study."""
+        return {**{name: getattr(self, name) for name in CALIBRATED_FIELDS}, "stale": self.stale}
+
+    def as_scored(self, *, column: Column | None, results: dict | None) -> Calibrated:
+        """These numbers against the judge's results as they stand: when the judge's value of
+        the column is no longer the one the study sampled (to the metric's decimals: the
+        submission was scored again since), they are marked stale, without a calibrated value
+        or bias, and the board does not rank by them."""
+        if column is None or results is None or self.judge_value is None:
+            return self
+        current = column.value(results)
+        if current is None:
+            return self
+        if abs(current - self.judge_value) <= 0.5 * 10**-column.metric.decimals + 1e-9:
+            return self
+        cleared = ("value", "low", "high", "bias", "bias_low", "bias_high", "tuning")
+        return dataclasses.replace(self, stale=True, **dict.fromkeys(cleared))
 
 
 @dataclass(frozen=True)
@@ -123,11 +142,20 @@ def calibrated_metric_keys(
     return list(dict.fromkeys(c.metric.key for c in columns if c.key in keys))
 
 
-def with_calibrated(entries: list[Entry], found: dict[int, dict[str, Calibrated]]) -> list[Entry]:
-    """Each row with its calibrated numbers (from board_calibrated), by metric key; a paper's
-    row has none."""
+def with_calibrated(
+    entries: list[Entry], found: dict[int, dict[str, Calibrated]], *, benchmark: Benchmark
+) -> list[Entry]:
+    """Each row with its calibrated numbers (from board_calibrated), by column key, checked
+    against the row's judge results (Calibrated.as_scored); a paper's row has none."""
+    columns = {c.key: c for c in every_split_columns(benchmark=benchmark)}
     return [
-        dataclasses.replace(e, calibrated=found[e.submission_id])
+        dataclasses.replace(
+            e,
+            calibrated={
+                key: found.as_scored(column=columns.get(key), results=e.results)
+                for key, found in found[e.submission_id].items()
+            },
+        )
         if e.submission_id in found and not e.reported_in_paper
         else e
         for e in entries
@@ -238,5 +266,9 @@ def submission_calibrated(*, submission, judge_id: int | None) -> list[tuple[Col
     }
     if not found:
         return []
+    score = Score.objects.filter(submission=submission, judge_id=judge_id).first()
+    results = None if score is None else score.results
     columns = every_split_columns(benchmark=submission.benchmark)
-    return [(c, found[c.key]) for c in columns if c.key in found]
+    return [
+        (c, found[c.key].as_scored(column=c, results=results)) for c in columns if c.key in found
+    ]

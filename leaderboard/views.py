@@ -389,10 +389,14 @@ def _entries(board: Board, user, limit: int | None = None):
         else entry
         for entry in entries
     ]
-    entries = with_calibrated(entries, board.calibrated)
+    entries = with_calibrated(entries, board.calibrated, benchmark=board.benchmark)
     if state.rank_calibrated:
         # Ranked among every row, as the judge's ranks are (a name search keeps them).
-        pool = with_calibrated(pool, board.calibrated) if state.filters.search else entries
+        pool = (
+            with_calibrated(pool, board.calibrated, benchmark=board.benchmark)
+            if state.filters.search
+            else entries
+        )
         column = next(c for c in _columns(board) if c.metric.key == state.calibrated)
         entries = ranked_by_calibrated(
             entries,
@@ -678,6 +682,7 @@ CSV_CALIBRATED = (
     "labelled",
     "population",
     "labels_needed",
+    "stale",
 )
 
 

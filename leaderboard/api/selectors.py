@@ -24,7 +24,7 @@ from evaluation.selectors import (
     judge_usage,
     submissions_visible_to,
 )
-from leaderboard.selectors import board_columns
+from leaderboard.selectors import board_columns, every_split_columns
 from leaderboard.selectors_calibrated import Calibrated, study_label
 
 
@@ -115,15 +115,18 @@ def submission_scores(*, submission: Submission, user=None) -> list[dict]:
     """Results per judge, with the tokens its judgments used and their cost where priced. A
     judgment shared by several tasks (identical prompts) is counted once."""
     staff = bool(user is not None and user.is_authenticated and user.is_staff)
-    calibrated: dict[int, dict] = {}
+    rows: dict[int, list[CalibratedScore]] = {}
     for row in CalibratedScore.objects.filter(submission=submission):
-        found = Calibrated.of(row)
-        calibrated.setdefault(row.judge_id, {})[row.metric] = {
-            **found.numbers(),
-            "study": study_label(found, staff=staff),
-        }
+        rows.setdefault(row.judge_id, []).append(row)
+    columns = {c.key: c for c in every_split_columns(benchmark=submission.benchmark)}
     scored = []
     for score in Score.objects.filter(submission=submission).select_related("judge"):
+        calibrated = {}
+        for row in rows.get(score.judge_id, []):
+            found = Calibrated.of(row).as_scored(
+                column=columns.get(row.metric), results=score.results
+            )
+            calibrated[row.metric] = {**found.numbers(), "study": study_label(found, staff=staff)}
         usage = judge_usage(submission=submission, judge=score.judge)
         scored.append(
             {
@@ -142,7 +145,7 @@ def submission_scores(*, submission: Submission, user=None) -> list[dict]:
                 "tokens": {"input": usage.input_tokens, "output": usage.output_tokens},
                 "cost_usd": None if usage.cost_usd is None else round(float(usage.cost_usd), 6),
                 "computed_at": score.computed_at,
-                "calibrated": calibrated.get(score.judge_id, {}),
+                "calibrated": calibrated,
             }
         )
     scored.sort(

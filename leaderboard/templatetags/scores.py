@@ -372,7 +372,13 @@ def _calibrated_cells(entry, calibrated) -> str:
         text = f"{metric_text(low, metric)}–{metric_text(high, metric)}"
         return f' <span class="ci-cal">[{text}]</span>'
 
-    if found.value is None:
+    if found.stale:
+        value = (
+            '<td class="calibrated muted stale" title="the judge scored this submission again '
+            'after the calibration study sampled it: its labels calibrate the old verdicts">'
+            "judge re-scored since</td>"
+        )
+    elif found.value is None:
         more = int(found.labels_needed)
         value = (
             f'<td class="calibrated needs-labels" title="too few units labelled for a '

@@ -23,7 +23,7 @@ from django.test import Client
 
 from evaluation.benchmarks import get_plugin, registry
 from evaluation.board_state import _digest, board_changed
-from evaluation.models import CalibratedScore, Membership, Submission, Team
+from evaluation.models import CalibratedScore, Membership, Score, Submission, Team
 from tests.conftest import demo_runs_scored, every_plugin_board
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -66,14 +66,26 @@ def _row(html: str, pk: int) -> str:
     return match.group(1)
 
 
+def judge_value(submission, judge, metric):
+    """The judge's value of the metric for the submission, read from its stored results at
+    the metric's path (the board's first split first)."""
+    plugin = get_plugin(submission.benchmark.plugin)
+    node = Score.objects.get(submission=submission, judge=judge).results
+    for part in ((plugin.splits[0].key,) if plugin.splits else ()) + metric.path:
+        node = node[part]
+    return node
+
+
 def _write(submission, judge, metric, **numbers) -> CalibratedScore:
+    """A calibrated row as a study writes it: sampled from the judge's verdicts as they stand
+    (judge_value is the judge's value unless given)."""
     defaults = {
         "study_id": 9,
         "study_name": STUDY,
         "population": 100,
         "labelled": 40,
         "labels_needed": 0,
-        "judge_value": None,
+        "judge_value": judge_value(submission, judge, metric),
         "value": None,
         "low": None,
         "high": None,
@@ -136,7 +148,6 @@ def test_calibrated_view_every_plugin(slug, settings, tmp_path):
         first,
         judge,
         metric,
-        judge_value=50.0,
         value=30.0,
         low=20.0,
         high=40.0,
@@ -151,7 +162,6 @@ def test_calibrated_view_every_plugin(slug, settings, tmp_path):
         second,
         judge,
         metric,
-        judge_value=45.0,
         value=70.0,
         low=60.0,
         high=80.0,
@@ -190,7 +200,7 @@ def test_calibrated_view_every_plugin(slug, settings, tmp_path):
         "value": 30.0,
         "low": 20.0,
         "high": 40.0,
-        "judge_value": 50.0,
+        "judge_value": judge_value(first, judge, metric),
         "classical_value": 28.0,
         "classical_low": 15.0,
         "classical_high": 41.0,
@@ -201,6 +211,7 @@ def test_calibrated_view_every_plugin(slug, settings, tmp_path):
         "population": 100,
         "labels_needed": 0,
         "tuning": 0.5,
+        "stale": False,
     }
     table = list(
         csv.DictReader(io.StringIO(client.get(board + "leaderboard.csv").content.decode()))
@@ -239,7 +250,7 @@ def test_calibrated_view_every_plugin(slug, settings, tmp_path):
 
     # Too few labels: the row says how many more it needs, and is ranked no more. The stored
     # board (read above) shows it at once.
-    _write(second, judge, metric, judge_value=45.0, labelled=3, population=80, labels_needed=7)
+    _write(second, judge, metric, labelled=3, population=80, labels_needed=7)
     html = client.get(view).content.decode()
     assert "needs 7 more labels" in _row(html, second.pk)
     if plugin.rank_keys:
@@ -250,7 +261,7 @@ def test_calibrated_view_every_plugin(slug, settings, tmp_path):
         assert 'class="rank-number"' not in _row(html, second.pk)
 
     # A new number reaches the next anonymous reader of the stored board.
-    _write(first, judge, metric, judge_value=50.0, value=33.0, low=21.0, high=44.0)
+    _write(first, judge, metric, value=33.0, low=21.0, high=44.0)
     html = client.get(view).content.decode()
     assert (
         f'{_text(33.0, metric)} <span class="ci-cal">[{_text(21.0, metric)}–{_text(44.0, metric)}]'
@@ -285,6 +296,52 @@ def test_calibrated_view_every_plugin(slug, settings, tmp_path):
 
 
 @pytest.mark.parametrize("slug", SLUGS)
+def test_numbers_sampled_before_a_rescore_that_moved_the_judge_are_marked_stale(
+    slug, settings, tmp_path
+):
+    cache.clear()
+    benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="stale")
+    (submission,) = demo_runs_scored(benchmark, plugin, tmp_path, count=1)
+    metric = calibrated_metric(plugin)
+    judge = benchmark.judges.get(slug="offline")
+    key = stored_key(plugin, metric)
+    sampled = judge_value(submission, judge, metric)
+    _write(
+        submission, judge, metric, value=sampled - 1, low=sampled - 3, high=sampled + 1, bias=1.0
+    )
+    client = Client()
+    api = f"/api/benchmarks/{benchmark.slug}/leaderboard/?calibrated={metric.key}&rows=all"
+
+    def shown() -> dict:
+        entries = client.get(api).json()["entries"]
+        return next(e for e in entries if e["submission"] == submission.pk)["calibrated"][key]
+
+    assert shown()["stale"] is False and shown()["value"] == sampled - 1
+
+    # The judge scores the submission again and its value moves by a whole point: the study's
+    # labels calibrate verdicts that are no longer the board's.
+    score = Score.objects.get(submission=submission, judge=judge)
+    node = score.results
+    path = ((plugin.splits[0].key,) if plugin.splits else ()) + metric.path
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = sampled + 1
+    score.save()
+    board_changed(submission_id=submission.pk)
+    found = shown()
+    assert found["stale"] is True
+    assert found["value"] is None and found["bias"] is None
+    assert found["classical_value"] is None or isinstance(found["classical_value"], float)
+    html = client.get(f"/benchmarks/{benchmark.slug}/?calibrated={metric.key}").content.decode()
+    assert "judge re-scored since" in _row(html, submission.pk)
+    page = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert "judge re-scored since the study sampled" in page
+    detail = client.get(f"/api/submissions/{submission.pk}/").json()
+    numbers = next(s for s in detail["scores"] if s["judge"] == "offline")["calibrated"][key]
+    assert numbers["stale"] is True and numbers["value"] is None
+
+
+@pytest.mark.parametrize("slug", SLUGS)
 def test_a_private_rows_calibrated_numbers_stay_private(slug, settings, tmp_path):
     settings.BOARD_STATE_SECONDS = 300
     cache.clear()
@@ -297,7 +354,7 @@ def test_a_private_rows_calibrated_numbers_stay_private(slug, settings, tmp_path
     Membership.objects.create(team=team, user=owner, role=Membership.Role.OWNER)
     outsider = User.objects.create_user("outsider", password="pw-outsider-1234")
     secret = made[0]
-    _write(secret, judge, metric, judge_value=50.0, value=12.75, low=3.5, high=21.25)
+    _write(secret, judge, metric, value=12.75, low=3.5, high=21.25)
     Submission.objects.filter(pk=secret.pk).update(team=team, is_published=False)
     board_changed(submission_id=secret.pk)
     board = f"/benchmarks/{benchmark.slug}/"

@@ -32,7 +32,11 @@ from evaluation.models import CalibratedScore, Membership, Submission, TaskResul
 from leaderboard.selectors_submissions import task_page_context
 from tests.annotation.test_browser import rater_server  # noqa: F401 (the serial live server)
 from tests.conftest import REPO, demo_runs_scored, every_plugin_board
-from tests.leaderboard.test_calibrated_every_plugin import calibrated_metric, stored_key
+from tests.leaderboard.test_calibrated_every_plugin import (
+    calibrated_metric,
+    judge_value,
+    stored_key,
+)
 from tests.leaderboard.test_ux_browser import watch
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
@@ -310,7 +314,7 @@ def test_the_whole_walk_for_every_plugin(walk, browser, rater_server, tmp_path):
             population=120,
             labelled=30,
             labels_needed=needed,
-            judge_value=55.0,
+            judge_value=judge_value(row, submission.judge, metric),
             value=value,
             low=None if value is None else value - 9.5,
             high=None if value is None else value + 8.25,
