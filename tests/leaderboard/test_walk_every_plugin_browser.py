@@ -28,6 +28,7 @@ from django.test import Client
 
 from annotation.models import Study
 from evaluation.benchmarks import registry
+from evaluation.calibration import calibrated_columns
 from evaluation.models import CalibratedScore, Membership, Submission, TaskResult, Team
 from leaderboard.selectors_submissions import task_page_context
 from tests.annotation.test_browser import rater_server  # noqa: F401 (the serial live server)
@@ -141,11 +142,18 @@ def _every_cell_has_a_number(page, table: str, columns: tuple[str, ...] = ()) ->
         assert not empty or "below" in text or "no units" in text, (table, empty, text)
 
 
-def _study_through_the_form(page, server: str, benchmark, kind, runs) -> Study:
+def _study_through_the_form(
+    page, server: str, benchmark, kind, runs, *, calibrates: str = ""
+) -> Study:
+    """A study of the kind made through the staff form: a calibration study of the metric
+    column ``calibrates`` when given, else an agreement study."""
+    slug = f"walk-{'cal-' if calibrates else ''}{kind.key}".replace("_", "-")[:50]
     page.goto(f"{server}/studies/new/?benchmark={benchmark.pk}&kind={kind.key}")
     form = page.locator("#study-form")
     form.locator("input[name=name]").fill(f"Walk study of {kind.label}")
-    form.locator("input[name=slug]").fill(f"walk-{kind.key}".replace("_", "-")[:50])
+    form.locator("input[name=slug]").fill(slug)
+    if calibrates:
+        form.locator("select[name=calibrated_metric]").select_option(calibrates)
     if form.locator("input[name=rater_title]").count():
         form.locator("input[name=rater_title]").fill(f"Rate {kind.label.lower()}")
     form.locator("select[name=judge]").select_option(str(benchmark.judges.get(slug="offline").pk))
@@ -156,7 +164,7 @@ def _study_through_the_form(page, server: str, benchmark, kind, runs) -> Study:
         form.locator("button[type=submit]").click()
     errors = page.locator("#study-form .errorlist").all_inner_texts()
     assert not errors, errors
-    return Study.objects.get(slug=f"walk-{kind.key}".replace("_", "-")[:50])
+    return Study.objects.get(slug=slug)
 
 
 def _rate_with_the_keyboard(browser, invite_url: str, count: int) -> None:
@@ -249,10 +257,15 @@ def test_the_whole_walk_for_every_plugin(walk, browser, rater_server, tmp_path):
             response = page.request.get(href)
             assert response.status == 200 and response.body(), href
 
-    # Rating studies: one of each item kind, five items rated by an invited rater.
+    # Rating studies: one of each item kind, and a calibration study of the plug-in's first
+    # calibrated metric, five items rated by an invited rater.
     runs = [submission, other]
-    for kind in plugin.study_kinds:
-        study = _study_through_the_form(page, server, benchmark, kind, runs)
+    studies = [(kind, "") for kind in plugin.study_kinds]
+    if plugin.calibrated_metrics:
+        column, declared, _ = calibrated_columns(plugin)[0]
+        studies.append((plugin.study_kind(declared.study_kind), column))
+    for kind, calibrates in studies:
+        study = _study_through_the_form(page, server, benchmark, kind, runs, calibrates=calibrates)
         dashboard = f"{server}/studies/{study.slug}/"
         page.goto(dashboard)
         with page.expect_navigation():
@@ -270,6 +283,14 @@ def test_the_whole_walk_for_every_plugin(walk, browser, rater_server, tmp_path):
         page.goto(dashboard)
         visited.append(dashboard)
         assert "from 1 rater who rated" in page.inner_text("#progress-ratings")
+        if calibrates:
+            # The calibration table: a row per submission with what its labels give, and the
+            # labels each needs for the target width.
+            plan = page.locator("#calibration-plan tbody tr")
+            assert plan.count() == len(runs), page.inner_text("#calibration-plan")
+            assert CalibratedScore.objects.filter(
+                metric=calibrates, submission__in=runs
+            ).count() == len(runs)
         exports = page.eval_on_selector_all(
             "a[href$='ratings.csv'], a[href$='ratings.json']", "found => found.map(a => a.href)"
         )
@@ -305,22 +326,24 @@ def test_the_whole_walk_for_every_plugin(walk, browser, rater_server, tmp_path):
     submission.refresh_from_db()
     metric = calibrated_metric(plugin)
     for row, (value, needed) in ((submission, (62.5, 0)), (other, (None, 6))):
-        CalibratedScore.objects.create(
+        CalibratedScore.objects.update_or_create(
             submission=row,
             judge=submission.judge,
             metric=stored_key(plugin, metric),
-            study_id=1,
-            study_name="Walk calibration",
-            population=120,
-            labelled=30,
-            labels_needed=needed,
-            judge_value=judge_value(row, submission.judge, metric),
-            value=value,
-            low=None if value is None else value - 9.5,
-            high=None if value is None else value + 8.25,
-            bias=None if value is None else -7.5,
-            bias_low=None if value is None else -15.0,
-            bias_high=None if value is None else 0.5,
+            defaults=dict(
+                study_id=1,
+                study_name="Walk calibration",
+                population=120,
+                labelled=30,
+                labels_needed=needed,
+                judge_value=judge_value(row, submission.judge, metric),
+                value=value,
+                low=None if value is None else value - 9.5,
+                high=None if value is None else value + 8.25,
+                bias=None if value is None else -7.5,
+                bias_low=None if value is None else -15.0,
+                bias_high=None if value is None else 0.5,
+            ),
         )
     ranked = "&rank_by=calibrated" if plugin.rank_keys else ""
     calibrated = f"{board}?judge={submission.judge.slug}&calibrated={metric.key}{ranked}"
