@@ -528,6 +528,31 @@ def _tuning(tuning: float | None) -> float | None:
     return None if tuning is None else float(tuning)
 
 
+def _calibrated(
+    *,
+    calibrated: Estimate,
+    classical: Estimate,
+    judge: float,
+    tuning: float,
+    labelled: int,
+    population: int,
+) -> Calibrated:
+    """The result, with the judge's bias: its mean over all N is known exactly, so the bias is
+    that mean minus the calibrated estimate, with the calibrated interval mirrored."""
+    bias = Estimate(
+        value=judge - calibrated.value, low=judge - calibrated.high, high=judge - calibrated.low
+    )
+    return Calibrated(
+        calibrated=calibrated,
+        classical=classical,
+        judge=judge,
+        bias=bias,
+        tuning=tuning,
+        labelled=labelled,
+        population=population,
+    )
+
+
 def ppi_mean(
     *,
     judge: np.ndarray,
@@ -599,15 +624,10 @@ def ppi_mean(
 
     lam, calibrated = estimate(tuning)
     _, classical = estimate(0.0)
-    mean = float(judge.mean())
-    bias = Estimate(
-        value=mean - calibrated.value, low=mean - calibrated.high, high=mean - calibrated.low
-    )
-    return Calibrated(
+    return _calibrated(
         calibrated=calibrated,
         classical=classical,
-        judge=mean,
-        bias=bias,
+        judge=float(judge.mean()),
         tuning=lam,
         labelled=len(index),
         population=len(judge),
@@ -682,15 +702,10 @@ def ppi_ratio(
     calibrated, classical = estimate(lam), estimate(0.0)
     if calibrated is None or classical is None:
         return None
-    mean = float(judge_num.sum() / judge_den.sum())
-    bias = Estimate(
-        value=mean - calibrated.value, low=mean - calibrated.high, high=mean - calibrated.low
-    )
-    return Calibrated(
+    return _calibrated(
         calibrated=calibrated,
         classical=classical,
-        judge=mean,
-        bias=bias,
+        judge=float(judge_num.sum() / judge_den.sum()),
         tuning=lam,
         labelled=len(index),
         population=len(judge_num),
