@@ -68,8 +68,9 @@ def _per_benchmark(model, path: str, value):
 def _digest(slug: str) -> str | None:
     """Every row a page of the benchmark reads, as a digest, in two queries: the benchmark with
     its scores (how many, the latest computed, how many carry slices), calibrated scores (how
-    many, which, the latest computed), judges, scorer versions, prompts and tasks counted; then its submissions with their systems and teams (visibility,
-    anonymity, moderation, status, names)."""
+    many, which, the latest computed), judges, scorer versions, prompts and tasks counted;
+    then its submissions with their systems and teams (visibility, anonymity, moderation,
+    status, names)."""
     sliced = Count("pk", filter=Q(slices__isnull=False))
     benchmark = list(
         Benchmark.objects.filter(slug=slug).values_list(

@@ -4,8 +4,9 @@ annotation app reads the rows and writes the results; the estimator is evaluatio
 
 A declared metric is one of the board's metrics; a calibration study calibrates one column of
 it (the metric itself, or the metric in one split: ``<split>.<key>``, as the board's columns and
-the scores' contributions name it, and as CalibratedScore.metric holds it). Its population for one submission is every unit the column
-counts, read from the score's stored contributions, with the judge's outcome on each: the
+the scores' contributions name it, and as CalibratedScore.metric holds it). Its population for
+one submission is every unit the column counts, read from the score's stored contributions,
+with the judge's outcome on each: the
 units the plug-in offers for rating (``study_units``) carry the judge's label; what the board
 counts beyond them (a verdict decided without a call, a unit the judge never saw) is *fixed*:
 decided by the board's rule, with people's outcome taken equal to the judge's and inclusion

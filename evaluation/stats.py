@@ -654,8 +654,9 @@ def ppi_ratio(
     lambda is tuned on the linearised outcome at lambda = 1's ratio. The classical estimate is
     lambda = 0 (the combined ratio of people's stratified means). None when nothing is
     labelled, or when the judge's, the calibrated or the classical denominator is not
-    positive (no ratio to estimate: e.g. people found no answer present in any labelled unit). When 0 <= num <= den <= 1 on every unit, values and bounds are clipped to
-    [0, 1]. Narrow-sample conventions are those of ppi_mean."""
+    positive (no ratio to estimate: e.g. people found no answer present in any labelled
+    unit). When 0 <= num <= den <= 1 on every unit, values and bounds are clipped to [0, 1].
+    Narrow-sample conventions are those of ppi_mean."""
     judge_num = _values("judge_num", judge_num)
     judge_den = _values("judge_den", judge_den, len(judge_num))
     index, design = _design(size=len(judge_num), labelled=labelled, strata=strata)
@@ -729,8 +730,8 @@ def ppi_labels_needed(
 
     The power analysis of ppi_mean's variance: each stratum keeps its current residual
     variance at the current tuned lambda, taken at its one-sided upper confidence bound of
-    level PLANNING_ASSURANCE, (n_h - 1) S_h^2 / chi2_{1 - assurance}(n_h - 1) (Wilson-Hilferty), so the planned
-    labels reach the width in most samples, not half (capped at (1 + lambda)^2 / 4 for
+    level PLANNING_ASSURANCE, (n_h - 1) S_h^2 / chi2_{1 - assurance}(n_h - 1)
+    (Wilson-Hilferty), so the planned labels reach the width in most samples, not half (capped at (1 + lambda)^2 / 4 for
     outcomes in [0, 1]; the worst case where a stratum has fewer than two labels: 0.25 for
     outcomes in [0, 1], else a quarter of the judge's squared range), and
     k more labels give stratum h n_h + k N_h / N of them (at most N_h); the answer is the

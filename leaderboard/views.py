@@ -2,8 +2,9 @@
 agreement, and the staff page that adds judges and re-scores with them.
 
 All board state lives in the query string (judge, split, sort, group, ci, type, arch, open,
-duplex, q, in, out, contamination, slice, calibrated, rank_by, rows, hide), so every URL is a permalink and the exports show exactly the rows of the page
-(all of them: the page shows the first FIRST_ROWS unless rows=all)."""
+duplex, q, in, out, contamination, slice, calibrated, rank_by, rows, hide), so every URL is a
+permalink and the exports show exactly the rows of the page (all of them: the page shows the
+first FIRST_ROWS unless rows=all)."""
 
 from __future__ import annotations
 

@@ -445,10 +445,10 @@ def _held_out_cells(entry, column) -> str:
 @register.simple_tag
 def board_row(entry, columns, judge_name: str = "", held_out_column=None, calibrated=None):
     """One board row, built in one go: rank, system with its badges and links, type,
-        organisation, submission date, and every number (then, under the human-calibrated view of
-    ``calibrated``, a column, that metric's calibrated value, the judge's bias and n). A board can hold hundreds of systems;
-        template nodes per cell would dominate the page. Every value is escaped here (html.escape,
-        quotes included)."""
+    organisation, submission date, and every number (then, under the human-calibrated view of
+    ``calibrated``, a column, that metric's calibrated value, the judge's bias and n). A board
+    can hold hundreds of systems; template nodes per cell would dominate the page. Every value
+    is escaped here (html.escape, quotes included)."""
     classes = ["reported" if entry.reported_in_paper else "verified"]
     classes += [name for name, on in (("private", entry.private), ("flagged", entry.flagged)) if on]
     name = escape(entry.system)

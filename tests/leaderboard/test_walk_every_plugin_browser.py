@@ -8,12 +8,15 @@ plug-in's own options and file type → scored → its row on the board → its 
 run configuration → a task's drill-down, each clip the plug-in names for it answering ranges and
 seeking (the example plug-in speaks its answers) → compared with another system, overall and on a
 slice, a number in every cell → shown anonymously, after which no page, picker, chart, export or
-API response a visitor reads holds its name → a rating study of each of the plug-in's item kinds made through the form, a rater invited
-from the dashboard rating five items with the keyboard, the dashboard → every export downloaded.
+API response a visitor reads holds its name → a rating study of each of the plug-in's item
+kinds, and a calibration study of its first calibrated metric, made through the form, a rater
+invited from the dashboard rating five items with the keyboard, the dashboard (with its
+calibration table) → every export downloaded → the board's human-calibrated view and the
+submission page's calibrated numbers.
 
 Every page the walk meets is then opened at 1400x900 and 390x844, its charts drawn where it has
-any: none scrolls sideways (tables scroll in their own box), none logs an error, no request fails. Screenshots are kept in
-test-artifacts/walk/.
+any: none scrolls sideways (tables scroll in their own box), none logs an error, no request
+fails. Screenshots are kept in test-artifacts/walk/.
 """
 
 from __future__ import annotations
