@@ -29,9 +29,6 @@ from .services import StudyPlan, rater_invite, study_create
 from .services import study_set_status as set_status
 
 DEMO_CALIBRATION = "demo-calibration"
-# The demo board and metric: Audio MultiChallenge's demo has 48 tasks per submission and four
-# submissions whose APR the judge puts close enough for people to reorder.
-BOARD_PLUGIN, METRIC = "audio-multichallenge", "overall.apr"
 PER_STRATUM = 20
 # On the judge's first system, the share of units the judge passed that people fail; elsewhere,
 # the share of units on which people differ from the judge (either way).
@@ -53,11 +50,13 @@ def seed_demo_calibration(*, base_url: str = "http://127.0.0.1:8000", stdout=Non
     """Create (once) the demo calibration study; print its dashboard and the ranks the judge
     and the calibrated values give."""
     out = stdout or sys.stdout
-    if BOARD_PLUGIN not in registry():
+    chosen = demo_column()
+    if chosen is None:
         return None
-    benchmark = Benchmark.objects.filter(slug=f"{BOARD_PLUGIN}-demo").first()
+    slug, column = chosen
+    benchmark = Benchmark.objects.filter(slug=f"{slug}-demo").first()
     if benchmark is None:
-        out.write(f"{DEMO_CALIBRATION}: no {BOARD_PLUGIN}-demo benchmark (run seed_demo first)\n")
+        out.write(f"{DEMO_CALIBRATION}: no {slug}-demo benchmark (run seed_demo first)\n")
         return None
     study = Study.objects.filter(slug=DEMO_CALIBRATION).first()
     if study is None:
@@ -67,7 +66,7 @@ def seed_demo_calibration(*, base_url: str = "http://127.0.0.1:8000", stdout=Non
             out.write(f"{DEMO_CALIBRATION}: fewer than two scored demo submissions\n")
             return None
         with transaction.atomic():
-            study = _create(benchmark, judge, submissions)
+            study = _create(benchmark, judge, submissions, column)
         calibration_refresh(study=study)
     out.write(f"{DEMO_CALIBRATION}: dashboard {base_url}/studies/{study.slug}/ (staff)\n")
     for line in rank_lines(study=study):
@@ -75,13 +74,22 @@ def seed_demo_calibration(*, base_url: str = "http://127.0.0.1:8000", stdout=Non
     return study
 
 
-def _create(benchmark: Benchmark, judge, submissions: list[Submission]) -> Study:
+def demo_column() -> tuple[str, str] | None:
+    """(plug-in slug, calibrated column) of the demo's calibration study: the first registered
+    plug-in that names its demo_calibration; None when none does."""
+    for slug, plugin in registry().items():
+        if plugin.demo_calibration:
+            return slug, plugin.demo_calibration
+    return None
+
+
+def _create(benchmark: Benchmark, judge, submissions: list[Submission], column: str) -> Study:
     plugin = get_plugin(benchmark.plugin)
-    declared, _ = declared_metric(plugin, METRIC)
+    declared, _ = declared_metric(plugin, column)
     kind = plugin.study_kind(declared.study_kind)
     study = study_create(
         plan=StudyPlan(
-            name=f"Demo: {benchmark.name} {METRIC} calibrated by people",
+            name=f"Demo: {benchmark.name} {column} calibrated by people",
             slug=DEMO_CALIBRATION,
             benchmark=benchmark,
             judge=judge,
@@ -94,7 +102,7 @@ def _create(benchmark: Benchmark, judge, submissions: list[Submission]) -> Study
             batch_size=60,
             positive_label=kind.labels[0],
             negative_label=kind.labels[1],
-            calibrated_metric=METRIC,
+            calibrated_metric=column,
         )
     )
     set_status(study=study, status=Study.Status.OPEN)

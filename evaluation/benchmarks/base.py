@@ -625,6 +625,10 @@ class BenchmarkPlugin:
     study_kinds: ClassVar[tuple[StudyKind, ...]] = ()
     # Judged metrics that a calibration study can correct with human labels.
     calibrated_metrics: ClassVar[tuple[CalibratedMetric, ...]] = ()
+    # The calibrated column (a key calibrated_metrics makes: "<split>.<metric>" where there are
+    # splits) whose demo systems the judge puts close enough for the demo's simulated people to
+    # reorder: the demo seeds its calibration study there, on the first plug-in that names one.
+    demo_calibration: ClassVar[str] = ""
     # The key of a task's spec that names its language, where the tasks come in several: a
     # rating study can keep to one (raters are shown items in a language they read).
     task_language: ClassVar[str] = ""

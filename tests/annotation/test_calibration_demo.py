@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from annotation.demo_calibration import DEMO_CALIBRATION, METRIC, seed_demo_calibration
+from annotation.demo_calibration import DEMO_CALIBRATION, demo_column, seed_demo_calibration
 from annotation.models import CalibrationStratum, Study
 from evaluation.benchmarks import registry
 from evaluation.models import CalibratedScore
@@ -18,6 +18,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_demo_calibration_study_reorders_the_judges_ranking(tmp_path):
+    # The plug-in that names the demo's calibrated column (Audio MultiChallenge's APR).
+    assert demo_column() == ("audio-multichallenge", "overall.apr")
+    metric = "overall.apr"
     plugin = registry()["audio-multichallenge"]
     plugin.write_demo_source(tmp_path / "source")
     board = benchmark_import(
@@ -39,10 +42,10 @@ def test_the_demo_calibration_study_reorders_the_judges_ranking(tmp_path):
         )
     out = io.StringIO()
     study = seed_demo_calibration(stdout=out)
-    assert study.calibrated_metric == METRIC
+    assert study.calibrated_metric == metric
     strata = CalibrationStratum.objects.filter(study=study)
     rows = {
-        r.submission_id: r for r in CalibratedScore.objects.filter(study_id=study.pk, metric=METRIC)
+        r.submission_id: r for r in CalibratedScore.objects.filter(study_id=study.pk, metric=metric)
     }
     assert set(rows) == set(strata.values_list("submission_id", flat=True)) and len(rows) >= 2
     for row in rows.values():
