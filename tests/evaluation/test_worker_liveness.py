@@ -228,7 +228,10 @@ def test_the_demos_worker_killed_comes_back_and_everything_stops_together(tmp_pa
         while not any(name.endswith(f":{first}") for name in beats(database)):
             assert time.monotonic() < deadline, "".join(lines)
             time.sleep(0.2)
-        assert port_open("127.0.0.1", port)
+        # The site and the worker start side by side; either may be ready first.
+        while not port_open("127.0.0.1", port):
+            assert time.monotonic() < deadline and demo.poll() is None, "".join(lines)
+            time.sleep(0.2)
 
         os.killpg(first, signal.SIGKILL)  # the worker and its beat, as an OOM kill might
         read_until(
