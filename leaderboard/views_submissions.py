@@ -30,7 +30,7 @@ from evaluation.selectors import (
     task_verdicts,
     workers_silent,
 )
-from evaluation.services import judgments_retry, submission_resume
+from evaluation.services import failed_judgments_retry, submission_resume
 from evaluation.services.spending import spend_release
 from leaderboard.accounts import services as account_services
 from leaderboard.accounts.selectors import submission_change_refusal
@@ -323,7 +323,7 @@ def submission_retry(request, pk: int):
                 content_type="text/plain",
             )
         return redirect(reverse("submission", args=[submission.pk]))
-    count = judgments_retry(submission=submission)
+    count = failed_judgments_retry(submission=submission)
     return redirect(f"{reverse('submission', args=[submission.pk])}?retried={count}")
 
 

@@ -12,8 +12,8 @@ from evaluation.services.judging import (
 )
 from evaluation.services.pipeline import (
     enqueue_on_commit,
+    failed_judgments_retry,
     judging_finish,
-    judgments_retry,
     submission_aggregate,
     submission_fail,
     submission_ingest,
@@ -38,9 +38,6 @@ from evaluation.services.submissions import (
     upload_limits,
 )
 
-# The name callers have used for queueing a retry of failed judgments.
-judgments_retry_failed = judgments_retry
-
 __all__ = [
     "ImportSummary",
     "StoredBundle",
@@ -53,6 +50,7 @@ __all__ = [
     "bundle_validate",
     "enqueue_on_commit",
     "failed_files_purge",
+    "failed_judgments_retry",
     "file_sha256",
     "pending_deletions_run",
     "judge_client",
@@ -60,8 +58,6 @@ __all__ = [
     "judge_identity",
     "judging_finish",
     "judgments_prepare",
-    "judgments_retry",
-    "judgments_retry_failed",
     "reported_rows_load",
     "request_sha256",
     "stored_sha256",

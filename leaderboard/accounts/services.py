@@ -20,7 +20,7 @@ from django.utils.text import slugify
 
 from evaluation.board_state import board_changed
 from evaluation.models import Judge, Judgment, Membership, Submission, System, TaskJudgment, Team
-from evaluation.services import judgments_retry as judgments_retry_failed
+from evaluation.services import failed_judgments_retry
 from evaluation.services.submissions import stored_keys_mark_deleted, submission_stored_keys
 from leaderboard.accounts.models import ApiToken
 from leaderboard.accounts.selectors import (
@@ -180,7 +180,7 @@ def submission_retry_failed(*, submission: Submission, by, judge: Judge | None =
         raise ValidationError(
             f"Judge {judge.slug if judge else '-'} has not scored this submission."
         )
-    return judgments_retry_failed(submission=submission, judge=judge)
+    return failed_judgments_retry(submission=submission, judge=judge)
 
 
 def _require_submission_owner(submission: Submission, by, what: str) -> None:
