@@ -12,7 +12,7 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
 from django.utils import timezone
 
 from evaluation.bulk import batches
-from evaluation.models import Benchmark, PromptVersion, WorkerBeat
+from evaluation.models import Benchmark, Membership, PromptVersion, Submission, Team, WorkerBeat
 
 
 def current_prompts(*, benchmark: Benchmark) -> dict[str, PromptVersion]:
@@ -173,6 +173,44 @@ def submissions_visible_to(*, user) -> QuerySet:
 
 def user_can_see_submission(*, user, submission) -> bool:
     return submissions_visible_to(user=user).filter(pk=submission.pk).exists()
+
+
+def user_in_submission_team(*, user, submission: Submission) -> bool:
+    if submission.team_id is None or user is None or not user.is_authenticated:
+        return False
+    return Membership.objects.filter(team_id=submission.team_id, user=user).exists()
+
+
+def submission_change_refusal(*, user, submission: Submission, what: str = "") -> str:
+    """Why the user may not publish, unpublish, show anonymously, reveal or delete the
+    submission ("" when they may): its team's owners and staff decide what of the team's work
+    others see. Only a member of the team is told the team's name and owners, so the reason
+    never names the team of an anonymous submission to anyone outside it."""
+    authenticated = user is not None and user.is_authenticated
+    if authenticated and user.is_staff:
+        return ""
+    doing = what or "publish, unpublish, show anonymously, reveal or delete"
+    role = None
+    if authenticated and submission.team_id is not None:
+        role = (
+            Membership.objects.filter(team_id=submission.team_id, user=user)
+            .values_list("role", flat=True)
+            .first()
+        )
+    if role == Membership.Role.OWNER:
+        return ""
+    if role is None:
+        return f"Only owners of the submission's team and staff can {doing} it."
+    owners = list(
+        Membership.objects.filter(team_id=submission.team_id, role=Membership.Role.OWNER)
+        .order_by("user__username")
+        .values_list("user__username", flat=True)
+    )
+    team = Team.objects.filter(pk=submission.team_id).values_list("name", flat=True).first()
+    return (
+        f"Only owners of {team} and staff can {doing} its submissions; you are a member. "
+        f"Ask an owner: {', '.join(owners)}."
+    )
 
 
 # --- Judge usage ----------------------------------------------------------------------------

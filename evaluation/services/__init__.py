@@ -1,5 +1,6 @@
-"""Writes of the evaluation context, by stage: importing a benchmark (benchmarks.py), accepting
-an upload (submissions.py), the pipeline (pipeline.py) and the judge calls (judging.py)."""
+"""Writes of the evaluation context, by stage: importing a benchmark (benchmarks.py), a
+submission's life from its upload to its deletion (submissions.py), the pipeline (pipeline.py) and
+the judge calls (judging.py)."""
 
 from evaluation.services.benchmarks import ImportSummary, benchmark_import, reported_rows_load
 from evaluation.services.files import file_sha256, stored_sha256, stream_sha256, task_input
