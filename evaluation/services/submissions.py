@@ -5,6 +5,7 @@ judgments), and the deletion of its stored files."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import uuid
@@ -14,6 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files import File
 from django.core.files.storage import default_storage
@@ -41,7 +43,13 @@ from evaluation.run_config import (
     manifest_disclosures,
     run_config_clean,
 )
-from evaluation.selectors import submission_change_refusal, user_in_submission_team
+from evaluation.selectors import (
+    LimitRefusal,
+    account_limit_refusal,
+    submission_change_refusal,
+    team_limit_refusal,
+    user_in_submission_team,
+)
 from evaluation.services.files import file_sha256
 from evaluation.services.pipeline import enqueue_on_commit, failed_judgments_retry, findings_keep
 
@@ -50,6 +58,14 @@ logger = logging.getLogger(__name__)
 
 class SubmissionInvalid(ValueError):
     """A submission that cannot be made as asked (an unknown row group, no judge)."""
+
+
+class LimitReached(Exception):
+    """A team's or an account's limit refuses the submission; ``refusal`` says which and why."""
+
+    def __init__(self, refusal: LimitRefusal):
+        super().__init__(refusal.message)
+        self.refusal = refusal
 
 
 @dataclass(frozen=True)
@@ -84,6 +100,15 @@ def bundle_store(*, benchmark: Benchmark, path: Path) -> StoredBundle:
 
 def bundle_discard(stored: StoredBundle) -> None:
     default_storage.delete(stored.name)
+
+
+def bundle_discard_quietly(stored: StoredBundle) -> None:
+    """bundle_discard for a bundle no submission took: storage that refuses is logged, not
+    raised, so that the caller's own outcome stands."""
+    try:
+        bundle_discard(stored)
+    except Exception:
+        logger.exception("could not delete the stored bundle %s", stored.name)
 
 
 class TaskSpecs(Mapping):
@@ -346,6 +371,105 @@ def submission_create(
             default_storage.delete(stored_name)
         raise
     return submission
+
+
+# --- Creating within a team's and an account's limits ---------------------------------------
+
+
+def submission_create_within_limits(
+    *,
+    team: Team,
+    benchmark: Benchmark,
+    bundle_path: Path,
+    system_name: str,
+    system_type: str,
+    judge: Judge | None,
+    allow_partial: bool,
+    submitted_by,
+    publish: bool,
+    idempotency_key: str,
+    validated=None,
+    stored: StoredBundle | None = None,
+) -> tuple[Submission, bool]:
+    """(submission, created). A submission already made by this team under the same key is
+    returned as it is; otherwise the team's limits are checked and the submission created, both
+    under the team row lock. Raises LimitReached or BundleRejected.
+
+    The bundle is validated (unless ``validated`` is given) and stored (unless ``stored`` is
+    given) before the lock is taken. A bundle stored here is deleted again when no submission
+    takes it; a ``stored`` one given by the caller is the caller's to delete."""
+    if validated is None:
+        report, validated = bundle_validate(
+            benchmark=benchmark, path=bundle_path, allow_partial=allow_partial
+        )
+        if not report.ok:
+            raise BundleRejected(report)
+    owned = stored is None
+    if owned:
+        stored = bundle_store(benchmark=benchmark, path=bundle_path)
+    try:
+        submission, created = _create_counted(
+            team=team,
+            benchmark=benchmark,
+            bundle_path=bundle_path,
+            system_name=system_name,
+            system_type=system_type,
+            judge=judge,
+            allow_partial=allow_partial,
+            submitted_by=submitted_by,
+            publish=publish,
+            idempotency_key=idempotency_key,
+            validated=validated,
+            stored=stored,
+        )
+    except BaseException:
+        if owned:
+            bundle_discard_quietly(stored)
+        raise
+    if owned and not created:
+        bundle_discard_quietly(stored)
+    return submission, created
+
+
+def _create_counted(*, team: Team, submitted_by, idempotency_key: str, system_type: str, **create):
+    # What it will keep in storage: the bundle and everything it unpacks to.
+    adding = create["stored"].size + create["validated"].unpacked_bytes
+    with limits_locked(user=submitted_by, team=team):
+        if idempotency_key:
+            existing = Submission.objects.filter(team=team, idempotency_key=idempotency_key).first()
+            if existing is not None:
+                return existing, False
+        refusal = team_limit_refusal(team=team, adding_bytes=adding) or (
+            account_limit_refusal(user=submitted_by, adding_bytes=adding) if submitted_by else None
+        )
+        if refusal is not None:
+            raise LimitReached(refusal)
+        submission = submission_create(
+            row_group=system_type,
+            team=team,
+            submitted_by=submitted_by,
+            idempotency_key=idempotency_key,
+            **create,
+        )
+        return submission, True
+
+
+@contextlib.contextmanager
+def limits_locked(*, user, team: Team | None) -> Iterator[None]:
+    """A transaction holding the submitting account's and the team's row locks: counting a
+    limit and writing the rows that count against it happen inside, nothing else."""
+    with transaction.atomic():
+        _lock(user=user, team=team)
+        yield
+
+
+def _lock(*, user, team: Team | None) -> None:
+    """Row locks on the submitting account, then its team (always in this order, so two
+    creates never wait on each other crosswise), held until the transaction ends."""
+    if user is not None:
+        get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk").get()
+    if team is not None:
+        Team.objects.select_for_update().filter(pk=team.pk).values_list("pk").get()
 
 
 # --- What a team does with its own submissions ----------------------------------------------

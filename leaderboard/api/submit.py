@@ -34,6 +34,7 @@ from rest_framework.views import APIView
 
 from evaluation.benchmarks import get_plugin
 from evaluation.models import Benchmark
+from evaluation.services.submissions import LimitReached
 from leaderboard.uploads import services
 from leaderboard.uploads.models import Upload
 from leaderboard.uploads.selectors import teams_of
@@ -257,7 +258,7 @@ class SubmissionCreateView(APIView):
                 idempotency_key=key,
                 options=options,
             )
-        except services.LimitReached as exc:
+        except LimitReached as exc:
             return _limited(exc.refusal)
         except services.IdempotencyConflict as exc:
             return _error(str(exc), 409)
