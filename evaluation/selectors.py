@@ -239,6 +239,19 @@ def submission_create_refusal(*, user, team: Team, publish: bool, later: bool = 
     return ""
 
 
+def judge_choice_message(benchmark: Benchmark, wanted: str = "") -> str:
+    """Why a judge is needed and which ones there are, or that the benchmark takes no runs
+    until it is imported (which adds its official judge)."""
+    known = list(benchmark.judges.order_by("-is_official", "slug").values_list("slug", flat=True))
+    if not known:
+        return (
+            f"benchmark {benchmark.slug} has no judge yet: it takes runs once an operator has "
+            "imported it (manage.py import_benchmark), which adds its official judge"
+        )
+    asked = f"has no judge {wanted!r}" if wanted else "has no official judge"
+    return f"benchmark {benchmark.slug} {asked}; choose one of: {', '.join(known)}"
+
+
 # --- A team's and an account's submission limits ----------------------------------------
 
 DAY = timedelta(hours=24)

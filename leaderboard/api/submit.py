@@ -34,6 +34,7 @@ from rest_framework.views import APIView
 
 from evaluation.benchmarks import get_plugin
 from evaluation.models import Benchmark
+from evaluation.selectors import judge_choice_message
 from evaluation.services.submissions import LimitReached
 from leaderboard.uploads import services
 from leaderboard.uploads.models import Upload
@@ -234,7 +235,7 @@ class SubmissionCreateView(APIView):
             judge = benchmark.judges.filter(slug=data["judge"]).first()
             if judge is None:
                 return _error(
-                    services.judge_choice_message(benchmark, data["judge"]),
+                    judge_choice_message(benchmark, data["judge"]),
                     400,
                     judges=list(benchmark.judges.values_list("slug", flat=True)),
                 )

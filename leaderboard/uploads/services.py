@@ -35,6 +35,7 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 from evaluation.models import Benchmark, Judge, Submission, Team
 from evaluation.selectors import (
     account_limit_refusal,
+    judge_choice_message,
     submission_create_refusal,
     team_limit_refusal,
 )
@@ -108,19 +109,6 @@ def _check_may_submit(user, team: Team, *, publish: bool) -> None:
         raise NotAMember(refusal)
 
 
-def judge_choice_message(benchmark: Benchmark, wanted: str = "") -> str:
-    """Why a judge is needed and which ones there are, or that the benchmark takes no runs
-    until it is imported (which adds its official judge)."""
-    known = list(benchmark.judges.order_by("-is_official", "slug").values_list("slug", flat=True))
-    if not known:
-        return (
-            f"benchmark {benchmark.slug} has no judge yet: it takes runs once an operator has "
-            "imported it (manage.py import_benchmark), which adds its official judge"
-        )
-    asked = f"has no judge {wanted!r}" if wanted else "has no official judge"
-    return f"benchmark {benchmark.slug} {asked}; choose one of: {', '.join(known)}"
-
-
 def _check_judge(benchmark: Benchmark, judge: Judge | None) -> None:
     if judge is None and not benchmark.judges.filter(is_official=True).exists():
         raise UploadError(judge_choice_message(benchmark))
@@ -187,11 +175,6 @@ def upload_from_api(
     judge, too large, a limit reached) raises before anything is stored."""
     _check_may_submit(user, team, publish=publish)
     _check_judge(benchmark, judge)
-    if judge is None and not benchmark.judges.filter(is_official=True).exists():
-        known = ", ".join(benchmark.judges.values_list("slug", flat=True)) or "none"
-        raise UploadError(
-            f"benchmark {benchmark.slug} has no official judge; choose one of: {known}"
-        )
     sha, size = _file_sha256(bundle_path)
     fingerprint = hashlib.sha256(
         json.dumps(
