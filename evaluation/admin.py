@@ -16,7 +16,7 @@ from evaluation.models import (
     System,
     Task,
 )
-from evaluation.services import judgments_retry_failed, submission_rescore, submission_resume
+from evaluation.services import failed_judgments_retry, submission_rescore, submission_resume
 from evaluation.services.judging import judge_endpoint
 from evaluation.services.spending import spend_release
 
@@ -134,7 +134,7 @@ class SubmissionAdmin(BoardChangeAdmin):
     @admin.action(description="Retry failed judgments")
     def retry_failed(self, request, queryset):
         total = sum(
-            judgments_retry_failed(submission=s) for s in queryset.filter(is_reported=False)
+            failed_judgments_retry(submission=s) for s in queryset.filter(is_reported=False)
         )
         self.message_user(request, f"{total} failed judgment(s) queued again", messages.SUCCESS)
 

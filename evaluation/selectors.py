@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -12,7 +14,7 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
 from django.utils import timezone
 
 from evaluation.bulk import batches
-from evaluation.models import Benchmark, PromptVersion, WorkerBeat
+from evaluation.models import Benchmark, Membership, PromptVersion, Submission, Team, WorkerBeat
 
 
 def current_prompts(*, benchmark: Benchmark) -> dict[str, PromptVersion]:
@@ -173,6 +175,203 @@ def submissions_visible_to(*, user) -> QuerySet:
 
 def user_can_see_submission(*, user, submission) -> bool:
     return submissions_visible_to(user=user).filter(pk=submission.pk).exists()
+
+
+def user_in_submission_team(*, user, submission: Submission) -> bool:
+    if submission.team_id is None or user is None or not user.is_authenticated:
+        return False
+    return Membership.objects.filter(team_id=submission.team_id, user=user).exists()
+
+
+def submission_change_refusal(*, user, submission: Submission, what: str = "") -> str:
+    """Why the user may not publish, unpublish, show anonymously, reveal or delete the
+    submission ("" when they may): its team's owners and staff decide what of the team's work
+    others see. Only a member of the team is told the team's name and owners, so the reason
+    never names the team of an anonymous submission to anyone outside it."""
+    authenticated = user is not None and user.is_authenticated
+    if authenticated and user.is_staff:
+        return ""
+    doing = what or "publish, unpublish, show anonymously, reveal or delete"
+    role = None
+    if authenticated and submission.team_id is not None:
+        role = (
+            Membership.objects.filter(team_id=submission.team_id, user=user)
+            .values_list("role", flat=True)
+            .first()
+        )
+    if role == Membership.Role.OWNER:
+        return ""
+    if role is None:
+        return f"Only owners of the submission's team and staff can {doing} it."
+    owners = list(
+        Membership.objects.filter(team_id=submission.team_id, role=Membership.Role.OWNER)
+        .order_by("user__username")
+        .values_list("user__username", flat=True)
+    )
+    team = Team.objects.filter(pk=submission.team_id).values_list("name", flat=True).first()
+    return (
+        f"Only owners of {team} and staff can {doing} its submissions; you are a member. "
+        f"Ask an owner: {', '.join(owners)}."
+    )
+
+
+def submission_create_refusal(*, user, team: Team, publish: bool, later: bool = False) -> str:
+    """Why the user may not submit to the team now (any member may), or publish with it (its
+    owners and staff may); "" when they may. ``later``: said by the worker finishing an upload
+    whose start passed this check, so what changed since is what it names."""
+    if user is None:
+        return "the account that started this upload no longer exists"
+    role = Membership.objects.filter(team=team, user=user).values_list("role", flat=True).first()
+    if role is None:
+        if later:
+            return f"you are no longer a member of team {team.name}; nothing was submitted"
+        return f"you are not a member of team {team.name}"
+    if publish and role != Membership.Role.OWNER and not user.is_staff:
+        if later:
+            return (
+                f"you are no longer an owner of team {team.name}, and only its owners may "
+                "publish; nothing was submitted: upload again without publishing"
+            )
+        return (
+            f"only owners of team {team.name} may publish a submission; leave publishing off "
+            "and ask an owner to publish it once it is scored"
+        )
+    return ""
+
+
+def judge_choice_message(benchmark: Benchmark, wanted: str = "") -> str:
+    """Why a judge is needed and which ones there are, or that the benchmark takes no runs
+    until it is imported (which adds its official judge)."""
+    known = list(benchmark.judges.order_by("-is_official", "slug").values_list("slug", flat=True))
+    if not known:
+        return (
+            f"benchmark {benchmark.slug} has no judge yet: it takes runs once an operator has "
+            "imported it (manage.py import_benchmark), which adds its official judge"
+        )
+    asked = f"has no judge {wanted!r}" if wanted else "has no official judge"
+    return f"benchmark {benchmark.slug} {asked}; choose one of: {', '.join(known)}"
+
+
+# --- A team's and an account's submission limits ----------------------------------------
+
+DAY = timedelta(hours=24)
+
+
+@dataclass(frozen=True)
+class LimitRefusal:
+    limit: str  # "submissions_per_day", "concurrent_evaluations", "stored_bytes", ...
+    allowed: int
+    message: str
+    retry_after: datetime | None  # when a slot frees up, if that is known in advance
+
+
+def _limit(team_value: int | None, default: int) -> int:
+    return default if team_value is None else team_value
+
+
+def _duration(delta: timedelta) -> str:
+    minutes = max(1, math.ceil(delta.total_seconds() / 60))
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min"
+
+
+def _refusal(*, counted, who: str, per_day: int, concurrent: int, now) -> LimitRefusal | None:
+    recent = counted.filter(created_at__gt=now - DAY).order_by("created_at")
+    made = recent.count()
+    if made >= per_day:
+        if per_day == 0:
+            return LimitRefusal("submissions_per_day", 0, f"{who} may not submit at present.", None)
+        # The count drops below the limit when the (made - per_day + 1)-th oldest leaves the window.
+        frees_at = recent.values_list("created_at", flat=True)[made - per_day] + DAY
+        return LimitRefusal(
+            "submissions_per_day",
+            per_day,
+            f"{who} has reached its limit of {per_day} submissions per day "
+            f"(rolling 24 hours; failed ones do not count). The next one can be made at "
+            f"{frees_at:%Y-%m-%d %H:%M} UTC, in {_duration(frees_at - now)}.",
+            frees_at,
+        )
+    running = counted.exclude(status=Submission.Status.SCORED).order_by("created_at")
+    in_progress = running.count()
+    if in_progress >= concurrent:
+        shown = ", ".join(f"#{pk}" for pk in running.values_list("pk", flat=True)[:10])
+        return LimitRefusal(
+            "concurrent_evaluations",
+            concurrent,
+            f"{who} has {in_progress} evaluation(s) in progress, its limit of "
+            f"{concurrent} concurrent evaluations. Another can start when one of them "
+            f"({shown}) is scored or fails.",
+            None,
+        )
+    return None
+
+
+def _storage_refusal(*, stored, who: str, most: int, adding: int) -> LimitRefusal | None:
+    """Refused when the bytes kept by these submissions (failed ones included), with
+    ``adding`` more, would pass ``most`` (0: no limit)."""
+    if not most:
+        return None
+    kept = stored.aggregate(total=Sum("stored_bytes"))["total"] or 0
+    if kept + adding <= most:
+        return None
+    return LimitRefusal(
+        "stored_bytes",
+        most,
+        f"{who} keeps {kept:,} bytes of submissions (failed ones included); with this upload "
+        f"({adding:,} bytes counted) it would pass its storage limit of {most:,} bytes. "
+        "Delete a submission it no longer needs; a failed one's files are deleted "
+        f"{settings.FAILED_FILES_KEEP_DAYS:g} days after it failed.",
+        None,
+    )
+
+
+def _counted():
+    return Submission.objects.filter(is_reported=False).exclude(status=Submission.Status.FAILED)
+
+
+def _stored():
+    return Submission.objects.filter(is_reported=False)
+
+
+def team_limit_refusal(
+    *, team: Team, adding_bytes: int = 0, now: datetime | None = None
+) -> LimitRefusal | None:
+    """Why this team may not create a submission of ``adding_bytes`` (its bundle and what it
+    unpacks to) right now, or None. Failed submissions count against the storage limit only.
+    Callers that go on to create hold the team row lock."""
+    who = f"Team {team.name}"
+    return _refusal(
+        counted=_counted().filter(team=team),
+        who=who,
+        per_day=_limit(team.max_submissions_per_day, settings.MAX_SUBMISSIONS_PER_DAY),
+        concurrent=_limit(team.max_concurrent_evaluations, settings.MAX_CONCURRENT_EVALUATIONS),
+        now=now or timezone.now(),
+    ) or _storage_refusal(
+        stored=_stored().filter(team=team),
+        who=who,
+        most=settings.MAX_STORED_BYTES_PER_TEAM,
+        adding=adding_bytes,
+    )
+
+
+def account_limit_refusal(
+    *, user, adding_bytes: int = 0, now: datetime | None = None
+) -> LimitRefusal | None:
+    """The same limits for one account over all its teams, so that making more teams does not
+    make more room. Callers that go on to create hold the user row lock."""
+    who = f"Your account ({user.get_username()})"
+    return _refusal(
+        counted=_counted().filter(submitted_by=user),
+        who=who,
+        per_day=settings.MAX_SUBMISSIONS_PER_DAY_PER_ACCOUNT,
+        concurrent=settings.MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT,
+        now=now or timezone.now(),
+    ) or _storage_refusal(
+        stored=_stored().filter(submitted_by=user),
+        who=who,
+        most=settings.MAX_STORED_BYTES_PER_ACCOUNT,
+        adding=adding_bytes,
+    )
 
 
 # --- Judge usage ----------------------------------------------------------------------------

@@ -63,7 +63,7 @@ def submission_queue_ahead(*, submission: Submission) -> int | None:
 def user_may_manage(*, user, submission: Submission) -> bool:
     """Staff and the submission's team may retry it and see its spending; of those, only
     staff and the team's owners may change what others see of it (publish, unpublish,
-    anonymity, delete: accounts.selectors.submission_change_refusal)."""
+    anonymity, delete: evaluation.selectors.submission_change_refusal)."""
     if not user.is_authenticated:
         return False
     if user.is_staff:

@@ -22,6 +22,7 @@ from evaluation.identity import viewer_for
 from evaluation.models import Score, Submission, TaskResult
 from evaluation.selectors import (
     judge_usage,
+    submission_change_refusal,
     submission_progress,
     submission_spend_held,
     submission_spending,
@@ -30,10 +31,9 @@ from evaluation.selectors import (
     task_verdicts,
     workers_silent,
 )
-from evaluation.services import judgments_retry, submission_resume
+from evaluation.services import failed_judgments_retry, submission_resume
+from evaluation.services import submissions as submission_services
 from evaluation.services.spending import spend_release
-from leaderboard.accounts import services as account_services
-from leaderboard.accounts.selectors import submission_change_refusal
 from leaderboard.audio import clip_for
 from leaderboard.response_cache import reader_cached
 from leaderboard.selectors_calibrated import submission_calibrated
@@ -228,19 +228,19 @@ MANAGE_ACTIONS = {
 
 def _manage(action: str, submission: Submission, user) -> str:
     if action == "publish":
-        account_services.submission_publish(submission=submission, by=user)
+        submission_services.submission_publish(submission=submission, by=user)
         return "Published."
     if action == "unpublish":
-        account_services.submission_unpublish(submission=submission, by=user)
+        submission_services.submission_unpublish(submission=submission, by=user)
         return "Unpublished: only your team sees it now."
     if action in ("anonymize", "reveal"):
-        account_services.submission_set_anonymous(
+        submission_services.submission_set_anonymous(
             submission=submission, by=user, anonymous=action == "anonymize"
         )
         return "Shown anonymously to others." if action == "anonymize" else "Revealed."
     # Named before it goes: a deleted row has no primary key left.
     named = f"Submission #{submission.pk} ({submission.system.name})"
-    account_services.submission_delete(submission=submission, by=user)
+    submission_services.submission_delete(submission=submission, by=user)
     return f"{named} deleted with its files."
 
 
@@ -323,7 +323,7 @@ def submission_retry(request, pk: int):
                 content_type="text/plain",
             )
         return redirect(reverse("submission", args=[submission.pk]))
-    count = judgments_retry(submission=submission)
+    count = failed_judgments_retry(submission=submission)
     return redirect(f"{reverse('submission', args=[submission.pk])}?retried={count}")
 
 

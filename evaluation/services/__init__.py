@@ -1,5 +1,6 @@
-"""Writes of the evaluation context, by stage: importing a benchmark (benchmarks.py), accepting
-an upload (submissions.py), the pipeline (pipeline.py) and the judge calls (judging.py)."""
+"""Writes of the evaluation context, by stage: importing a benchmark (benchmarks.py), a
+submission's life from its upload to its deletion (submissions.py), the pipeline (pipeline.py) and
+the judge calls (judging.py)."""
 
 from evaluation.services.benchmarks import ImportSummary, benchmark_import, reported_rows_load
 from evaluation.services.files import file_sha256, stored_sha256, stream_sha256, task_input
@@ -12,8 +13,8 @@ from evaluation.services.judging import (
 )
 from evaluation.services.pipeline import (
     enqueue_on_commit,
+    failed_judgments_retry,
     judging_finish,
-    judgments_retry,
     submission_aggregate,
     submission_fail,
     submission_ingest,
@@ -38,9 +39,6 @@ from evaluation.services.submissions import (
     upload_limits,
 )
 
-# The name callers have used for queueing a retry of failed judgments.
-judgments_retry_failed = judgments_retry
-
 __all__ = [
     "ImportSummary",
     "StoredBundle",
@@ -53,6 +51,7 @@ __all__ = [
     "bundle_validate",
     "enqueue_on_commit",
     "failed_files_purge",
+    "failed_judgments_retry",
     "file_sha256",
     "pending_deletions_run",
     "judge_client",
@@ -60,8 +59,6 @@ __all__ = [
     "judge_identity",
     "judging_finish",
     "judgments_prepare",
-    "judgments_retry",
-    "judgments_retry_failed",
     "reported_rows_load",
     "request_sha256",
     "stored_sha256",

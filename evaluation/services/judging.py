@@ -1040,8 +1040,9 @@ def judgments_work(
         client.close()
 
 
-def judgments_retry_failed(*, submission: Submission, judge: Judge | None = None) -> int:
-    """Put this submission's failed judgments back to pending. Returns how many."""
+def failed_judgments_reset(*, submission: Submission, judge: Judge | None = None) -> int:
+    """Put this submission's failed judgments back to pending, queueing nothing (the pipeline's
+    failed_judgments_retry queues the judging). Returns how many."""
     judge = judge or submission.judge
     return sum(
         judgments.filter(status=Judgment.Status.FAILED).update(

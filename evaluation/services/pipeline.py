@@ -924,12 +924,13 @@ def submission_resume(*, submission: Submission) -> str:
     return "judging"
 
 
-def judgments_retry(*, submission: Submission, judge: Judge | None = None) -> int:
-    """Put this submission's failed judgments back in the queue and re-judge. Returns how many."""
-    from evaluation.services.judging import judgments_retry_failed
+def failed_judgments_retry(*, submission: Submission, judge: Judge | None = None) -> int:
+    """Put this submission's failed judgments back to pending and queue its judging again, with
+    no check of who asks (a team's own retry: submission_retry_failed). Returns how many."""
+    from evaluation.services.judging import failed_judgments_reset
 
     judge = judge or submission.judge
-    count = judgments_retry_failed(submission=submission, judge=judge)
+    count = failed_judgments_reset(submission=submission, judge=judge)
     enqueue_on_commit("judge_submission", submission.pk, judge.pk)
     return count
 
@@ -953,7 +954,7 @@ def failed_judgments_retry_due() -> list[int]:
                 pk=submission.pk, retry_failed_at=submission.retry_failed_at
             ).update(retry_failed_at=None, failed_retries=F("failed_retries") + 1)
             if taken:
-                judgments_retry(submission=submission)
+                failed_judgments_retry(submission=submission)
                 retried.append(submission.pk)
     return retried
 

@@ -1,8 +1,11 @@
-"""Accepting an upload: validate it once, attach it to its owner's system, store it and queue it.
-A rejected upload leaves no row and no file behind."""
+"""A submission's life, in one place: accepting an upload (validate it once, attach it to its
+owner's system, store it and queue it; a rejected upload leaves no row and no file behind), what
+its team does with it afterwards (publish, unpublish, anonymity, delete, retry its failed
+judgments), and the deletion of its stored files."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import uuid
@@ -12,6 +15,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import router, transaction
@@ -21,6 +26,7 @@ from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import UploadContents, UploadLimits
+from evaluation.board_state import board_changed
 from evaluation.bundles import (
     BundleRejected,
     ValidationReport,
@@ -30,21 +36,36 @@ from evaluation.bundles import (
     zip_entry_count,
 )
 from evaluation.links import URL_FIELDS, web_url
-from evaluation.models import Benchmark, Judge, Submission, System, Team
+from evaluation.models import Benchmark, Judge, Judgment, Submission, System, TaskJudgment, Team
 from evaluation.run_config import (
     RunConfigInvalid,
     contamination_clean,
     manifest_disclosures,
     run_config_clean,
 )
+from evaluation.selectors import (
+    LimitRefusal,
+    account_limit_refusal,
+    submission_change_refusal,
+    team_limit_refusal,
+    user_in_submission_team,
+)
 from evaluation.services.files import file_sha256
-from evaluation.services.pipeline import enqueue_on_commit, findings_keep
+from evaluation.services.pipeline import enqueue_on_commit, failed_judgments_retry, findings_keep
 
 logger = logging.getLogger(__name__)
 
 
 class SubmissionInvalid(ValueError):
     """A submission that cannot be made as asked (an unknown row group, no judge)."""
+
+
+class LimitReached(Exception):
+    """A team's or an account's limit refuses the submission; ``refusal`` says which and why."""
+
+    def __init__(self, refusal: LimitRefusal):
+        super().__init__(refusal.message)
+        self.refusal = refusal
 
 
 @dataclass(frozen=True)
@@ -79,6 +100,15 @@ def bundle_store(*, benchmark: Benchmark, path: Path) -> StoredBundle:
 
 def bundle_discard(stored: StoredBundle) -> None:
     default_storage.delete(stored.name)
+
+
+def bundle_discard_quietly(stored: StoredBundle) -> None:
+    """bundle_discard for a bundle no submission took: storage that refuses is logged, not
+    raised, so that the caller's own outcome stands."""
+    try:
+        bundle_discard(stored)
+    except Exception:
+        logger.exception("could not delete the stored bundle %s", stored.name)
 
 
 class TaskSpecs(Mapping):
@@ -341,6 +371,207 @@ def submission_create(
             default_storage.delete(stored_name)
         raise
     return submission
+
+
+# --- Creating within a team's and an account's limits ---------------------------------------
+
+
+def submission_create_within_limits(
+    *,
+    team: Team,
+    benchmark: Benchmark,
+    bundle_path: Path,
+    system_name: str,
+    system_type: str,
+    judge: Judge | None,
+    allow_partial: bool,
+    submitted_by,
+    publish: bool,
+    idempotency_key: str,
+    validated=None,
+    stored: StoredBundle | None = None,
+) -> tuple[Submission, bool]:
+    """(submission, created). A submission already made by this team under the same key is
+    returned as it is; otherwise the team's limits are checked and the submission created, both
+    under the team row lock. Raises LimitReached or BundleRejected.
+
+    The bundle is validated (unless ``validated`` is given) and stored (unless ``stored`` is
+    given) before the lock is taken. A bundle stored here is deleted again when no submission
+    takes it; a ``stored`` one given by the caller is the caller's to delete."""
+    if validated is None:
+        report, validated = bundle_validate(
+            benchmark=benchmark, path=bundle_path, allow_partial=allow_partial
+        )
+        if not report.ok:
+            raise BundleRejected(report)
+    owned = stored is None
+    if owned:
+        stored = bundle_store(benchmark=benchmark, path=bundle_path)
+    try:
+        submission, created = _create_counted(
+            team=team,
+            benchmark=benchmark,
+            bundle_path=bundle_path,
+            system_name=system_name,
+            system_type=system_type,
+            judge=judge,
+            allow_partial=allow_partial,
+            submitted_by=submitted_by,
+            publish=publish,
+            idempotency_key=idempotency_key,
+            validated=validated,
+            stored=stored,
+        )
+    except BaseException:
+        if owned:
+            bundle_discard_quietly(stored)
+        raise
+    if owned and not created:
+        bundle_discard_quietly(stored)
+    return submission, created
+
+
+def _create_counted(*, team: Team, submitted_by, idempotency_key: str, system_type: str, **create):
+    # What it will keep in storage: the bundle and everything it unpacks to.
+    adding = create["stored"].size + create["validated"].unpacked_bytes
+    with limits_locked(user=submitted_by, team=team):
+        if idempotency_key:
+            existing = Submission.objects.filter(team=team, idempotency_key=idempotency_key).first()
+            if existing is not None:
+                return existing, False
+        refusal = team_limit_refusal(team=team, adding_bytes=adding) or (
+            account_limit_refusal(user=submitted_by, adding_bytes=adding) if submitted_by else None
+        )
+        if refusal is not None:
+            raise LimitReached(refusal)
+        submission = submission_create(
+            row_group=system_type,
+            team=team,
+            submitted_by=submitted_by,
+            idempotency_key=idempotency_key,
+            **create,
+        )
+        return submission, True
+
+
+@contextlib.contextmanager
+def limits_locked(*, user, team: Team | None) -> Iterator[None]:
+    """A transaction holding the submitting account's and the team's row locks: counting a
+    limit and writing the rows that count against it happen inside, nothing else."""
+    with transaction.atomic():
+        _lock(user=user, team=team)
+        yield
+
+
+def _lock(*, user, team: Team | None) -> None:
+    """Row locks on the submitting account, then its team (always in this order, so two
+    creates never wait on each other crosswise), held until the transaction ends."""
+    if user is not None:
+        get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk").get()
+    if team is not None:
+        Team.objects.select_for_update().filter(pk=team.pk).values_list("pk").get()
+
+
+# --- What a team does with its own submissions ----------------------------------------------
+
+
+def submission_publish(*, submission: Submission, by) -> Submission:
+    """Make a team's submission public (its owners and staff). Publishing twice keeps the
+    first date."""
+    _require_submission_owner(submission, by, "publish")
+    Submission.objects.filter(pk=submission.pk, is_published=False).update(
+        is_published=True, published_at=timezone.now()
+    )
+    board_changed(benchmark_id=submission.benchmark_id)
+    submission.refresh_from_db()
+    return submission
+
+
+def submission_retry_failed(*, submission: Submission, by, judge: Judge | None = None) -> int:
+    """Queue the failed judgments of a scored submission again (team members and staff)."""
+    if not (by.is_staff or user_in_submission_team(user=by, submission=submission)):
+        raise PermissionDenied("Only members of the submission's team and staff can retry it.")
+    if submission.is_reported:
+        raise ValidationError("Rows reported in a paper have no judgments to retry.")
+    if submission.status != Submission.Status.SCORED:
+        raise ValidationError(
+            f"The submission is {submission.status}; failed judgments can be retried once it "
+            "is scored."
+        )
+    judge = judge or submission.judge
+    if judge is None or not submission.scores.filter(judge=judge).exists():
+        raise ValidationError(
+            f"Judge {judge.slug if judge else '-'} has not scored this submission."
+        )
+    return failed_judgments_retry(submission=submission, judge=judge)
+
+
+def _require_submission_owner(submission: Submission, by, what: str) -> None:
+    """What others see of a submission is decided by its team's owners and staff."""
+    refusal = submission_change_refusal(user=by, submission=submission, what=what)
+    if refusal:
+        raise PermissionDenied(refusal)
+    if submission.is_reported:
+        raise ValidationError(f"Rows reported in a paper are not a team's to {what}.")
+
+
+def submission_unpublish(*, submission: Submission, by) -> Submission:
+    """Back to team-only: the board, exports and charts no longer show it to others."""
+    _require_submission_owner(submission, by, "unpublish")
+    Submission.objects.filter(pk=submission.pk).update(is_published=False, published_at=None)
+    board_changed(benchmark_id=submission.benchmark_id)
+    submission.refresh_from_db()
+    return submission
+
+
+def submission_set_anonymous(*, submission: Submission, by, anonymous: bool) -> Submission:
+    """Show the submission as "Anonymous (under review)" to everyone outside its team, or
+    reveal it (its system, team and links) again."""
+    _require_submission_owner(submission, by, "show anonymously or reveal")
+    Submission.objects.filter(pk=submission.pk).update(is_anonymous=anonymous)
+    board_changed(benchmark_id=submission.benchmark_id)
+    submission.refresh_from_db()
+    return submission
+
+
+def submission_delete(*, submission: Submission, by) -> int:
+    """Withdraw a team's unpublished, finished submission for good: its rows, its stored files,
+    the judgments no other submission uses, and its system when nothing else uses it. Its files
+    are marked for deletion with the rows, in one transaction, and deleted once it commits by a
+    task retried until storage answers: storage that is down never leaves rows half-deleted or
+    files no row marks. Returns how many stored files were marked."""
+    _require_submission_owner(submission, by, "delete")
+    if submission.is_published:
+        raise ValidationError("Unpublish the submission before deleting it.")
+    if submission.status not in (Submission.Status.SCORED, Submission.Status.FAILED):
+        raise ValidationError(
+            f"The submission is still {submission.get_status_display().lower()}; delete it "
+            "once it has finished."
+        )
+    keys = submission_stored_keys(submission=submission)
+    board_changed(benchmark_id=submission.benchmark_id)
+    used = set(
+        TaskJudgment.objects.filter(task_result__submission=submission)
+        .exclude(judgment=None)
+        .values_list("judgment_id", flat=True)
+    )
+    system_id = submission.system_id
+    try:
+        with transaction.atomic():
+            submission.delete()
+            orphans = Judgment.objects.filter(pk__in=used).exclude(
+                pk__in=TaskJudgment.objects.filter(judgment_id__in=used).values("judgment_id")
+            )
+            orphans.delete()
+            system = System.objects.filter(pk=system_id).first()
+            if system is not None and not system.submissions.exists():
+                system.delete()
+            marked = stored_keys_mark_deleted(keys=keys)
+    except ProtectedError:
+        raise ValidationError(
+            "A rating study samples this submission, so it cannot be deleted; ask staff."
+        ) from None
+    return marked
 
 
 # --- Stored files ---------------------------------------------------------------------------

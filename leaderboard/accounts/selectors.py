@@ -33,44 +33,6 @@ def team_members(*, team: Team) -> QuerySet[Membership]:
     return team.memberships.select_related("user").order_by("-role", "user__username")
 
 
-def user_in_submission_team(*, user, submission: Submission) -> bool:
-    if submission.team_id is None or user is None or not user.is_authenticated:
-        return False
-    return Membership.objects.filter(team_id=submission.team_id, user=user).exists()
-
-
-def submission_change_refusal(*, user, submission: Submission, what: str = "") -> str:
-    """Why the user may not publish, unpublish, show anonymously, reveal or delete the
-    submission ("" when they may): its team's owners and staff decide what of the team's work
-    others see. Only a member of the team is told the team's name and owners, so the reason
-    never names the team of an anonymous submission to anyone outside it."""
-    authenticated = user is not None and user.is_authenticated
-    if authenticated and user.is_staff:
-        return ""
-    doing = what or "publish, unpublish, show anonymously, reveal or delete"
-    role = None
-    if authenticated and submission.team_id is not None:
-        role = (
-            Membership.objects.filter(team_id=submission.team_id, user=user)
-            .values_list("role", flat=True)
-            .first()
-        )
-    if role == Membership.Role.OWNER:
-        return ""
-    if role is None:
-        return f"Only owners of the submission's team and staff can {doing} it."
-    owners = list(
-        Membership.objects.filter(team_id=submission.team_id, role=Membership.Role.OWNER)
-        .order_by("user__username")
-        .values_list("user__username", flat=True)
-    )
-    team = Team.objects.filter(pk=submission.team_id).values_list("name", flat=True).first()
-    return (
-        f"Only owners of {team} and staff can {doing} its submissions; you are a member. "
-        f"Ask an owner: {', '.join(owners)}."
-    )
-
-
 def team_submissions(*, user, limit: int = 20) -> list[Submission]:
     """The newest submissions of the user's teams (what they may see of them)."""
     team_ids = Membership.objects.filter(user=user).values("team_id")

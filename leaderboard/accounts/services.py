@@ -1,6 +1,5 @@
-"""Writes for accounts: sign-up, teams and their members, API tokens, and what a team may do to
-its own submissions (its owners: publish, unpublish, anonymity, delete; every member: retry their
-failed judgments).
+"""Writes for accounts: sign-up, teams and their members, API tokens. What a team does with its
+own submissions (publish, anonymity, delete, retry) is in evaluation.services.submissions.
 
 Bad input raises ValidationError with a message naming the problem; acting without the right
 role raises PermissionDenied. Callers decide whether the object was visible in the first place.
@@ -14,20 +13,14 @@ from datetime import timedelta
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import ProtectedError
 from django.utils import timezone
 from django.utils.text import slugify
 
-from evaluation.board_state import board_changed
-from evaluation.models import Judge, Judgment, Membership, Submission, System, TaskJudgment, Team
-from evaluation.services import judgments_retry as judgments_retry_failed
-from evaluation.services.submissions import stored_keys_mark_deleted, submission_stored_keys
+from evaluation.models import Membership, Team
 from leaderboard.accounts.models import ApiToken
 from leaderboard.accounts.selectors import (
     secret_sha256,
-    submission_change_refusal,
     team_role,
-    user_in_submission_team,
 )
 
 TOKEN_PREFIX = "fb_"
@@ -147,105 +140,3 @@ def api_token_touch(*, token: ApiToken) -> None:
         return
     ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     token.last_used_at = now
-
-
-# --- A team's own submissions ---------------------------------------------------------------
-
-
-def submission_publish(*, submission: Submission, by) -> Submission:
-    """Make a team's submission public (its owners and staff). Publishing twice keeps the
-    first date."""
-    _require_submission_owner(submission, by, "publish")
-    Submission.objects.filter(pk=submission.pk, is_published=False).update(
-        is_published=True, published_at=timezone.now()
-    )
-    board_changed(benchmark_id=submission.benchmark_id)
-    submission.refresh_from_db()
-    return submission
-
-
-def submission_retry_failed(*, submission: Submission, by, judge: Judge | None = None) -> int:
-    """Queue the failed judgments of a scored submission again (team members and staff)."""
-    if not (by.is_staff or user_in_submission_team(user=by, submission=submission)):
-        raise PermissionDenied("Only members of the submission's team and staff can retry it.")
-    if submission.is_reported:
-        raise ValidationError("Rows reported in a paper have no judgments to retry.")
-    if submission.status != Submission.Status.SCORED:
-        raise ValidationError(
-            f"The submission is {submission.status}; failed judgments can be retried once it "
-            "is scored."
-        )
-    judge = judge or submission.judge
-    if judge is None or not submission.scores.filter(judge=judge).exists():
-        raise ValidationError(
-            f"Judge {judge.slug if judge else '-'} has not scored this submission."
-        )
-    return judgments_retry_failed(submission=submission, judge=judge)
-
-
-def _require_submission_owner(submission: Submission, by, what: str) -> None:
-    """What others see of a submission is decided by its team's owners and staff."""
-    refusal = submission_change_refusal(user=by, submission=submission, what=what)
-    if refusal:
-        raise PermissionDenied(refusal)
-    if submission.is_reported:
-        raise ValidationError(f"Rows reported in a paper are not a team's to {what}.")
-
-
-def submission_unpublish(*, submission: Submission, by) -> Submission:
-    """Back to team-only: the board, exports and charts no longer show it to others."""
-    _require_submission_owner(submission, by, "unpublish")
-    Submission.objects.filter(pk=submission.pk).update(is_published=False, published_at=None)
-    board_changed(benchmark_id=submission.benchmark_id)
-    submission.refresh_from_db()
-    return submission
-
-
-def submission_set_anonymous(*, submission: Submission, by, anonymous: bool) -> Submission:
-    """Show the submission as "Anonymous (under review)" to everyone outside its team, or
-    reveal it (its system, team and links) again."""
-    _require_submission_owner(submission, by, "show anonymously or reveal")
-    Submission.objects.filter(pk=submission.pk).update(is_anonymous=anonymous)
-    board_changed(benchmark_id=submission.benchmark_id)
-    submission.refresh_from_db()
-    return submission
-
-
-def submission_delete(*, submission: Submission, by) -> int:
-    """Withdraw a team's unpublished, finished submission for good: its rows, its stored files,
-    the judgments no other submission uses, and its system when nothing else uses it. Its files
-    are marked for deletion with the rows, in one transaction, and deleted once it commits by a
-    task retried until storage answers: storage that is down never leaves rows half-deleted or
-    files no row marks. Returns how many stored files were marked."""
-    _require_submission_owner(submission, by, "delete")
-    if submission.is_published:
-        raise ValidationError("Unpublish the submission before deleting it.")
-    if submission.status not in (Submission.Status.SCORED, Submission.Status.FAILED):
-        raise ValidationError(
-            f"The submission is still {submission.get_status_display().lower()}; delete it "
-            "once it has finished."
-        )
-    keys = submission_stored_keys(submission=submission)
-    board_changed(benchmark_id=submission.benchmark_id)
-    used = set(
-        TaskJudgment.objects.filter(task_result__submission=submission)
-        .exclude(judgment=None)
-        .values_list("judgment_id", flat=True)
-    )
-    system_id = submission.system_id
-    try:
-        with transaction.atomic():
-            submission.delete()
-            orphans = Judgment.objects.filter(pk__in=used).exclude(
-                pk__in=TaskJudgment.objects.filter(judgment_id__in=used).values("judgment_id")
-            )
-            orphans.delete()
-            system = System.objects.filter(pk=system_id).first()
-            if system is not None and not system.submissions.exists():
-                system.delete()
-            marked = stored_keys_mark_deleted(keys=keys)
-    except ProtectedError:
-        raise ValidationError(
-            "A rating study samples this submission, so it cannot be deleted; ask staff."
-        ) from None
-    return marked

@@ -34,6 +34,8 @@ from rest_framework.views import APIView
 
 from evaluation.benchmarks import get_plugin
 from evaluation.models import Benchmark
+from evaluation.selectors import judge_choice_message
+from evaluation.services.submissions import LimitReached
 from leaderboard.uploads import services
 from leaderboard.uploads.models import Upload
 from leaderboard.uploads.selectors import teams_of
@@ -233,7 +235,7 @@ class SubmissionCreateView(APIView):
             judge = benchmark.judges.filter(slug=data["judge"]).first()
             if judge is None:
                 return _error(
-                    services.judge_choice_message(benchmark, data["judge"]),
+                    judge_choice_message(benchmark, data["judge"]),
                     400,
                     judges=list(benchmark.judges.values_list("slug", flat=True)),
                 )
@@ -257,7 +259,7 @@ class SubmissionCreateView(APIView):
                 idempotency_key=key,
                 options=options,
             )
-        except services.LimitReached as exc:
+        except LimitReached as exc:
             return _limited(exc.refusal)
         except services.IdempotencyConflict as exc:
             return _error(str(exc), 409)

@@ -19,7 +19,7 @@ from evaluation.selectors import (
     submissions_visible_to,
     task_results_filtered,
 )
-from leaderboard.accounts import services as account_services
+from evaluation.services import submissions as submission_services
 from leaderboard.api import selectors
 from leaderboard.api.filters import SubmissionFilters, task_filters, validated
 from leaderboard.api.pagination import Pagination
@@ -167,7 +167,7 @@ class SubmissionRetryFailed(APIView):
                     }
                 )
         try:
-            count = account_services.submission_retry_failed(
+            count = submission_services.submission_retry_failed(
                 submission=submission, by=request.user, judge=judge
             )
         except DjangoValidationError as error:
@@ -190,7 +190,9 @@ class SubmissionPublish(APIView):
     def post(self, request, pk: int):
         submission = visible_submission(request, pk)
         try:
-            submission = account_services.submission_publish(submission=submission, by=request.user)
+            submission = submission_services.submission_publish(
+                submission=submission, by=request.user
+            )
         except DjangoValidationError as error:
             raise _service_errors(error) from None
         return Response(_detail(request, submission))

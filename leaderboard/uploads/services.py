@@ -1,10 +1,9 @@
 """Writes for uploads: receive a bundle (chunked to the server or straight to S3), validate it,
-and turn it into a submission within the team's limits.
+and hand it to evaluation.services.submissions.submission_create_within_limits, which turns it
+into a submission within the team's limits.
 
-Limits are enforced under a lock on the team row, taken before counting and held until the
-submission row exists, so concurrent creates for one team are serialised and never exceed them.
-Nothing but that counting and those rows happens under the lock: the bundle is validated and put
-into bundles/ before it, and deleted again if no submission takes it.
+Nothing but that counting and the submission's rows happens under the team's row lock: the
+bundle is validated and put into bundles/ before it, and deleted again if no submission takes it.
 
 A browser upload is finished by a worker (tasks.finish_upload): the request checks that every
 byte is there and that the team could submit now, marks the upload finishing and queues it; the
@@ -28,34 +27,34 @@ from pathlib import Path
 from typing import BinaryIO
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
 
-from evaluation.bundles import BundleRejected
-from evaluation.models import Benchmark, Judge, Membership, Submission, Team
-from evaluation.services import (
+from evaluation.models import Benchmark, Judge, Submission, Team
+from evaluation.selectors import (
+    account_limit_refusal,
+    judge_choice_message,
+    submission_create_refusal,
+    team_limit_refusal,
+)
+from evaluation.services.files import file_sha256
+from evaluation.services.submissions import (
+    LimitReached,
     StoredBundle,
-    bundle_discard,
-    bundle_store,
+    bundle_discard_quietly,
     bundle_stored_name,
     bundle_suffix,
     bundle_validate,
-    file_sha256,
-    submission_create,
+    limits_locked,
+    submission_create_within_limits,
     upload_limits,
 )
 from evaluation.stored import storage_is_s3
 from leaderboard.uploads import storage
 from leaderboard.uploads.models import Upload
-from leaderboard.uploads.selectors import (
-    LimitRefusal,
-    account_limit_refusal,
-    open_uploads_refusal,
-    team_limit_refusal,
-)
+from leaderboard.uploads.selectors import open_uploads_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -96,12 +95,6 @@ class ChunkOutOfOrder(UploadError):
         self.received = received
 
 
-class LimitReached(Exception):
-    def __init__(self, refusal: LimitRefusal):
-        super().__init__(refusal.message)
-        self.refusal = refusal
-
-
 class IdempotencyConflict(Exception):
     pass
 
@@ -110,153 +103,10 @@ def max_upload_bytes(*, benchmark: Benchmark) -> int:
     return upload_limits(benchmark).max_bytes + ZIP_OVERHEAD_BYTES
 
 
-# --- Limits ---------------------------------------------------------------------------------
-
-
-def submission_create_within_limits(
-    *,
-    team: Team,
-    benchmark: Benchmark,
-    bundle_path: Path,
-    system_name: str,
-    system_type: str,
-    judge: Judge | None,
-    allow_partial: bool,
-    submitted_by,
-    publish: bool,
-    idempotency_key: str,
-    validated=None,
-    stored: StoredBundle | None = None,
-) -> tuple[Submission, bool]:
-    """(submission, created). A submission already made by this team under the same key is
-    returned as it is; otherwise the team's limits are checked and the submission created, both
-    under the team row lock. Raises LimitReached or BundleRejected.
-
-    The bundle is validated (unless ``validated`` is given) and stored (unless ``stored`` is
-    given) before the lock is taken. A bundle stored here is deleted again when no submission
-    takes it; a ``stored`` one given by the caller is the caller's to delete."""
-    if validated is None:
-        report, validated = bundle_validate(
-            benchmark=benchmark, path=bundle_path, allow_partial=allow_partial
-        )
-        if not report.ok:
-            raise BundleRejected(report)
-    owned = stored is None
-    if owned:
-        stored = bundle_store(benchmark=benchmark, path=bundle_path)
-    try:
-        submission, created = _create_counted(
-            team=team,
-            benchmark=benchmark,
-            bundle_path=bundle_path,
-            system_name=system_name,
-            system_type=system_type,
-            judge=judge,
-            allow_partial=allow_partial,
-            submitted_by=submitted_by,
-            publish=publish,
-            idempotency_key=idempotency_key,
-            validated=validated,
-            stored=stored,
-        )
-    except BaseException:
-        if owned:
-            _discard_stored(stored)
-        raise
-    if owned and not created:
-        _discard_stored(stored)
-    return submission, created
-
-
-def _create_counted(*, team: Team, submitted_by, idempotency_key: str, system_type: str, **create):
-    # What it will keep in storage: the bundle and everything it unpacks to.
-    adding = create["stored"].size + create["validated"].unpacked_bytes
-    with limits_locked(user=submitted_by, team=team):
-        if idempotency_key:
-            existing = Submission.objects.filter(team=team, idempotency_key=idempotency_key).first()
-            if existing is not None:
-                return existing, False
-        refusal = team_limit_refusal(team=team, adding_bytes=adding) or (
-            account_limit_refusal(user=submitted_by, adding_bytes=adding) if submitted_by else None
-        )
-        if refusal is not None:
-            raise LimitReached(refusal)
-        submission = submission_create(
-            row_group=system_type,
-            team=team,
-            submitted_by=submitted_by,
-            idempotency_key=idempotency_key,
-            **create,
-        )
-        return submission, True
-
-
-def _discard_stored(stored: StoredBundle) -> None:
-    try:
-        bundle_discard(stored)
-    except Exception:
-        logger.exception("could not delete the stored bundle %s", stored.name)
-
-
-@contextlib.contextmanager
-def limits_locked(*, user, team: Team | None) -> Iterator[None]:
-    """A transaction holding the submitting account's and the team's row locks: counting a
-    limit and writing the rows that count against it happen inside, nothing else."""
-    with transaction.atomic():
-        _lock(user=user, team=team)
-        yield
-
-
-def _lock(*, user, team: Team | None) -> None:
-    """Row locks on the submitting account, then its team (always in this order, so two
-    creates never wait on each other crosswise), held until the transaction ends."""
-    if user is not None:
-        get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk").get()
-    if team is not None:
-        Team.objects.select_for_update().filter(pk=team.pk).values_list("pk").get()
-
-
-def _submit_refusal(user, team: Team, *, publish: bool, later: bool = False) -> str:
-    """Why the user may not submit to the team now (any member may), or publish with it (its
-    owners and staff may); "" when they may. ``later``: said by the worker finishing an upload
-    whose start passed this check, so what changed since is what it names."""
-    if user is None:
-        return "the account that started this upload no longer exists"
-    role = Membership.objects.filter(team=team, user=user).values_list("role", flat=True).first()
-    if role is None:
-        if later:
-            return f"you are no longer a member of team {team.name}; nothing was submitted"
-        return f"you are not a member of team {team.name}"
-    if publish and role != Membership.Role.OWNER and not user.is_staff:
-        if later:
-            return (
-                f"you are no longer an owner of team {team.name}, and only its owners may "
-                "publish; nothing was submitted: upload again without publishing"
-            )
-        return (
-            f"only owners of team {team.name} may publish a submission; leave publishing off "
-            "and ask an owner to publish it once it is scored"
-        )
-    return ""
-
-
 def _check_may_submit(user, team: Team, *, publish: bool) -> None:
-    refusal = _submit_refusal(user, team, publish=publish)
+    refusal = submission_create_refusal(user=user, team=team, publish=publish)
     if refusal:
         raise NotAMember(refusal)
-
-
-def judge_choice_message(benchmark: Benchmark, wanted: str = "") -> str:
-    """Why a judge is needed and which ones there are, or that the benchmark takes no runs
-    until it is imported (which adds its official judge)."""
-    known = list(benchmark.judges.order_by("-is_official", "slug").values_list("slug", flat=True))
-    if not known:
-        return (
-            f"benchmark {benchmark.slug} has no judge yet: it takes runs once an operator has "
-            "imported it (manage.py import_benchmark), which adds its official judge"
-        )
-    asked = f"has no judge {wanted!r}" if wanted else "has no official judge"
-    return f"benchmark {benchmark.slug} {asked}; choose one of: {', '.join(known)}"
 
 
 def _check_judge(benchmark: Benchmark, judge: Judge | None) -> None:
@@ -325,11 +175,6 @@ def upload_from_api(
     judge, too large, a limit reached) raises before anything is stored."""
     _check_may_submit(user, team, publish=publish)
     _check_judge(benchmark, judge)
-    if judge is None and not benchmark.judges.filter(is_official=True).exists():
-        known = ", ".join(benchmark.judges.values_list("slug", flat=True)) or "none"
-        raise UploadError(
-            f"benchmark {benchmark.slug} has no official judge; choose one of: {known}"
-        )
     sha, size = _file_sha256(bundle_path)
     fingerprint = hashlib.sha256(
         json.dumps(
@@ -443,9 +288,8 @@ def upload_start(
     if refusal is not None:
         raise LimitReached(refusal)
     on_s3 = storage_is_s3()
-    with transaction.atomic():
-        # Counted and created under the user's row lock: parallel starts cannot pass the cap.
-        _lock(user=user, team=None)
+    # Counted and created under the user's row lock: parallel starts cannot pass the cap.
+    with limits_locked(user=user, team=None):
         refusal = open_uploads_refusal(user=user, adding=size)
         if refusal is not None:
             raise LimitReached(refusal)
@@ -785,7 +629,9 @@ def upload_finish(*, upload_id) -> Upload | None:
         # Membership may have changed while the upload waited: checked again before anything
         # is stored, and refused for good (the upload is rejected with the reason).
         refusal = (
-            _submit_refusal(upload.user, upload.team, publish=upload.publish, later=True)
+            submission_create_refusal(
+                user=upload.user, team=upload.team, publish=upload.publish, later=True
+            )
             if report.ok
             else ""
         )
@@ -840,7 +686,7 @@ def upload_finish(*, upload_id) -> Upload | None:
 def _forget(stored: StoredBundle | None, taken: bool) -> None:
     """A stored bundle no submission took goes again."""
     if stored is not None and not taken:
-        _discard_stored(stored)
+        bundle_discard_quietly(stored)
 
 
 def upload_cancel(*, upload: Upload) -> Upload:

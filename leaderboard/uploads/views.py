@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from evaluation.benchmarks import get_plugin
 from evaluation.jsonbounds import loads_bounded
 from evaluation.models import Benchmark
+from evaluation.services.submissions import LimitReached
 from evaluation.stored import storage_is_s3
 from leaderboard.uploads import services, storage
 from leaderboard.uploads.forms import UploadStartForm
@@ -46,7 +47,7 @@ def _own_upload(request, pk) -> Upload:
     )
 
 
-def _limit_json(exc: services.LimitReached) -> JsonResponse:
+def _limit_json(exc: LimitReached) -> JsonResponse:
     refusal = exc.refusal
     response = JsonResponse(
         {
@@ -157,7 +158,7 @@ def upload_start(request, slug: str):
             allow_partial=data["allow_partial"],
             publish=data["publish"],
         )
-    except services.LimitReached as exc:
+    except LimitReached as exc:
         return _limit_json(exc)
     except services.UploadError as exc:
         return JsonResponse({"error": str(exc)}, status=exc.status)
@@ -228,7 +229,7 @@ def upload_finish(request, pk):
     upload = _own_upload(request, pk)
     try:
         upload = services.upload_finish_request(upload=upload)
-    except services.LimitReached as exc:
+    except LimitReached as exc:
         if not _wants_json(request):
             return HttpResponseRedirect(reverse("upload-detail", args=[upload.pk]))
         return _limit_json(exc)

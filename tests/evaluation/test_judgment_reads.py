@@ -96,7 +96,7 @@ def test_judgment_reads_never_join_task_results_with_links_and_read_what_a_join_
     assert len(named) == len(kinds)
 
     Judgment.objects.filter(pk__in=ids[:3]).update(status="done", lease_until=None)
-    assert judging.judgments_retry_failed(submission=submission, judge=judge) == 1
+    assert judging.failed_judgments_reset(submission=submission, judge=judge) == 1
     assert Judgment.objects.get(pk=ids[3]).status == "pending"
     Judgment.objects.filter(pk=ids[3]).update(status="done")
     assert not judging.judgments_open(submission_id=submission.pk, judge_id=judge.pk)

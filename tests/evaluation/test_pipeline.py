@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evaluation.models import Judge, Judgment, Score, Submission, TaskResult
-from evaluation.services import judgments_retry_failed, submission_create, submission_rescore
+from evaluation.services import failed_judgments_retry, submission_create, submission_rescore
 from tests.conftest import completion, copy_examples, zip_tree
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -207,7 +207,7 @@ def test_prompts_are_byte_identical_to_the_harness(
         {},
         completion('{"reasoning": "silent", "consistent": true}'),
     )
-    assert judgments_retry_failed(submission=submission) == n_t - 1
+    assert failed_judgments_retry(submission=submission) == n_t - 1
     assert len(judge_server.requests) == before + n_t - 1
     score = Score.objects.get(submission=submission, judge=official)
     assert score.judgments_failed == 0

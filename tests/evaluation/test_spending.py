@@ -34,7 +34,7 @@ from evaluation.models import (
     Submission,
     Team,
 )
-from evaluation.services import judgments_retry, submission_create, submission_resume
+from evaluation.services import failed_judgments_retry, submission_create, submission_resume
 from evaluation.services.pipeline import SPEND_HELD, SPEND_STOPPED, SPEND_UNPRICED
 from tests.conftest import completion
 from tests.toyplugin import toy
@@ -365,7 +365,7 @@ def test_a_held_re_score_keeps_the_numbers_it_had(
     # Both judgments failed (say): retrying them would call the judge twice, $0.0200975.
     Judgment.objects.update(status="failed")
     settings.MAX_JUDGE_SPEND_PER_MONTH = 0.01
-    judgments_retry(submission=Submission.objects.get(pk=run.pk))
+    failed_judgments_retry(submission=Submission.objects.get(pk=run.pk))
     run.refresh_from_db()
     assert run.status == "scored" and run.error == ""
     assert Score.objects.filter(submission=run).exists()
@@ -500,7 +500,7 @@ def test_a_stopped_re_score_keeps_the_numbers_it_had(
     # Every judgment failed (say), and the judge now bills 100,000 tokens an answer.
     Judgment.objects.update(status="failed")
     judge_server.responder = verbose_judge
-    judgments_retry(submission=Submission.objects.get(pk=run.pk))
+    failed_judgments_retry(submission=Submission.objects.get(pk=run.pk))
     run.refresh_from_db()
     assert len(judge_server.requests) == 5  # one more call, then stopped
     assert run.status == "scored" and run.error == ""

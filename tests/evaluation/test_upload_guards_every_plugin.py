@@ -22,7 +22,7 @@ from evaluation.benchmarks import registry
 from evaluation.bundles import ValidationReport, audio_members_check, zip_entry_count
 from evaluation.models import Membership, Submission, TaskResult, Team
 from evaluation.services import bundle_validate, failed_files_purge
-from leaderboard.uploads.services import LimitReached, submission_create_within_limits
+from evaluation.services.submissions import LimitReached, submission_create_within_limits
 from tests.conftest import every_plugin_board
 
 pytestmark = pytest.mark.django_db

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.models import Submission
-from evaluation.services import judgments_retry_failed
+from evaluation.services import failed_judgments_retry
 
 
 class Command(BaseCommand):
@@ -18,5 +18,5 @@ class Command(BaseCommand):
         )
         if item is None:
             raise CommandError(f"no submission {submission}")
-        count = judgments_retry_failed(submission=item)
+        count = failed_judgments_retry(submission=item)
         self.stdout.write(f"submission {item.pk}: {count} failed judgment(s) queued again")

@@ -15,7 +15,7 @@ import pytest
 from django.core.management import call_command
 
 from evaluation.models import Benchmark, Judgment, Score, Submission
-from evaluation.services import judgments_retry, submission_rescore
+from evaluation.services import failed_judgments_retry, submission_rescore
 from tests.conftest import completion
 
 from .conftest import fill, template_of
@@ -204,7 +204,7 @@ def test_judge_faults_numbers_by_hand_retry_and_rescore(
     assert "(empty: left out of what the judge sees)" in page
     before = len(judge_server.requests)
     script.healed = True
-    assert judgments_retry(submission=submission) == 1
+    assert failed_judgments_retry(submission=submission) == 1
     assert len(judge_server.requests) == before + 1
     score.refresh_from_db()
     # T3 now met: APR 2/5 = 40%, ARS (1 + 1/3 + 1 + 1/2 + 0)/5 = 17/30 -> 56.67; SC 100/100.

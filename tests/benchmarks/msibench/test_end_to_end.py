@@ -18,7 +18,7 @@ from annotation.models import Item
 from annotation.services import StudyPlan, study_create
 from evaluation.benchmarks.msibench.synthetic import synthetic_predictions, write_predictions
 from evaluation.models import Benchmark, Judgment, PromptVersion, Score, Submission
-from evaluation.services import judgments_retry, submission_rescore
+from evaluation.services import failed_judgments_retry, submission_rescore
 
 from .conftest import (
     CHECKOUT_DIR,
@@ -155,7 +155,7 @@ def test_import_submit_judge_board_page_api_study_retry_rescore(
     # A failed pair is visible and retryable; the retry makes only its call.
     before = len(judge_server.requests)
     script.healed = True
-    assert judgments_retry(submission=submission) == 1
+    assert failed_judgments_retry(submission=submission) == 1
     assert len(judge_server.requests) == before + 1
     answers = {by_message[user]: raw for user, raw in script.final.items()}
     expected = expected_results(tmp_path, release_dir, upload, answers, "full-duplex")

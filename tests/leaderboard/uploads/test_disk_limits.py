@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 
 from evaluation.models import Membership, Submission, System, Team
-from leaderboard.uploads.selectors import account_limit_refusal
+from evaluation.selectors import account_limit_refusal
 from leaderboard.uploads.services import upload_temp_files_sweep
 from leaderboard.uploads.tasks import sweep_upload_temp_files
 from tests.leaderboard.uploads.conftest import start_fields

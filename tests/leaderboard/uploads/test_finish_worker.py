@@ -11,6 +11,7 @@ import pytest
 from django.db import DataError
 
 from evaluation.models import Submission
+from evaluation.services import submissions
 from leaderboard.uploads import services, storage, tasks
 from leaderboard.uploads.models import Upload
 from leaderboard.uploads.selectors import open_uploads_refusal
@@ -134,7 +135,7 @@ def test_a_failure_after_the_bundle_was_placed_leaves_no_bundle_and_no_submissio
     def refused(**kwargs):
         raise DataError("value too long for type character varying(200) in bundles/")
 
-    monkeypatch.setattr(services, "submission_create", refused)
+    monkeypatch.setattr(submissions, "submission_create", refused)
     assert tasks.finish_upload.apply(args=queued[0]).get() == "uploading"
     upload = Upload.objects.get(pk=state["id"])
     assert upload.status == "uploading" and upload.error == services.FINISH_FAILED
@@ -185,8 +186,9 @@ def journal(monkeypatch):
 
         monkeypatch.setattr(owner, name, wrapped)
 
-    for name in ("bundle_validate", "file_sha256", "bundle_store"):
+    for name in ("bundle_validate", "file_sha256"):
         record(services, name)
+    record(submissions, "bundle_store")
     for name in (
         "partial_place",
         "partial_delete",
@@ -204,7 +206,7 @@ def journal(monkeypatch):
     for backend in (FileSystemStorage, S3Storage):
         for name in ("_save", "_open", "delete"):
             record(backend, name, f"storage.{name.strip('_')}")
-    real_locked = services.limits_locked
+    real_locked = submissions.limits_locked
 
     @contextlib.contextmanager
     def locked(**kwargs):
@@ -213,7 +215,7 @@ def journal(monkeypatch):
             yield
             events.append("unlock")
 
-    monkeypatch.setattr(services, "limits_locked", locked)
+    monkeypatch.setattr(submissions, "limits_locked", locked)
     return events
 
 

@@ -10,10 +10,10 @@ import pytest
 from django.db import connection
 
 from evaluation.models import Membership, Submission, System, Team
+from evaluation.selectors import team_limit_refusal
 from evaluation.services import submissions as submission_services
+from evaluation.services.submissions import LimitReached, submission_create_within_limits
 from leaderboard.uploads.models import Upload
-from leaderboard.uploads.selectors import team_limit_refusal
-from leaderboard.uploads.services import LimitReached, submission_create_within_limits
 from tests.leaderboard.uploads.conftest import put_chunk, start_fields
 
 pytestmark = pytest.mark.django_db(transaction=True)
