@@ -18,10 +18,15 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from evaluation.audio import WAV_HEAD_BYTES, AudioLimits, NotAWav, wav_format, wav_problem
 from evaluation.jsonbounds import JsonRefused, loads_bounded
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from evaluation.benchmarks.base import SpanCount
 
 # What reading a damaged or unusual entry can raise (bad CRC, truncated deflate data, a
 # compression method Python lacks); reported in our words, never passed on.
@@ -341,6 +346,25 @@ def audio_members_check(path, limits: AudioLimits, report: ValidationReport) -> 
             if problem:
                 report.add(f"not accepted as audio: {problem}", file=info.filename)
                 fine = False
+    return fine
+
+
+def spans_check(spans: Iterable[SpanCount], limit: int, report: ValidationReport) -> bool:
+    """Every sequence of timed spans a plug-in parsed (UploadContents.spans) against its
+    max_spans_per_run, each one over it a problem naming its run, file, count and the limit;
+    True when all are within it. The core runs it on what every plug-in's validation reports,
+    so no plug-in checks its own."""
+    fine = True
+    for span in spans:
+        if span.count > limit:
+            where = f"{span.where}: " if span.where else ""
+            report.add(
+                f"{where}holds {span.count:,} {span.what}; a run of this benchmark holds at "
+                f"most {limit:,}",
+                task=span.task,
+                file=span.file,
+            )
+            fine = False
     return fine
 
 

@@ -26,6 +26,7 @@ from evaluation.bundles import (
     ValidationReport,
     audio_members_check,
     manifest_check,
+    spans_check,
     unpacked_bytes,
     zip_entry_count,
 )
@@ -155,6 +156,9 @@ def bundle_validate(
         options=options,
         limits=upload_limits(benchmark),
     )
+    # Every run's spans as the plug-in parsed them, against its declared bound: checked here
+    # once for every plug-in, before anything is stored.
+    spans_check(contents.spans, plugin.max_spans_per_run, report)
     contents.options = {**options, **contents.options}
     contents.unpacked_bytes = unpacked_bytes(path) if report.ok else 0
     # The manifest fields that become columns: checked here, where the columns are known.

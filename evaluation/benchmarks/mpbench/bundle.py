@@ -7,6 +7,7 @@ import math
 import zipfile
 from dataclasses import dataclass, field
 
+from evaluation.benchmarks.base import SpanCount
 from evaluation.bundles import ZIP_READ_ERRORS, Entry, ValidationReport, iter_task_entries
 from evaluation.jsonbounds import JsonRefused, loads_bounded, unstorable_text
 
@@ -25,7 +26,6 @@ from .limits import (
     MAX_MANIFEST_VALUES,
     MAX_TRANSCRIPT_BYTES,
     MAX_TRANSCRIPT_VALUES,
-    MAX_WORD_CHUNKS,
 )
 
 TASK_FOLDER_PREFIX = "scenario_"
@@ -47,14 +47,16 @@ def accepts_file(relative: str) -> bool:
 
 @dataclass
 class BundleContents:
-    """The accepted files per task (relative name -> zip entry), the root manifest, and each
+    """The accepted files per task (relative name -> zip entry), the root manifest, each
     task's detection evidence (detection.evidence_json) from the transcripts as validation
-    parsed them (complete only for an upload with no problem)."""
+    parsed them (complete only for an upload with no problem), and the word chunks of every
+    transcript, which the core checks against the plug-in's max_spans_per_run."""
 
     tasks: dict[str, dict[str, Entry]] = field(default_factory=dict)
     manifest: dict = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     evidence: dict[str, list] = field(default_factory=dict)
+    spans: list[SpanCount] = field(default_factory=list)
 
 
 _NUMBERS = (int, float)
@@ -101,14 +103,6 @@ def check_transcript(data, report: ValidationReport, *, task: str, file: str) ->
     chunks = data.get("chunks", [])
     if not isinstance(chunks, list):
         report.add("'chunks' must be a list", task=task, file=file)
-        return
-    if len(chunks) > MAX_WORD_CHUNKS:
-        report.add(
-            f"holds {len(chunks):,} word chunks; a transcript of this benchmark holds at most "
-            f"{MAX_WORD_CHUNKS:,}",
-            task=task,
-            file=file,
-        )
         return
     texts, stamps_fine = _looked_over(chunks)
     try:
@@ -254,6 +248,11 @@ def validate_contents(
                 if data is not None:
                     check_transcript(data, report, task=task, file=entry.relative)
                     parsed[entry.relative] = data
+                    chunks = data.get("chunks") if isinstance(data, dict) else None
+                    if isinstance(chunks, list):
+                        contents.spans.append(
+                            SpanCount(task, len(chunks), "word chunks", file=entry.relative)
+                        )
                 accepted[entry.relative] = entry
             elif is_audio(entry.relative):
                 # Its header was checked against the plug-in's audio_limits by the core.

@@ -302,6 +302,7 @@ class MPBench(BenchmarkPlugin):
     default_row_group = "realtime"
     max_upload_bytes = bundle_limits.MAX_BUNDLE_UNCOMPRESSED_BYTES
     audio_limits = bundle_limits.AUDIO_LIMITS
+    max_spans_per_run = bundle_limits.MAX_WORD_CHUNKS
 
     # --- import ---
 
@@ -329,6 +330,7 @@ class MPBench(BenchmarkPlugin):
             present=set(found.tasks),
             missing=found.missing,
             findings=found.evidence if report.ok else {},
+            spans=found.spans,
         )
 
     def ingest(self, handle: IO[bytes], *, tasks, limits) -> Iterator[IngestedTask]:
