@@ -136,8 +136,9 @@ class SpanCount:
     """How many timed spans (words, speech segments) one sequence of a run holds as validation
     parsed it: a transcript, the segments given for the run. ``what`` names them as the upload
     does ("word chunks", "segments"); ``where`` says where in the file, when the file holds
-    several runs ("segments.jsonl line 4"). The core refuses a count above the plug-in's
-    max_spans_per_run (bundles.spans_check)."""
+    several runs ("segments.jsonl line 4"). A plug-in's validate_upload reports each one to the
+    report (ValidationReport.count_spans), which refuses a count above the plug-in's
+    max_spans_per_run."""
 
     task: str
     count: int
@@ -163,9 +164,6 @@ class UploadContents:
     # step once, by the ingest that follows, and dropped there. Ints stay ints and floats come
     # back exactly. A step run again later (a retry, a re-score) reads the upload.
     findings: dict[str, Any] = field(default_factory=dict)
-    # The timed spans of every sequence of every run the upload holds, as parsed: the core
-    # checks each against max_spans_per_run. A plug-in whose runs hold none reports none.
-    spans: list[SpanCount] = field(default_factory=list)
     # Set by the core: the bytes the upload unpacks to (its zip members; 0 for a single file),
     # the most its ingest can store besides the bundle.
     unpacked_bytes: int = 0
@@ -682,8 +680,9 @@ class BenchmarkPlugin:
         max_seconds=10 * 60, max_bytes=256 * 1024**2, max_channels=2, max_sample_rate=48_000
     )
     # The most timed spans (words, speech segments) one sequence of a run may hold: a run lasts
-    # minutes, with hundreds of words. The core checks every count validation reports
-    # (UploadContents.spans) against it, so a run that would make its page draw that many
+    # minutes, with hundreds of words. validate_upload reports what each run holds as it parses
+    # it (report.count_spans, a SpanCount per transcript or list of segments); the core's report
+    # refuses a count above this at once, so a run that would make its page draw that many
     # spans, or its steps read them, is refused before anything is stored.
     max_spans_per_run: ClassVar[int] = 5_000
 

@@ -167,7 +167,6 @@ class ToyBench(BenchmarkPlugin):
         if upload.text is None:
             return UploadContents()
         answers = {}
-        spans = []
         for number, line in enumerate(upload.text.splitlines(), 1):
             try:
                 record = json.loads(line)
@@ -185,8 +184,10 @@ class ToyBench(BenchmarkPlugin):
                     file="answers.jsonl",
                 )
             elif words:
-                # How many the page would draw: the core holds it to max_spans_per_run.
-                spans.append(SpanCount(record["id"], len(words), "words", file="answers.jsonl"))
+                # How many the page would draw: the core's report holds it to max_spans_per_run.
+                report.count_spans(
+                    SpanCount(record["id"], len(words), "words", file="answers.jsonl")
+                )
             answers[record["id"]] = record
         missing = sorted(set(tasks) - set(answers))
         if missing and not allow_partial:
@@ -194,7 +195,7 @@ class ToyBench(BenchmarkPlugin):
         for task_id, info in upload.audio.items():
             if task_id not in answers:
                 report.warn("no answer of this task is in the upload; ignored", file=info.filename)
-        return UploadContents(present=set(answers), missing=missing, spans=spans)
+        return UploadContents(present=set(answers), missing=missing)
 
     def ingest(self, handle: IO[bytes], *, tasks, limits) -> Iterator[IngestedTask]:
         report = ValidationReport()

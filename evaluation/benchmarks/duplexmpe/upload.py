@@ -62,8 +62,8 @@ MAX_JSON_DEPTH = 16  # a log nests four levels, a transcript three
 MAX_JSON_VALUES = 500_000
 # Speech episodes (low-trust segments) or transcript chunks of one run: a run lasts a few
 # minutes, with tens of episodes and hundreds of words. More is not a run (our decision); it
-# would only make the run's page draw them. The plug-in's max_spans_per_run: the core refuses
-# a run holding more (validate reports each run's counts).
+# would only make the run's page draw them. The plug-in's max_spans_per_run: the core's report
+# refuses a run holding more (validate counts each run's spans into it).
 MAX_SPANS_PER_RUN = 5_000
 # A run is ~100 s [X: 99.8 s mean]; the longest waits (60 s after T) keep it within minutes.
 # Any channel count and rate a model writes is read (downmixed, resampled), within these.
@@ -232,11 +232,10 @@ def _segments(raw, where: str, report: ValidationReport, run: str):
 
 @dataclass
 class _Submitted:
-    """The low-trust files, by run, and how many segments each run's line gives."""
+    """The low-trust files, by run."""
 
     segments: dict[str, list] = field(default_factory=dict)
     judgments: dict[str, list[dict]] = field(default_factory=dict)
-    spans: list[SpanCount] = field(default_factory=list)
 
 
 def _read_submitted(
@@ -256,8 +255,10 @@ def _read_submitted(
                 report.add(f"{where}: run {run} is listed twice", task=run)  # SPEC §8 row 20
             else:
                 raw = record.get("segments")
-                if isinstance(raw, list):
-                    found.spans.append(SpanCount(run, len(raw), "segments", where=where))
+                if isinstance(raw, list) and not report.count_spans(
+                    SpanCount(run, len(raw), "segments", where=where)
+                ):
+                    continue  # over the core's bound: refused, its segments never read
                 segments = _segments(raw, where, report, run)
                 if segments is not None:
                     found.segments[run] = segments
@@ -353,20 +354,18 @@ def validate(
                     "(scored here) or the low-trust files, not both"
                 )
             submitted = _read_submitted(archive, layout, report, scenarios)
-        spans = list(submitted.spans)
-        present = _check_runs(archive, layout, report, scenarios, mode, submitted, spans)
+        present = _check_runs(archive, layout, report, scenarios, mode, submitted)
     # A run with files but problems is reported for those, not as missing as well.
     given = set(layout.logs) | set(layout.audio) | set(submitted.segments)
     missing = sorted(set(tasks) - given)
     if missing and not allow_partial:
         for run in missing:  # a missing run is never scored as silence (SPEC §8 row 20)
             report.add("this run is missing from the upload", task=run)
-    return UploadContents(manifest=manifest, present=present, missing=missing, spans=spans)
+    return UploadContents(manifest=manifest, present=present, missing=missing)
 
 
-def _check_runs(archive, layout, report, scenarios, mode, submitted, spans) -> set[str]:
-    """Check each run's files; the runs that are complete. The chunks of each submitted
-    transcript are counted into ``spans``."""
+def _check_runs(archive, layout, report, scenarios, mode, submitted) -> set[str]:
+    """Check each run's files; the runs that are complete."""
     runs = set(layout.logs) | set(layout.audio) | set(layout.transcripts) | set(submitted.segments)
     present = set()
     for run in sorted(runs):
@@ -399,10 +398,13 @@ def _check_runs(archive, layout, report, scenarios, mode, submitted, spans) -> s
         if run in layout.transcripts:
             where = layout.transcripts[run].path
             data = _read_json(archive, layout.transcripts[run], report, run)
-            for problem in transcript_problems(data) if data is not UNREAD else []:
+            chunks = data.get("chunks") if isinstance(data, Mapping) else None
+            # Over the core's bound its chunks are not looked at: the run is refused for it.
+            within = not isinstance(chunks, list) or report.count_spans(
+                SpanCount(run, len(chunks), "chunks", file=where)
+            )
+            for problem in transcript_problems(data) if data is not UNREAD and within else []:
                 report.add(problem, task=run, file=where)
-            if isinstance(data, Mapping) and isinstance(data.get("chunks"), list):
-                spans.append(SpanCount(run, len(data["chunks"]), "chunks", file=where))
         entry = layout.logs[run]
         data = _read_json(archive, entry, report, run)
         if data is UNREAD:

@@ -49,14 +49,12 @@ def accepts_file(relative: str) -> bool:
 class BundleContents:
     """The accepted files per task (relative name -> zip entry), the root manifest, each
     task's detection evidence (detection.evidence_json) from the transcripts as validation
-    parsed them (complete only for an upload with no problem), and the word chunks of every
-    transcript, which the core checks against the plug-in's max_spans_per_run."""
+    parsed them (complete only for an upload with no problem)."""
 
     tasks: dict[str, dict[str, Entry]] = field(default_factory=dict)
     manifest: dict = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     evidence: dict[str, list] = field(default_factory=dict)
-    spans: list[SpanCount] = field(default_factory=list)
 
 
 _NUMBERS = (int, float)
@@ -246,13 +244,14 @@ def validate_contents(
                     max_values=MAX_TRANSCRIPT_VALUES,
                 )
                 if data is not None:
-                    check_transcript(data, report, task=task, file=entry.relative)
-                    parsed[entry.relative] = data
                     chunks = data.get("chunks") if isinstance(data, dict) else None
-                    if isinstance(chunks, list):
-                        contents.spans.append(
-                            SpanCount(task, len(chunks), "word chunks", file=entry.relative)
-                        )
+                    # The core's bound (the plug-in's max_spans_per_run): a transcript over it
+                    # is refused for that alone, its chunks neither looked over nor detected.
+                    if not isinstance(chunks, list) or report.count_spans(
+                        SpanCount(task, len(chunks), "word chunks", file=entry.relative)
+                    ):
+                        check_transcript(data, report, task=task, file=entry.relative)
+                    parsed[entry.relative] = data
                 accepted[entry.relative] = entry
             elif is_audio(entry.relative):
                 # Its header was checked against the plug-in's audio_limits by the core.

@@ -330,7 +330,6 @@ class MPBench(BenchmarkPlugin):
             present=set(found.tasks),
             missing=found.missing,
             findings=found.evidence if report.ok else {},
-            spans=found.spans,
         )
 
     def ingest(self, handle: IO[bytes], *, tasks, limits) -> Iterator[IngestedTask]:

@@ -63,8 +63,9 @@ def test_every_bad_chunk_is_named_among_texts_that_are_not_strings():
 def test_the_word_chunks_of_each_transcript_are_reported_and_the_core_refuses_more_than_a_run_has(
     mpbench, tmp_path
 ):
-    """The plug-in declares 5,000 word chunks a transcript (limits.MAX_WORD_CHUNKS) and reports
-    each transcript's count; the core's validation refuses one over it, naming task and file."""
+    """The plug-in declares 5,000 word chunks a transcript (limits.MAX_WORD_CHUNKS) and counts
+    each transcript's into the report; the core's validation refuses one over it, naming task
+    and file."""
     assert MPBench.max_spans_per_run == 5_000
     words = [{"text": f" w{n}", "timestamp": [n * 0.2, n * 0.2 + 0.1]} for n in range(5_001)]
     task = "scenario_argument-diag_1001-tier_2-task_0"
@@ -83,9 +84,9 @@ def test_the_word_chunks_of_each_transcript_are_reported_and_the_core_refuses_mo
         f"{task} / response.json: holds 5,001 word chunks; a run of this benchmark holds at "
         "most 5,000"
     ]
-    report, contents = validated(5_000)
+    report, _ = validated(5_000)
     assert report.ok, report.lines()
-    assert {(s.task, s.file, s.count, s.what) for s in contents.spans} == {
+    assert {(s.task, s.file, s.count, s.what) for s in report.spans} == {
         (task, "all_stitched.json", 0, "word chunks"),
         (task, "response.json", 5_000, "word chunks"),
     }
