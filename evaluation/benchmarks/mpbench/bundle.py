@@ -47,7 +47,7 @@ def accepts_file(relative: str) -> bool:
 
 @dataclass
 class BundleContents:
-    """The accepted files per task (relative name -> zip entry), the root manifest, each
+    """The accepted files per task (relative name -> zip entry), the root manifest, and each
     task's detection evidence (detection.evidence_json) from the transcripts as validation
     parsed them (complete only for an upload with no problem)."""
 
