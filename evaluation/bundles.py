@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from evaluation.audio import WAV_HEAD_BYTES, AudioLimits, NotAWav, wav_format, wav_problem
+from evaluation.benchmarks.base import SpanCount
 from evaluation.jsonbounds import JsonRefused, loads_bounded
 
 # What reading a damaged or unusual entry can raise (bad CRC, truncated deflate data, a
@@ -118,13 +119,39 @@ class _Capped:
 
 class ValidationReport:
     """Problems (the bundle is refused) and warnings (it is not), each counted in full but kept
-    only up to `max_per_file` per file and `max_total` per bundle."""
+    only up to `max_per_file` per file and `max_total` per bundle. ``max_spans_per_run``: the
+    plug-in's declared bound on a run's timed spans, which the core's validation sets
+    (bundle_validate); every count a plug-in reports (count_spans) is kept in ``spans``."""
 
     def __init__(
-        self, *, max_per_file: int = REPORT_MAX_PER_FILE, max_total: int = REPORT_MAX_TOTAL
+        self,
+        *,
+        max_per_file: int = REPORT_MAX_PER_FILE,
+        max_total: int = REPORT_MAX_TOTAL,
+        max_spans_per_run: int | None = None,
     ):
         self._problems = _Capped(max_per_file, max_total)
         self._warnings = _Capped(max_per_file, max_total)
+        self.max_spans_per_run = max_spans_per_run
+        self.spans: list[SpanCount] = []
+
+    def count_spans(self, span: SpanCount) -> bool:
+        """The timed spans one sequence of a run holds, as the plug-in parsed them: over the
+        plug-in's bound, a problem naming the run, its file, the count and the bound, and False
+        (the plug-in need do no more with them). Checked here, once for every plug-in, as soon
+        as they are counted, so that nothing is built from a run that is refused."""
+        self.spans.append(span)
+        limit = self.max_spans_per_run
+        if limit is None or span.count <= limit:
+            return True
+        where = f"{span.where}: " if span.where else ""
+        self.add(
+            f"{where}holds {span.count:,} {span.what}; a run of this benchmark holds at most "
+            f"{limit:,}",
+            task=span.task,
+            file=span.file,
+        )
+        return False
 
     @property
     def ok(self) -> bool:

@@ -131,6 +131,22 @@ class UploadFormat:
     directories_are_zipped: bool = True
 
 
+@dataclass(frozen=True)
+class SpanCount:
+    """How many timed spans (words, speech segments) one sequence of a run holds as validation
+    parsed it: a transcript, the segments given for the run. ``what`` names them as the upload
+    does ("word chunks", "segments"); ``where`` says where in the file, when the file holds
+    several runs ("segments.jsonl line 4"). A plug-in's validate_upload reports each one to the
+    report (ValidationReport.count_spans), which refuses a count above the plug-in's
+    max_spans_per_run."""
+
+    task: str
+    count: int
+    what: str = "spans"
+    file: str | None = None
+    where: str = ""
+
+
 @dataclass
 class UploadContents:
     """What validation learned: the manifest describing the system, the tasks present and
@@ -663,6 +679,12 @@ class BenchmarkPlugin:
     audio_limits: ClassVar[AudioLimits] = AudioLimits(
         max_seconds=10 * 60, max_bytes=256 * 1024**2, max_channels=2, max_sample_rate=48_000
     )
+    # The most timed spans (words, speech segments) one sequence of a run may hold: a run lasts
+    # minutes, with hundreds of words. validate_upload reports what each run holds as it parses
+    # it (report.count_spans, a SpanCount per transcript or list of segments); the core's report
+    # refuses a count above this at once, so a run that would make its page draw that many
+    # spans, or its steps read them, is refused before anything is stored.
+    max_spans_per_run: ClassVar[int] = 5_000
 
     # --- import ---
 

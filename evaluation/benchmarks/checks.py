@@ -103,6 +103,11 @@ def check_declarations(plugin: base.BenchmarkPlugin) -> list[str]:
             _unknown("default_row_group", plugin.default_row_group, "row group", row_groups)
         )
 
+    bound = plugin.max_spans_per_run
+    if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+        # The core refuses every run above it: 0 or a non-number would refuse every upload.
+        problems.append(f"max_spans_per_run: {bound!r} is not a positive whole number")
+
     for name, value in _declarations(plugin):
         problems.extend(_literal_problems(name, value))
     return problems

@@ -159,9 +159,12 @@ def bundle_validate(
     plugin = get_plugin(benchmark.plugin)
     tasks = TaskSpecs(benchmark)
     # Room for one line per task (an incomplete upload lists every missing task) besides the cap.
+    # The report refuses a run holding more timed spans than the plug-in declares, as the
+    # plug-in counts them (ValidationReport.count_spans).
     report = ValidationReport(
         max_per_file=settings.REPORT_MAX_PER_FILE,
         max_total=settings.REPORT_MAX_PROBLEMS + len(tasks),
+        max_spans_per_run=plugin.max_spans_per_run,
     )
     entries = zip_entry_count(path)
     most = upload_max_entries(plugin, len(tasks))

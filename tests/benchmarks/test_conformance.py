@@ -200,6 +200,9 @@ def _register(settings, monkeypatch, **declarations) -> None:
             {"default_row_group": "smal"},
             "default_row_group: 'smal' is not a declared row group (did you mean 'small'?)",
         ),
+        ({"max_spans_per_run": 0}, "max_spans_per_run: 0 is not a positive whole number"),
+        ({"max_spans_per_run": "5000"}, "max_spans_per_run: '5000' is not a positive whole number"),
+        ({"max_spans_per_run": True}, "max_spans_per_run: True is not a positive whole number"),
     ],
 )
 def test_a_plugin_naming_what_it_does_not_declare_is_refused(

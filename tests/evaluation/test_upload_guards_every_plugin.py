@@ -2,11 +2,13 @@
 included): a zip is refused by its entry count before its directory is read; every
 submission's stored bytes (its bundle and everything the bundle unpacks to) count against its
 team's and its account's storage quotas, failed submissions included; and a failed
-submission's files are deleted once it has been failed for the keep time."""
+submission's files are deleted once it has been failed for the keep time; a run holding more
+timed spans than the plug-in declares is refused by the core."""
 
 from __future__ import annotations
 
 import datetime
+import json
 import shutil
 import struct
 import zipfile
@@ -19,7 +21,12 @@ from django.test import Client
 from django.utils import timezone
 
 from evaluation.benchmarks import registry
-from evaluation.bundles import ValidationReport, audio_members_check, zip_entry_count
+from evaluation.bundles import (
+    BundleRejected,
+    ValidationReport,
+    audio_members_check,
+    zip_entry_count,
+)
 from evaluation.models import Membership, Submission, TaskResult, Team
 from evaluation.services import bundle_validate, failed_files_purge
 from evaluation.services.submissions import LimitReached, submission_create_within_limits
@@ -284,3 +291,105 @@ def test_a_failed_submission_a_rating_study_samples_keeps_its_files(board, setti
     assert failed_files_purge() == 0
     assert default_storage.exists(sampled.bundle.name)
     assert Submission.objects.get(pk=sampled.pk).stored_bytes == _kept(bundle)
+
+
+# --- Spans per run: each plug-in declares max_spans_per_run, the core enforces it ------------
+
+SPAN_BOUND = 20  # the declared bound, lowered so that a run just over it stays small
+
+
+def _demo_member(bundle: Path, *, prefix: str, suffix: str) -> str:
+    """The name of the first member of the demo upload under ``prefix`` ending in ``suffix``."""
+    with zipfile.ZipFile(bundle) as archive:
+        names = archive.namelist()
+    return sorted(n for n in names if n.startswith(prefix) and n.endswith(suffix))[0]
+
+
+def _mpbench_run(bundle: Path, path: Path, count: int) -> tuple[Path, str, str, str]:
+    """One task folder of the harness's format: an input of one word, a response of ``count``
+    words after it."""
+    task = _demo_member(bundle, prefix="scenario_", suffix="/response.json").split("/")[0]
+    words = [{"text": f" w{n}", "timestamp": [1 + n * 0.2, 1.1 + n * 0.2]} for n in range(count)]
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(
+            f"{task}/all_stitched.json",
+            json.dumps({"text": "hi", "chunks": [{"text": "hi", "timestamp": [0.0, 0.5]}]}),
+        )
+        archive.writestr(f"{task}/response.json", json.dumps({"text": "", "chunks": words}))
+    return path, task, "response.json", "word chunks"
+
+
+def _duplexmpe_run(bundle: Path, path: Path, count: int) -> tuple[Path, str, str, str]:
+    """The demo's first run (its output channel, its scheduler's log) with the submitter's own
+    transcript of ``count`` chunks."""
+    audio = _demo_member(bundle, prefix="audio/", suffix=".wav")
+    run = audio[len("audio/") : -len(".wav")]
+    chunks = [{"start": n * 0.1, "end": n * 0.1 + 0.05, "text": "a"} for n in range(count)]
+    with zipfile.ZipFile(bundle) as demo, zipfile.ZipFile(path, "w") as archive:
+        for name in (audio, f"schedule/{run}.json", "manifest.json"):
+            archive.writestr(name, demo.read(name))
+        archive.writestr(
+            f"transcripts/{run}.json", json.dumps({"asr": "the lab's ASR", "chunks": chunks})
+        )
+    return path, run, f"transcripts/{run}.json", "chunks"
+
+
+def _toy_run(bundle: Path, path: Path, count: int) -> tuple[Path, str, str, str]:
+    """One answer whose spoken words, ``count`` of them, are timed."""
+    path = path.with_suffix(".jsonl")
+    words = [{"start": n * 0.3, "end": n * 0.3 + 0.2, "text": "four"} for n in range(count)]
+    path.write_text(json.dumps({"id": "q1", "answer": "It is 2", "words": words}) + "\n")
+    return path, "q1", "answers.jsonl", "words"
+
+
+# How each plug-in whose runs hold timed spans writes one run of ``count`` of them, in its own
+# format: (the upload, the run, the file holding them, what the upload calls them).
+SPAN_RUNS = {"mp-bench": _mpbench_run, "duplex-mpe": _duplexmpe_run, "toy-bench": _toy_run}
+
+
+def _files(folder: Path) -> set[Path]:
+    return {p for p in folder.rglob("*") if p.is_file()} if folder.exists() else set()
+
+
+@pytest.mark.parametrize("board", SLUGS, indirect=True)
+def test_a_run_over_the_plugins_span_bound_is_refused_by_the_core_and_nothing_is_stored(
+    board, tmp_path, monkeypatch
+):
+    """One run holding one span more than the plug-in declares is refused at validation with a
+    problem naming the run, its file, the count and the bound, and leaves no row and no file;
+    at exactly the bound it is accepted. A plug-in whose runs hold no timed spans (its upload is
+    text replies) reports none: its demo run passes even a bound of one."""
+    benchmark, plugin, bundle, run = board
+    assert plugin.max_spans_per_run >= 5_000  # every real run fits the declared bound
+    team, _, user = _people()
+    write = SPAN_RUNS.get(plugin.slug)
+    if write is None:
+        monkeypatch.setattr(plugin, "max_spans_per_run", 1)
+        report, _ = bundle_validate(
+            benchmark=benchmark, path=bundle, allow_partial=False, options=dict(run.options)
+        )
+        assert report.ok, report.lines()
+        assert report.spans == []
+        return
+    monkeypatch.setattr(plugin, "max_spans_per_run", SPAN_BOUND)
+    over, task, file, what = write(bundle, tmp_path / "over.zip", SPAN_BOUND + 1)
+    media = tmp_path / "media"
+    before = _files(media)
+    report, _ = bundle_validate(benchmark=benchmark, path=over, allow_partial=True)
+    assert [(p.task, p.file, p.message) for p in report.problems] == [
+        (task, file, f"holds 21 {what}; a run of this benchmark holds at most 20")
+    ]
+    with pytest.raises(BundleRejected) as refused:
+        _submit(benchmark, over, run, team=team, user=user, key="over")
+    assert f"{task} / {file}: holds 21 {what}" in "\n".join(refused.value.report.lines())
+    assert not Submission.objects.filter(benchmark=benchmark).exists()
+    assert _files(media) == before
+
+    at, *_ = write(bundle, tmp_path / "at.zip", SPAN_BOUND)
+    report, _ = bundle_validate(benchmark=benchmark, path=at, allow_partial=True)
+    assert report.ok, report.lines()
+    assert [(s.task, s.file, s.count) for s in report.spans if s.count == SPAN_BOUND] == [
+        (task, file, SPAN_BOUND)
+    ]
+    _submit(benchmark, at, run, team=team, user=user, key="at")
+    assert Submission.objects.filter(benchmark=benchmark).count() == 1

@@ -1,7 +1,8 @@
 """The toy's spoken answers, as a real plug-in's clips: its demo's good run is a zip of the
 answers and a WAV per answer that it synthesizes itself, the WAVs are stored at ingest, and the
 task page plays them through the core's player (ranges answered with 206 and the stored bytes);
-a run uploaded as text alone has no player. Upload problems name their file."""
+a run uploaded as text alone has no player; an answer's timed words are drawn on a timeline.
+Upload problems name their file."""
 
 from __future__ import annotations
 
@@ -116,3 +117,46 @@ def test_upload_problems_name_their_file(tmp_path):
         limits=LIMITS,
     )
     assert [p.message for p in report.problems] == ["the zip holds no .jsonl answers file"]
+
+
+def test_timed_words_are_checked_and_drawn_on_the_task_page(settings, tmp_path, client):
+    """An answer's spoken words, timed, are drawn as one lane that seeks the spoken answer;
+    words that are not [{start, end, text}] with start <= end are a problem on their line."""
+    from evaluation.services import submission_create
+    from evaluation.services.pipeline import inline
+
+    tasks = {task["id"]: task for task in toy.TASKS}
+    report = ValidationReport()
+    bad = [{"start": 1.0, "end": 0.5, "text": "late"}]
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps({"id": "q1", "answer": "It is 2", "words": bad}) + "\n")
+    toy.plugin.validate_upload(
+        path, report, tasks=tasks, allow_partial=True, options={}, limits=LIMITS
+    )
+    assert [(p.file, p.message) for p in report.problems] == [
+        (
+            "answers.jsonl",
+            'line 1: "words" must be a list of {"start", "end", "text"} with start <= end, '
+            "in seconds",
+        )
+    ]
+
+    benchmark, _ = every_plugin_board("toy-bench", settings, tmp_path, name="words")
+    words = [{"start": 0.0, "end": 0.4, "text": "It"}, {"start": 0.5, "end": 0.9, "text": "is"}]
+    path = tmp_path / "words.jsonl"
+    path.write_text(json.dumps({"id": "q1", "answer": "It is 2", "words": words}) + "\n")
+    with inline():
+        submission = submission_create(
+            benchmark=benchmark,
+            bundle_path=path,
+            system_name="Timed",
+            judge=benchmark.judges.get(slug="offline"),
+            publish=True,
+            allow_partial=True,
+        )
+    page = client.get(f"/submissions/{submission.pk}/tasks/q1/").content.decode()
+    [lane] = re.findall(r'<div class="lane lane-1"[^>]*>(.*?)</div>', page, re.S)
+    assert re.findall(r'data-seek="([\d.]+)"[^>]*>([^<]*)</span>', lane) == [
+        ("0.0", "It"),
+        ("0.5", "is"),
+    ]

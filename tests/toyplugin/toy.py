@@ -1,6 +1,7 @@
 """Toy-Bench: short questions, answered in text; a judge grades each answer twice (accuracy and
 style) with a score from 0 to 1; the board ranks the mean score per language. An upload may carry
-each answer spoken (a WAV per task), which the task page plays; audio is never scored."""
+each answer spoken (a WAV per task), which the task page plays, and its words timed, which the
+task page draws on a timeline; neither is scored."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from evaluation.benchmarks.base import (
     RowGroup,
     Source,
     SourceError,
+    SpanCount,
     Split,
     Step,
     StudyKind,
@@ -43,6 +45,9 @@ from evaluation.benchmarks.base import (
     TaskInput,
     TaskOutcome,
     TaskSource,
+    Timeline,
+    TimelineLane,
+    TimelineSpan,
     UploadContents,
     UploadFormat,
     UploadOption,
@@ -65,9 +70,10 @@ class ToyBench(BenchmarkPlugin):
         label="a zip of a JSONL file of {id, answer} and each answer spoken, or the JSONL alone",
         suffixes=(".zip", ".jsonl"),
         description=(
-            'One JSON object per line and task: {"id": task id, "answer": the text}. In a zip, '
-            "each answer may be spoken as <task id>.wav beside it: the task page plays it, and "
-            "it is never scored."
+            'One JSON object per line and task: {"id": task id, "answer": the text}, and '
+            'optionally "words": [{"start", "end", "text"}], the spoken answer\'s words timed in '
+            "seconds (the task page draws them). In a zip, each answer may be spoken as "
+            "<task id>.wav beside it: the task page plays it, and it is never scored."
         ),
         options=(
             UploadOption(
@@ -170,6 +176,22 @@ class ToyBench(BenchmarkPlugin):
             if record.get("id") not in tasks:
                 report.add(f"line {number}: unknown id {record.get('id')!r}", file="answers.jsonl")
                 continue
+            words = record.get("words", [])
+            # How many the page would draw, counted first: the core's report refuses more than
+            # max_spans_per_run, and then they are not looked at one by one.
+            within = (
+                not isinstance(words, list)
+                or not words
+                or report.count_spans(
+                    SpanCount(record["id"], len(words), "words", file="answers.jsonl")
+                )
+            )
+            if within and not _timed_words(words):
+                report.add(
+                    f'line {number}: "words" must be a list of {{"start", "end", "text"}} with '
+                    "start <= end, in seconds",
+                    file="answers.jsonl",
+                )
             answers[record["id"]] = record
         missing = sorted(set(tasks) - set(answers))
         if missing and not allow_partial:
@@ -194,7 +216,10 @@ class ToyBench(BenchmarkPlugin):
                 store = (
                     [(SPOKEN, member_opener(upload.archive, info), info.file_size)] if info else []
                 )
-                yield IngestedTask(record["id"], data={"answer": record["answer"]}, store=store)
+                data = {"answer": record["answer"]}
+                if record.get("words"):
+                    data["words"] = record["words"]
+                yield IngestedTask(record["id"], data=data, store=store)
         finally:
             upload.close()
 
@@ -265,12 +290,16 @@ class ToyBench(BenchmarkPlugin):
         }
 
     def task_context(self, task: TaskInput, *, judged) -> dict:
-        """The spoken answer, where the upload has one (the engine signs its address)."""
+        """The spoken answer, where the upload has one (the engine signs its address), and its
+        timed words as a timeline lane that seeks it."""
         key = task.assets.get(SPOKEN)
+        words = task.data.get("words") or []
+        lane = tuple(TimelineSpan(w["start"], w["end"], w["text"]) for w in words)
         return {
             "clips": [ClipSpec(key=key, label="The answer, spoken", name=SPOKEN, role="response")]
             if key
-            else []
+            else [],
+            "timeline": Timeline(lanes=(TimelineLane("Answer", lane, SPOKEN),)) if lane else None,
         }
 
     def study_units(self, kind, task, *, judged) -> list[StudyUnit]:
@@ -315,6 +344,21 @@ class ToyBench(BenchmarkPlugin):
         write_spoken_answers(good, correct=5)
         write_answers(fair, correct=2, seed=1)
         return [DemoRun(good, "Toy Good", "small"), DemoRun(fair, "Toy Fair", "large")]
+
+
+def _timed_words(words) -> bool:
+    """A list of {"start", "end", "text"}: finite seconds, start <= end, a string."""
+    if not isinstance(words, list):
+        return False
+    for word in words:
+        if not isinstance(word, dict) or not isinstance(word.get("text"), str):
+            return False
+        start, end = word.get("start"), word.get("end")
+        if not all(type(t) in (int, float) and math.isfinite(t) for t in (start, end)):
+            return False
+        if not 0 <= start <= end:
+            return False
+    return True
 
 
 @dataclass

@@ -48,7 +48,7 @@ from . import judge as judges
 from .manifest import ManifestError, read_manifest
 from .metrics import ACK, ANSWER, CONDITIONS
 from .segments import N_MIN
-from .upload import AUDIO_LIMITS
+from .upload import AUDIO_LIMITS, MAX_SPANS_PER_RUN
 
 # The paper's judge [P]; SPEC §7 asks to pin the snapshot (staff set the judge's model names).
 OFFICIAL_MODEL = "claude-opus-5"
@@ -319,6 +319,7 @@ class DuplexMPE(BenchmarkPlugin):
     default_row_group = "full-duplex"
     max_upload_bytes = MAX_UPLOAD_BYTES
     audio_limits = AUDIO_LIMITS
+    max_spans_per_run = MAX_SPANS_PER_RUN
 
     # --- import ---
 

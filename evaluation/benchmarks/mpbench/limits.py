@@ -22,7 +22,8 @@ MAX_MANIFEST_VALUES = 100_000
 MAX_JSON_DEPTH = 32
 # A chunk is a word: a quarter of an hour of speech at five words a second is 4,500, and a
 # conversation of the benchmark lasts minutes (its transcripts hold about a hundred). More is not
-# a run; it would only make the task's page draw that many words.
+# a run; it would only make the task's page draw that many words. The plug-in's
+# max_spans_per_run: the core refuses a transcript holding more.
 MAX_WORD_CHUNKS = 5_000
 
 # The harness's WAVs: input, response and both together (that one may be stereo). A file of

@@ -302,6 +302,7 @@ class MPBench(BenchmarkPlugin):
     default_row_group = "realtime"
     max_upload_bytes = bundle_limits.MAX_BUNDLE_UNCOMPRESSED_BYTES
     audio_limits = bundle_limits.AUDIO_LIMITS
+    max_spans_per_run = bundle_limits.MAX_WORD_CHUNKS
 
     # --- import ---
 

@@ -21,7 +21,8 @@ LIMITS = UploadLimits(max_bytes=10 * 1024**3, max_ratio=100.0)
 
 
 def validate(path: Path, tasks, *, allow_partial=False):
-    report = ValidationReport()
+    # As the core's validation makes it: holding the plug-in's bound on a run's spans.
+    report = ValidationReport(max_spans_per_run=plugin.max_spans_per_run)
     contents = plugin.validate_upload(path, report, tasks=tasks, allow_partial=allow_partial,
                                       options={}, limits=LIMITS)  # fmt: skip
     return report, contents
@@ -395,14 +396,20 @@ def test_output_audio_far_past_the_streams_end_is_refused(tree, tmp_path, tasks,
     assert "more than 30.0 s past the stream's end" in problem.message
 
 
-def test_more_segments_or_transcript_chunks_than_a_run_has_are_refused(
+def test_each_runs_segments_and_transcript_chunks_are_reported_for_the_cores_bound(
     tree, tmp_path, tasks, scenarios
 ):
+    """The plug-in declares 5,000 spans a run and counts what each run holds into the report,
+    whose bound (the core's validation sets it) refuses more, naming the run and where its
+    spans are."""
+    assert plugin.max_spans_per_run == 5_000
     run = first_run(scenarios)
     many = [{"start": n * 0.01, "end": n * 0.01 + 0.005, "text": "a"} for n in range(5_001)]
     (tree / "transcripts" / f"{run}.json").write_text(json.dumps({"asr": "x", "chunks": many}))
     report, _ = validate(zip_upload(tree, tmp_path / "u.zip"), tasks)
-    assert (run, f"transcripts/{run}.json", "holds 5,001 chunks; a run of this benchmark has "
+    counted = {(s.task, s.file, s.what): s.count for s in report.spans}
+    assert counted[(run, f"transcripts/{run}.json", "chunks")] == 5_001
+    assert (run, f"transcripts/{run}.json", "holds 5,001 chunks; a run of this benchmark holds "
             "at most 5,000") in {(p.task, p.file, p.message) for p in report.problems}  # fmt: skip
     low = low_trust_tree(tmp_path / "lt", scenarios)
     lines = (low / "segments.jsonl").read_text().splitlines()
@@ -412,6 +419,8 @@ def test_more_segments_or_transcript_chunks_than_a_run_has_are_refused(
     (low / "segments.jsonl").write_text("\n".join(lines) + "\n")
     report, _ = validate(zip_upload(low, tmp_path / "lt.zip"), tasks)
     stem = f"{record['scenario_id']}__{record['condition']}"
+    assert (stem, 5_001, "segments") in {(s.task, s.count, s.what) for s in report.spans}
     assert (
-        f"{stem}: segments.jsonl line 1: 5,001 segments; a run of this benchmark has at most 5,000"
+        f"{stem}: segments.jsonl line 1: holds 5,001 segments; a run of this benchmark holds at "
+        "most 5,000"
     ) in messages(report)

@@ -1,9 +1,14 @@
 """Bounds on what an MP-Bench bundle may hold, checked at validation with a message naming the
 task, the file and the chunk."""
 
+import json
+import zipfile
+
 from evaluation.benchmarks.mpbench.bundle import check_transcript
 from evaluation.benchmarks.mpbench.limits import MAX_CONVERSATION_SECONDS
+from evaluation.benchmarks.mpbench.plugin import MPBench
 from evaluation.bundles import ValidationReport
+from evaluation.services import bundle_validate
 
 TASK = "scenario_x-task_0"
 
@@ -55,10 +60,33 @@ def test_every_bad_chunk_is_named_among_texts_that_are_not_strings():
     ]
 
 
-def test_a_transcript_of_more_words_than_a_run_has_is_refused():
+def test_the_word_chunks_of_each_transcript_are_reported_and_the_core_refuses_more_than_a_run_has(
+    mpbench, tmp_path
+):
+    """The plug-in declares 5,000 word chunks a transcript (limits.MAX_WORD_CHUNKS) and counts
+    each transcript's into the report; the core's validation refuses one over it, naming task
+    and file."""
+    assert MPBench.max_spans_per_run == 5_000
     words = [{"text": f" w{n}", "timestamp": [n * 0.2, n * 0.2 + 0.1]} for n in range(5_001)]
-    assert problems(words) == [
-        f"{TASK} / response.json: holds 5,001 word chunks; a transcript of this benchmark "
-        "holds at most 5,000"
+    task = "scenario_argument-diag_1001-tier_2-task_0"
+
+    def validated(count: int):
+        path = tmp_path / f"{count}.zip"
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr(f"{task}/all_stitched.json", json.dumps({"text": "", "chunks": []}))
+            archive.writestr(
+                f"{task}/response.json", json.dumps({"text": "", "chunks": words[:count]})
+            )
+        return bundle_validate(benchmark=mpbench, path=path, allow_partial=True)
+
+    report, _ = validated(5_001)
+    assert [str(p) for p in report.problems] == [
+        f"{task} / response.json: holds 5,001 word chunks; a run of this benchmark holds at "
+        "most 5,000"
     ]
-    assert problems(words[:5_000]) == []
+    report, _ = validated(5_000)
+    assert report.ok, report.lines()
+    assert {(s.task, s.file, s.count, s.what) for s in report.spans} == {
+        (task, "all_stitched.json", 0, "word chunks"),
+        (task, "response.json", 5_000, "word chunks"),
+    }
