@@ -13,7 +13,8 @@ computed, around a table cached per viewer class (leaderboard/selectors.py board
 The middleware sits outside the compression middleware, so a stored response is stored
 compressed and served without running any view, template or query. A state read just before a
 change commits may be kept for up to FLOORBOARD_BOARD_STATE_SECONDS, as may one the change was
-not announced to (board_changed): that is the longest a reader waits for a change.
+not announced to (board_changed): that is the longest a reader waits for a change. A page with
+signed URLs in it (a task's audio) is kept at most half their lifetime (signed_page_seconds).
 """
 
 from __future__ import annotations
