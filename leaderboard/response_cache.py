@@ -13,7 +13,8 @@ computed, around a table cached per viewer class (leaderboard/selectors.py board
 The middleware sits outside the compression middleware, so a stored response is stored
 compressed and served without running any view, template or query. A state read just before a
 change commits may be kept for up to FLOORBOARD_BOARD_STATE_SECONDS, as may one the change was
-not announced to (board_changed): that is the longest a reader waits for a change.
+not announced to (board_changed): that is the longest a reader waits for a change. A page with
+signed URLs in it (a task's audio) is kept at most half their lifetime (signed_page_seconds).
 """
 
 from __future__ import annotations
@@ -40,22 +41,30 @@ ACCEPTS_GZIP = re.compile(r"\bgzip\b")
 SCOPES = ("board", "site", "submission")
 
 
-def reader_cached(scope: str, *, rate_limited: bool = False):
+def reader_cached(scope: str, *, rate_limited: bool = False, signed_urls: bool = False):
     """Mark a view whose anonymous GET responses may be served from the response cache: its
     pages change with one benchmark's board state (``board``, found from the view's ``slug``;
     ``submission``, from its ``pk``) or with every board's (``site``). A response the view
     marks ``reader_storable = False`` (a submission still being scored, whose progress the
     board state does not follow) is served but not stored. ``rate_limited``: a stored copy is
-    served within the API's per-client rates too, as the view itself is."""
+    served within the API's per-client rates too, as the view itself is. ``signed_urls``: the
+    page embeds links that expire (audio), so a copy is kept only signed_page_seconds()."""
     if scope not in SCOPES:
         raise ValueError(f"reader_cached: unknown scope {scope!r}; one of {', '.join(SCOPES)}")
 
     def mark(view):
         view.reader_cache = scope
         view.reader_rate_limited = rate_limited
+        view.reader_signed_urls = signed_urls
         return view
 
     return mark
+
+
+def signed_page_seconds() -> int:
+    """How long a page embedding signed URLs may be kept: half their lifetime, so that a stored
+    copy's links still work for at least SIGNED_URL_SECONDS/2 when it is served."""
+    return min(settings.RESPONSE_CACHE_SECONDS, settings.SIGNED_URL_SECONDS // 2)
 
 
 def reader_without_session(request) -> bool:
@@ -85,7 +94,8 @@ def _scope_of_path(path: str):
     scope = getattr(match.func, "reader_cache", None)
     if scope is None:
         return None
-    return scope, match.kwargs, match.func.reader_rate_limited
+    func = match.func
+    return scope, match.kwargs, func.reader_rate_limited, func.reader_signed_urls
 
 
 def api_rate_refusal(request) -> HttpResponse | None:
@@ -157,7 +167,7 @@ class ReaderCacheMiddleware:
         scope = _scope(request)
         if scope is None:
             return self.get_response(request)
-        kind, kwargs, rate_limited = scope
+        kind, kwargs, rate_limited, signed_urls = scope
         if not reader_without_session(request):
             return self._personal(request, self.get_response(request))
         state = _state(kind, kwargs)
@@ -184,12 +194,13 @@ class ReaderCacheMiddleware:
             response["Last-Modified"] = http_date(state.modified)
             patch_cache_control(response, public=True, max_age=0, must_revalidate=True)
             patch_vary_headers(response, ("Cookie", "Authorization"))
-            if settings.PROXY_CACHE_SECONDS:
+            seconds = signed_page_seconds() if signed_urls else settings.RESPONSE_CACHE_SECONDS
+            if proxy_seconds := min(settings.PROXY_CACHE_SECONDS, seconds):
                 # For docker/nginx.conf's micro-cache; nginx keeps the header to itself.
-                response["X-Accel-Expires"] = str(settings.PROXY_CACHE_SECONDS)
-            if settings.RESPONSE_CACHE:
+                response["X-Accel-Expires"] = str(proxy_seconds)
+            if settings.RESPONSE_CACHE and seconds > 0:
                 stored = (response.status_code, response.content, list(response.items()))
-                cache.set(key, stored, settings.RESPONSE_CACHE_SECONDS)
+                cache.set(key, stored, seconds)
         return get_conditional_response(
             request,
             etag=response["ETag"],

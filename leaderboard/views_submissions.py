@@ -342,6 +342,7 @@ def submission_release_spending(request, pk: int):
     return redirect(reverse("submission", args=[submission.pk]))
 
 
+@reader_cached("submission", signed_urls=True)
 @require_safe
 def task_page(request, pk: int, task_id: str):
     submission = _visible_submission(request, pk)
@@ -364,7 +365,7 @@ def task_page(request, pk: int, task_id: str):
         )
         for clip in context.pop("clips", [])
     ]
-    return render(
+    response = render(
         request,
         "leaderboard/task.html",
         {
@@ -380,3 +381,7 @@ def task_page(request, pk: int, task_id: str):
             ),
         },
     )
+    # As the submission page: stored for visitors once final. Its clips' signed URLs expire,
+    # which reader_cached(signed_urls=True) bounds.
+    response.reader_storable = submission.status in FINAL_STATUSES
+    return response

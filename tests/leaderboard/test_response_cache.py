@@ -2,13 +2,17 @@
 every registered plug-in (the toy plug-in included): a stored board, chart, export or JSON page
 is served without a query, and changes at once when a submission is withdrawn, published, shown
 anonymously, revealed or a new one is scored, through the services that do it; private rows and
-a signed-in reader's header never reach a response stored for anonymous readers.
+a signed-in reader's header never reach a response stored for anonymous readers. A task page,
+whose audio URLs expire, is kept at most half their lifetime.
 
 The board state is kept for five minutes here (the site's default is five seconds; the tests'
 settings read it on every request), so only what the services announce can change a page at
 once."""
 
 from __future__ import annotations
+
+import re
+import time
 
 import pytest
 from django.contrib.auth.models import User
@@ -278,3 +282,115 @@ def test_a_stored_export_is_served_within_the_apis_rates(settings, monkeypatch, 
         assert [visitor.get(address).status_code for _ in range(4)] == [200, 200, 200, 429]
     # The board's page itself has no such rate.
     assert {Client().get(board).status_code for _ in range(5)} == {200}
+
+
+# --- The task page: a stored copy carries signed audio URLs that expire -----------------------
+
+AUDIO_URL = re.compile(r'/audio/[^/"]+/')
+
+
+def _task_address(submission: Submission) -> str:
+    """A public task of the submission, one with an audio file where the plug-in's demo has one
+    (its page then holds signed URLs)."""
+    rows = list(
+        submission.task_results.filter(task__held_out=False)
+        .select_related("task")
+        .order_by("task__task_id")
+    )
+    heard = [row for row in rows if any(name.endswith(".wav") for name in row.files)]
+    row = (heard or rows)[0]
+    return f"/submissions/{submission.pk}/tasks/{row.task.task_id}/"
+
+
+@pytest.mark.parametrize("board", SLUGS, indirect=True)
+def test_a_task_page_is_stored_once_final_and_changes_with_its_submission(board):
+    benchmark, plugin, shown, owner, folder = board
+    address = _task_address(shown)
+    visitor = Client()
+    assert NAME in _text(visitor, address)
+    with CaptureQueriesContext(connection) as queries:
+        assert NAME in _text(visitor, address)
+    assert len(queries) == 0  # served without the view
+
+    team = Client()
+    team.force_login(owner)
+    manage = f"/submissions/{shown.pk}/manage"
+    assert team.post(f"{manage}/anonymize/").status_code == 302
+    page = _text(visitor, address)
+    assert NAME not in page and ANONYMOUS_NAME in page
+    assert team.post(f"{manage}/reveal/").status_code == 302
+    assert NAME in _text(visitor, address)
+    assert team.post(f"{manage}/unpublish/").status_code == 302
+    assert visitor.get(address).status_code == 404
+    assert team.post(f"{manage}/publish/").status_code == 302
+    assert NAME in _text(visitor, address)
+
+    # Being scored again: what it shows moves without the board's state, so it is not stored.
+    Submission.objects.filter(pk=shown.pk).update(status=Submission.Status.JUDGING)
+    board_changed(benchmark_id=benchmark.pk)
+    _text(visitor, address)
+    with CaptureQueriesContext(connection) as queries:
+        _text(visitor, address)
+    assert len(queries) > 0
+    Submission.objects.filter(pk=shown.pk).update(status=Submission.Status.SCORED)
+    board_changed(benchmark_id=benchmark.pk)
+    _text(visitor, address)
+
+    # Deleted (withdrawn first, as deleting asks): gone for everyone.
+    assert team.post(f"{manage}/unpublish/").status_code == 302
+    assert team.post(f"{manage}/delete/").status_code == 302
+    assert visitor.get(address).status_code == 404
+    assert team.get(address).status_code == 404
+
+
+@pytest.mark.parametrize("board", SLUGS, indirect=True)
+def test_a_private_task_page_and_a_readers_header_are_never_stored(board):
+    benchmark, plugin, shown, owner, folder = board
+    address = _task_address(shown)
+    team = Client()
+    team.force_login(owner)
+    assert team.post(f"/submissions/{shown.pk}/manage/unpublish/").status_code == 302
+    visitor = Client()
+    for _ in range(2):  # read by its team first, then by a visitor, twice
+        page = _text(team, address)
+        assert NAME in page and owner.username in page
+        assert visitor.get(address).status_code == 404
+
+    assert team.post(f"/submissions/{shown.pk}/manage/publish/").status_code == 302
+    assert owner.username in _text(team, address)
+    page = _text(visitor, address)
+    assert NAME in page and owner.username not in page
+    with CaptureQueriesContext(connection) as queries:
+        assert _text(visitor, address) == page
+    assert len(queries) == 0  # the stored copy, without the header
+    assert owner.username in _text(team, address)
+
+
+@pytest.mark.parametrize("board", SLUGS, indirect=True)
+def test_a_stored_task_page_never_outlives_half_its_links_life(board, settings, monkeypatch):
+    """With links signed for 300 s, a stored task page is served for at most 150 s, and the
+    links of a copy served just before then still play (signing and the cache read one clock,
+    moved by hand here)."""
+    benchmark, plugin, shown, owner, folder = board
+    settings.SIGNED_URL_SECONDS = 300
+    settings.RESPONSE_CACHE_SECONDS = 600
+    clock = [time.time()]
+    monkeypatch.setattr(time, "time", lambda: clock[0])
+    address = _task_address(shown)
+    visitor = Client()
+    first = _text(visitor, address)
+
+    clock[0] += 149
+    with CaptureQueriesContext(connection) as queries:
+        stored = _text(visitor, address)
+    assert len(queries) == 0 and stored == first
+    links = sorted(set(AUDIO_URL.findall(stored)))
+    assert links, "every plug-in's demo task has audio"
+    for link in links:
+        assert visitor.get(link, HTTP_RANGE="bytes=0-15").status_code in (200, 206), link
+
+    clock[0] += 2  # 151 s after it was stored: computed afresh, with links signed now
+    with CaptureQueriesContext(connection) as queries:
+        fresh = _text(visitor, address)
+    assert len(queries) > 0
+    assert not set(AUDIO_URL.findall(fresh)) & set(links)

@@ -1,6 +1,8 @@
 """A task's drill-down is read from the upload and laid out once, then kept while nothing it
 shows changes: another view reads nothing again, and a judgment of the task settling anew (or
-the submission's judge changing) reads it afresh."""
+the submission's judge changing) reads it afresh. That is the page as computed (for a signed-in
+reader, or before a visitor's copy is stored); whole stored responses, which the services'
+changes re-key, are tests/leaderboard/test_response_cache.py's."""
 
 from __future__ import annotations
 
@@ -34,8 +36,10 @@ def opened(monkeypatch) -> list[int]:
 
 
 def test_the_drill_down_is_read_once_until_a_judgment_changes(
-    client, mpbench, mpbench_dir, tmp_path, eager, opened
+    client, mpbench, mpbench_dir, tmp_path, eager, opened, settings
 ):
+    # The judgment below changes behind the services' backs: every read computes the page.
+    settings.RESPONSE_CACHE = False
     run = copy_examples(mpbench_dir, tmp_path / "run")
     submission = submit_offline(mpbench, zip_tree(run, tmp_path / "run.zip"), "Kept")
     Submission.objects.filter(pk=submission.pk).update(is_published=True)

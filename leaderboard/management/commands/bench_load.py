@@ -5,7 +5,8 @@ submissions, --judges judges), then starts gunicorn in a process of its own with
 image's command and worker count (docker/Dockerfile's CMD and config/gunicorn.py: two per core
 plus one; --workers overrides it), DEBUG off, and drives it from another process: wrk where it is installed, else
 leaderboard/loadgen.py. Each page (the home page, the board's HTML, the JSON leaderboard's first
-page, a scored submission's page) is read by each number of --readers for --seconds, as a browser
+page, a scored submission's page, and a task page with its audio players: a task of the first
+plug-in's first demo run, scored by its offline judge on its demo release) is read by each number of --readers for --seconds, as a browser
 asks (gzip accepted, no cookie), and requests/s, p50, p95, p99 and errors are printed.
 
 The whole run is made twice, with the response cache off (FLOORBOARD_RESPONSE_CACHE=0: every
@@ -33,11 +34,15 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from config.gunicorn import workers_from
+from evaluation.benchmarks import registry
 from evaluation.board_state import board_changed
 from evaluation.models import Submission
+from evaluation.services import benchmark_import, submission_create
+from evaluation.services.pipeline import inline
 from leaderboard.management.commands.bench_leaderboard import SLUG, clear_seeded, seed
 
 DOCKERFILE = Path(settings.BASE_DIR) / "docker" / "Dockerfile"
+TASK_SLUG = "bench-task-page"
 WRK_REPORT = """
 done = function(summary, latency, requests)
   local errors = summary.errors.connect + summary.errors.read + summary.errors.write
@@ -57,6 +62,42 @@ def image_command() -> tuple[list[str], int]:
     command = json.loads(re.findall(r"^CMD (\[.*\])$", text, re.MULTILINE)[-1])
     workers = re.findall(r"^ENV WEB_CONCURRENCY=(\d+)$", text, re.MULTILINE)
     return command, int(workers[-1]) if workers else workers_from({})
+
+
+def task_page_seeded() -> str:
+    """The address of a task page with audio: the first plug-in's demo release imported once as
+    TASK_SLUG, its first demo run submitted, scored in this process and published."""
+    scored = Submission.objects.filter(benchmark__slug=TASK_SLUG, status=Submission.Status.SCORED)
+    submission = scored.first()
+    if submission is None:
+        plugin = next(iter(registry().values()))
+        folder = Path(settings.VAR_DIR) / TASK_SLUG
+        plugin.write_demo_source(folder / "source")
+        benchmark = benchmark_import(
+            slug=TASK_SLUG, directory=folder / "source", plugin=plugin.slug, is_demo=True
+        ).benchmark
+        run = plugin.write_demo_runs(folder / "uploads")[0]
+        with inline():
+            submission = submission_create(
+                benchmark=benchmark,
+                bundle_path=run.path,
+                system_name=run.system,
+                row_group=run.row_group,
+                judge=benchmark.judges.get(slug="offline"),
+                publish=True,
+                options=dict(run.options),
+                allow_partial=True,
+            )
+        submission.refresh_from_db()
+        if submission.status != Submission.Status.SCORED:
+            raise CommandError(f"the task page's submission ended {submission.status}")
+    rows = list(
+        submission.task_results.filter(task__held_out=False)
+        .select_related("task")
+        .order_by("task__task_id")
+    )
+    heard = [row for row in rows if any(name.endswith(".wav") for name in row.files)]
+    return f"/submissions/{submission.pk}/tasks/{(heard or rows)[0].task.task_id}/"
 
 
 class Command(BaseCommand):
@@ -94,6 +135,7 @@ class Command(BaseCommand):
             "board HTML": f"/benchmarks/{SLUG}/",
             "board JSON": f"/api/benchmarks/{SLUG}/leaderboard/",
             "submission": f"/submissions/{submission.pk}/",
+            "task": task_page_seeded(),
         }
         command, image_workers = image_command()
         workers = workers or image_workers
