@@ -307,6 +307,14 @@ class Submission(models.Model):
     def is_public(self) -> bool:
         return self.is_reported or (self.is_published and not self.is_hidden)
 
+    @property
+    def waiting_on_storage_since(self):
+        """Since when the submission has been waiting for the file store to answer; None when
+        it is not (a scored or failed one waits on nothing, whatever mark was left)."""
+        if self.status in (self.Status.SCORED, self.Status.FAILED):
+            return None
+        return self.storage_waiting_since
+
 
 class UploadFindings(models.Model):
     """What validation found for the first processing step (UploadContents.findings), kept

@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import io
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO
 
+from django.conf import settings
 from django.core.cache import cache
 from django.core.files.storage import default_storage, storages
 from django.http import Http404, HttpResponse, StreamingHttpResponse
@@ -140,6 +145,18 @@ def open_stored_seekable(name: str):
     if storage_is_s3():
         return io.BufferedReader(_RangedObject(_s3_object(name)), buffer_size=S3_READ_BYTES)
     return default_storage.open(name, "rb")
+
+
+@contextmanager
+def read_once(source: IO[bytes]) -> Iterator[IO[bytes]]:
+    """``source`` read once, front to back, into an anonymous local file, which is what is
+    then stored: storing may seek and read its input several times (an S3 upload seeks to the
+    end for the size, then reads it for a checksum and again to send it), and from a member of
+    a stored zip each of those means decompressing it and fetching it from the store again."""
+    with tempfile.TemporaryFile(dir=settings.FILE_UPLOAD_TEMP_DIR) as copy:
+        shutil.copyfileobj(source, copy, BLOCK_BYTES)
+        copy.seek(0)
+        yield copy
 
 
 def open_stored_stream(name: str):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -21,7 +22,7 @@ from evaluation.models import Judgment, Membership, Submission, TaskJudgment, Ta
 from evaluation.run_config import FIELDS as RUN_CONFIG_FIELDS
 from evaluation.run_config import config_rows
 from evaluation.selectors import slot_sort_key
-from evaluation.services.files import open_upload, task_input
+from evaluation.services.files import open_upload, task_input, task_reads_upload
 from evaluation.services.pipeline import judged_slots
 from evaluation.services.submissions import submission_files_gone
 from leaderboard.selectors import board_columns
@@ -333,9 +334,10 @@ def timeline_layout(timeline: Timeline | None) -> dict:
 
 def task_page_context(*, task_result: TaskResult) -> dict:
     """The plug-in's drill-down of one task (its template, context and clips to sign): read from
-    the upload and laid out once, then kept while nothing it shows changes (the task's steps,
-    the submission's judge and that judge's judgments of the task). It holds no viewer's data:
-    callers decide who may see the task, and sign its clips and name its system per viewer."""
+    its rows (and from the upload, when a file of the task is kept in it) and laid out once,
+    then kept while nothing it shows changes (the task's steps, the submission's judge and that
+    judge's judgments of the task). It holds no viewer's data: callers decide who may see the
+    task, and sign its clips and name its system per viewer."""
     submission = task_result.submission
     if submission_files_gone(submission=submission):
         # A failed submission's files go after their keep time (failed_files_purge).
@@ -358,7 +360,10 @@ def task_page_context(*, task_result: TaskResult) -> dict:
     if context is None:
         plugin = get_plugin(submission.benchmark.plugin)
         judged, _, _ = judged_slots(links=links)
-        with open_upload(submission) as archive:
+        # The upload is opened only when a file is read from it: a task whose page is made of
+        # its rows (and the addresses of its audio) shows with storage away.
+        opened = open_upload(submission) if task_reads_upload(task_result) else nullcontext()
+        with opened as archive:
             task = task_input(task_result, archive)
             context = plugin.task_context(task, judged=judged.get(task_result.pk, {}))
         context["timeline"] = timeline_layout(context.get("timeline"))

@@ -112,6 +112,12 @@ def task_assets(row: TaskResult) -> dict[str, str]:
     return assets
 
 
+def task_reads_upload(row: TaskResult) -> bool:
+    """Whether any of the task's files is read from inside the stored upload (a transcript
+    kept as a member of it); without one, its TaskInput needs no open upload."""
+    return any("entry" in info for info in (row.files or {}).values())
+
+
 def task_input(row: TaskResult, archive: zipfile.ZipFile | None = None) -> TaskInput:
     """A task result as the plug-in sees it (the row's task must be loaded)."""
     return TaskInput(

@@ -62,7 +62,12 @@ from evaluation.services.spending import (
     spend_held,
 )
 from evaluation.slices import Contributions, contributions_json, slice_results
-from evaluation.stored import open_stored_seekable, storage_refusal, storage_unavailable
+from evaluation.stored import (
+    open_stored_seekable,
+    read_once,
+    storage_refusal,
+    storage_unavailable,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -301,7 +306,7 @@ def submission_ingest(*, submission_id: int) -> bool:
         ):
             files = dict(ingested.files)
             for relative, opener, size in ingested.store:
-                with opener() as source:
+                with opener() as member, read_once(member) as source:
                     files[relative] = {
                         "size": size,
                         "key": default_storage.save(

@@ -8,10 +8,11 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import posixpath
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -670,9 +671,11 @@ def pending_deletions_run(*, limit: int = 1000) -> int:
 def referenced_keys() -> set[str]:
     """Every stored key a row names: submissions' uploads, their tasks' files and what their
     steps stored (not those of a submission whose files were purged), the benchmarks' task
-    assets, open browser uploads' objects, and objects marked for deletion (theirs to delete)."""
+    assets, open uploads' objects or partial files, and objects marked for deletion (theirs to
+    delete)."""
     from evaluation.models import PendingDeletion, Task, TaskResult
     from leaderboard.uploads.models import Upload
+    from leaderboard.uploads.storage import partial_name
 
     keys = set(Submission.objects.exclude(bundle="").values_list("bundle", flat=True))
     rows = TaskResult.objects.exclude(submission__bundle="").values_list("files", "detection")
@@ -680,41 +683,65 @@ def referenced_keys() -> set[str]:
         keys.update(_keys_within(files or {}), _keys_within(detection or {}))
     for assets in Task.objects.values_list("assets", flat=True).iterator(chunk_size=2000):
         keys.update(_keys_within(assets or {}))
+    open_uploads = Upload.objects.filter(
+        status__in=[Upload.Status.UPLOADING, Upload.Status.FINISHING, Upload.Status.VALIDATING]
+    )
+    keys.update(open_uploads.exclude(s3_key="").values_list("s3_key", flat=True))
     keys.update(
-        Upload.objects.filter(
-            status__in=[Upload.Status.UPLOADING, Upload.Status.FINISHING, Upload.Status.VALIDATING]
-        )
-        .exclude(s3_key="")
-        .values_list("s3_key", flat=True)
+        partial_name(pk)
+        for pk in open_uploads.filter(method=Upload.Method.CHUNKED).values_list("pk", flat=True)
     )
     keys.update(PendingDeletion.objects.values_list("key", flat=True))
     return keys
 
 
-def unreferenced_objects_sweep(*, older_than: timedelta) -> list[str]:
-    """On S3: delete objects no row names (see referenced_keys) that were last written longer
-    ago than ``older_than`` (a write whose rows are not committed yet is younger): what a
-    request or a worker killed mid-store, or an outage mid-delete, left. Returns their keys."""
+def _stored_objects(storage) -> Iterator[tuple[str, datetime]]:
+    """(name, last written) of every object in the storage. S3's listing carries the times
+    (one request per thousand objects, where asking each object would be one per object); any
+    other storage is walked folder by folder through the Storage API."""
     from evaluation.stored import storage_is_s3
 
-    if not storage_is_s3():
-        return []
+    if storage_is_s3():
+        location = (storage.location or "").strip("/")
+        prefix = f"{location}/" if location else ""
+        pages = storage.bucket.meta.client.get_paginator("list_objects_v2").paginate(
+            Bucket=storage.bucket_name, Prefix=prefix
+        )
+        for page in pages:
+            for item in page.get("Contents", []):
+                yield item["Key"][len(prefix) :], item["LastModified"]
+        return
+    folders = [""]
+    while folders:
+        folder = folders.pop()
+        try:
+            inner, files = storage.listdir(folder)
+        except FileNotFoundError:
+            continue  # nothing stored yet, or removed while walked
+        folders.extend(posixpath.join(folder, name) for name in inner)
+        for name in files:
+            path = posixpath.join(folder, name)
+            try:
+                yield path, storage.get_modified_time(path)
+            except FileNotFoundError:
+                continue
+
+
+def unreferenced_objects_sweep(*, older_than: timedelta) -> list[str]:
+    """Delete stored objects no row names (see referenced_keys) that were last written longer
+    ago than ``older_than`` (a write whose rows are not committed yet is younger): what a
+    request or a worker killed mid-store, or an outage mid-delete, left. The whole storage is
+    the site's (the bucket's prefix, or the media folder on the filesystem). Returns their
+    names."""
     storage = default_storage
-    location = (storage.location or "").strip("/")
-    prefix = f"{location}/" if location else ""
     referenced = referenced_keys()
     cutoff = timezone.now() - older_than
-    client = storage.bucket.meta.client
     deleted = []
-    for page in client.get_paginator("list_objects_v2").paginate(
-        Bucket=storage.bucket_name, Prefix=prefix
-    ):
-        for item in page.get("Contents", []):
-            name = item["Key"][len(prefix) :]
-            if name in referenced or item["LastModified"] >= cutoff:
-                continue
-            client.delete_object(Bucket=storage.bucket_name, Key=item["Key"])
-            deleted.append(name)
+    for name, written in _stored_objects(storage):
+        if name in referenced or written >= cutoff:
+            continue
+        storage.delete(name)
+        deleted.append(name)
     if deleted:
         logger.warning("deleted %d stored objects no row named", len(deleted))
     return deleted

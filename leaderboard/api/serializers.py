@@ -298,10 +298,21 @@ class SubmissionDetailSerializer(SubmissionSerializer):
         help_text="Judge spending per judge; null unless you are on the submission's team or staff",
     )
     tasks_url = serializers.SerializerMethodField()
+    waiting_on_storage = serializers.SerializerMethodField(
+        help_text="The file store did not answer the submission's last stage (after its "
+        "retries): not failed, it goes on by itself once storage answers"
+    )
+    waiting_on_storage_since = serializers.DateTimeField(
+        read_only=True,
+        allow_null=True,
+        help_text="Since when it has been waiting on storage; null when it is not",
+    )
 
     class Meta(SubmissionSerializer.Meta):
         fields = [
             *SubmissionSerializer.Meta.fields,
+            "waiting_on_storage",
+            "waiting_on_storage_since",
             "error",
             "options",
             "facts",
@@ -314,6 +325,9 @@ class SubmissionDetailSerializer(SubmissionSerializer):
             "spending",
             "tasks_url",
         ]
+
+    def get_waiting_on_storage(self, submission: Submission) -> bool:
+        return submission.waiting_on_storage_since is not None
 
     @extend_schema_field(OpenApiTypes.URI)
     def get_tasks_url(self, submission: Submission) -> str:

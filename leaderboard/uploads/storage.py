@@ -27,8 +27,13 @@ PART_URL_SECONDS = 3600
 # --- Filesystem -----------------------------------------------------------------------------
 
 
+def partial_name(upload_id) -> str:
+    """The storage name of an upload's partial file."""
+    return f"uploads/partial/{upload_id}.part"
+
+
 def partial_path(upload_id) -> Path:
-    return Path(storages["default"].path(f"uploads/partial/{upload_id}.part"))
+    return Path(storages["default"].path(partial_name(upload_id)))
 
 
 def partial_create(upload_id) -> Path:

@@ -273,7 +273,8 @@ def test_whole_file_resolves_with_only_the_secret_key_set():
     # Every other ${...} has a default, so `export DJANGO_SECRET_KEY=...` is all compose needs.
     text = COMPOSE_FILE.read_text()
     body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
-    resolved = interpolate(body, HOST_ENV)
+    # `$${...}` is the shell's own expansion (Compose passes it on as `${...}`), not a reference.
+    resolved = interpolate(body.replace("$$", ""), HOST_ENV)
     assert "${" not in resolved
     with pytest.raises(LookupError, match="DJANGO_SECRET_KEY"):
         interpolate(body, {})
@@ -786,21 +787,74 @@ def test_the_plain_http_switch_serves_the_stack_over_http(resolved_env):
     assert seen["home"] == 404  # answered over HTTP (no such page), not redirected
 
 
+def run_bucket_job(services, tmp_path, **host: str) -> subprocess.CompletedProcess:
+    """Run createbucket's entrypoint with a stand-in `mc` that keeps the lifecycle it imports."""
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir(exist_ok=True)
+    mc = fake_bin / "mc"
+    mc.write_text(
+        f'#!/bin/sh\nif [ "$1 $2" = "ilm import" ]; then cat > {tmp_path}/lifecycle.json; fi\n'
+    )
+    mc.chmod(0o755)
+    job = services["createbucket"]
+    env = {k: interpolate(v, HOST_ENV | host) for k, v in as_mapping(job["environment"]).items()}
+    env["PATH"] = f"{fake_bin}:{os.environ['PATH']}"
+    argv = [interpolate(part, HOST_ENV | host) for part in as_argv(job["entrypoint"])]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30)
+
+
+def imported_abort_rule(tmp_path) -> dict:
+    [only] = json.loads((tmp_path / "lifecycle.json").read_text())["Rules"]
+    return only
+
+
 def test_incomplete_multipart_uploads_are_aborted_by_the_bucket_job_and_the_store(
-    resolved_env, services
+    resolved_env, services, tmp_path
 ):
     hours = float(resolved_env["FLOORBOARD_MULTIPART_ABORT_HOURS"])
-    job = services["createbucket"]
-    rule = json.loads(as_mapping(job["environment"])["ABORT_RULE"])
-    [only] = rule["Rules"]
+    result = run_bucket_job(services, tmp_path)
+    assert result.returncode == 0, result.stderr
+    only = imported_abort_rule(tmp_path)
     assert only["Status"] == "Enabled" and only["Filter"] == {"Prefix": ""}  # every prefix
     assert only["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"] * 24 == hours
-    script = as_argv(job["entrypoint"])[-1]
-    assert "mc ilm import" in script and '"$ABORT_RULE"' in interpolate(script, HOST_ENV)
     minio = {
         k: interpolate(v, HOST_ENV) for k, v in as_mapping(services["s3"]["environment"]).items()
     }
     assert minio["MINIO_API_STALE_UPLOADS_EXPIRY"] == f"{hours:g}h"
+
+
+# S3 lifecycle rules count whole days: the setting's hours rounded up, never below one day.
+@pytest.mark.parametrize(
+    ("hours", "days"),
+    [
+        ("72", 3),
+        ("24", 1),
+        ("25", 2),
+        ("100", 5),
+        ("1", 1),
+        ("0.5", 1),
+        ("0", 1),
+        ("48.0", 2),
+        ("48.25", 3),
+        ("072", 3),
+        ("720", 30),
+    ],
+)
+def test_the_bucket_jobs_abort_rule_follows_the_abort_hours_setting(
+    services, tmp_path, hours, days
+):
+    result = run_bucket_job(services, tmp_path, FLOORBOARD_MULTIPART_ABORT_HOURS=hours)
+    assert result.returncode == 0, result.stderr
+    rule = imported_abort_rule(tmp_path)
+    assert rule["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": days}
+
+
+@pytest.mark.parametrize("hours", ["three days", "1e3", "-5", "1.2.3"])
+def test_the_bucket_job_refuses_abort_hours_that_are_not_a_number(services, tmp_path, hours):
+    result = run_bucket_job(services, tmp_path, FLOORBOARD_MULTIPART_ABORT_HOURS=hours)
+    assert result.returncode != 0
+    assert f"FLOORBOARD_MULTIPART_ABORT_HOURS='{hours}' is not a number of hours" in result.stderr
+    assert not (tmp_path / "lifecycle.json").exists()
 
 
 def test_docker_env_documents_every_setting_it_names():

@@ -5,6 +5,7 @@ the content policy lets browsers reach the store's public address, http:// inclu
 
 from __future__ import annotations
 
+import re
 import time
 
 import httpx
@@ -187,3 +188,42 @@ def test_a_task_page_without_storage_says_so_with_a_503_page(
     assert b"Storage unavailable" in response.content
     assert response["Retry-After"] == "30"
     assert proxy.url.encode() not in response.content
+
+
+def _unsigned(page: bytes) -> str:
+    """A page without what changes from one request to the next: signed addresses, tokens."""
+    text = page.decode()
+    text = re.sub(r'(src|href|data-peaks|data-renew)="[^"]*(X-Amz-|/audio/)[^"]*"', r'\1=""', text)
+    return re.sub(r'(csrfmiddlewaretoken" value|csrf-token" content)="[^"]*"', "", text)
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_a_task_page_made_of_its_rows_shows_without_storage(
+    slug, proxied_bucket, settings, tmp_path
+):
+    """A task page needs storage only to read a file kept inside the upload (a transcript);
+    otherwise it is made of the task's rows and shows, the same as with storage up, while the
+    store is cut (its players then say that the audio could not be loaded)."""
+    from django.core.cache import cache
+
+    from evaluation.models import TaskResult
+
+    _, _, proxy = proxied_bucket
+    settings.DEBUG = False
+    benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="rows")
+    (submission,) = demo_runs_scored(benchmark, plugin, tmp_path, count=1)
+    rows = TaskResult.objects.filter(submission=submission).select_related("task")
+    row = max(rows, key=lambda r: (len(r.files), r.task.task_id))  # one with files, if any
+    in_upload = any("entry" in info for info in row.files.values())
+    path = f"/submissions/{submission.pk}/tasks/{row.task.task_id}/"
+    client = Client()
+    healthy_page = client.get(path)
+    assert healthy_page.status_code == 200
+    cache.clear()  # nothing of the page kept from the healthy read
+    proxy.cut()
+    response = client.get(path)
+    if in_upload:
+        assert response.status_code == 503 and b"Storage unavailable" in response.content
+    else:
+        assert response.status_code == 200, response.content[:300]
+        assert _unsigned(response.content) == _unsigned(healthy_page.content)

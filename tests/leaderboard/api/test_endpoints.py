@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
+from datetime import UTC, datetime
 
 import pytest
 
-from evaluation.models import Judgment, Score
+from evaluation.models import Judgment, Score, Submission
 
 pytestmark = pytest.mark.django_db
 
@@ -100,6 +101,32 @@ def test_submission_detail_has_status_progress_and_scores(world):
     ]
     assert score.scorer["judge"]["slug"] == "offline" and score.scorer["rules"] == "harness-1"
     assert body["tasks_url"].endswith(f"/api/submissions/{world.private.pk}/tasks/")
+
+
+@pytest.mark.parametrize(
+    ("viewer", "which"),
+    [("alice", "private"), ("bob", "private"), ("staff", "private"), ("anonymous", "published")],
+)
+def test_submission_detail_says_whether_it_waits_on_storage(world, viewer, which):
+    """The state the submission page shows: waiting while a stage could not reach the store,
+    not once the submission is scored (or failed), whatever mark was left."""
+    submission = world.submission(which)
+    url = f"/api/submissions/{submission.pk}/"
+    body = world.client(viewer).get(url).json()
+    assert (body["waiting_on_storage"], body["waiting_on_storage_since"]) == (False, None)
+    since = datetime(2026, 3, 1, 12, 30, tzinfo=UTC)
+    rows = Submission.objects.filter(pk=submission.pk)
+    rows.update(status=Submission.Status.JUDGING, storage_waiting_since=since)
+    body = world.client(viewer).get(url).json()
+    assert body["waiting_on_storage"] is True
+    assert datetime.fromisoformat(body["waiting_on_storage_since"]) == since
+    page = world.client(viewer).get(f"/submissions/{submission.pk}/progress/")
+    assert b"the file store has not answered since 2026-03-01 12:30 UTC" in page.content
+    rows.update(status=Submission.Status.SCORED)
+    body = world.client(viewer).get(url).json()
+    assert (body["waiting_on_storage"], body["waiting_on_storage_since"]) == (False, None)
+    page = world.client(viewer).get(f"/submissions/{submission.pk}/progress/")
+    assert page.status_code == 200 and b"Waiting on storage" not in page.content
 
 
 def test_tasks_are_paginated_and_filtered(world, mpbench_tasks):
