@@ -4,8 +4,9 @@ A demo run of the benchmark is submitted with one task's response holding MAX_WO
 chunks (timed words, as the harness writes them), scored by the offline judge in this process,
 and published; then the task's page is asked for --repeat times through the site's whole
 request path (middleware, view, templates) by a reader without a session. The first view reads
-the upload and lays the task out; later ones find that kept (the drill-down cache) and only
-render. Prints each time in milliseconds and the median of the later ones.
+the upload and lays the task out; later ones are served whole from the response cache (or, with
+that cache off, find the layout kept by the drill-down cache and only render). Prints each time
+in milliseconds and the median of the later ones.
 """
 
 from __future__ import annotations
