@@ -26,7 +26,7 @@ from django.db.models.deletion import Collector, ProtectedError
 from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
-from evaluation.benchmarks.base import UploadContents, UploadLimits
+from evaluation.benchmarks.base import UploadContents
 from evaluation.board_state import board_changed
 from evaluation.bundles import (
     BundleRejected,
@@ -49,10 +49,12 @@ from evaluation.selectors import (
     account_limit_refusal,
     submission_change_refusal,
     team_limit_refusal,
+    upload_limits,
     user_in_submission_team,
 )
 from evaluation.services.files import file_sha256
-from evaluation.services.pipeline import enqueue_on_commit, failed_judgments_retry, findings_keep
+from evaluation.services.pipeline import failed_judgments_retry, findings_keep
+from evaluation.services.work import enqueue_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -136,15 +138,6 @@ class TaskSpecs(Mapping):
 
     def __len__(self) -> int:
         return len(self._ids)
-
-
-def upload_limits(benchmark: Benchmark) -> UploadLimits:
-    """The benchmark's own size limit, or the site-wide one when that is smaller."""
-    plugin = get_plugin(benchmark.plugin)
-    return UploadLimits(
-        max_bytes=min(plugin.max_upload_bytes, settings.BUNDLE_MAX_UNCOMPRESSED_BYTES),
-        max_ratio=settings.BUNDLE_MAX_COMPRESSION_RATIO,
-    )
 
 
 def upload_max_entries(plugin, tasks: int) -> int:
