@@ -12,7 +12,8 @@ from django.db import transaction
 from evaluation.benchmarks import get_plugin, registry
 from evaluation.benchmarks.base import kind_guideline
 from evaluation.models import Benchmark, Submission
-from evaluation.services.pipeline import inline, submission_ingest
+from evaluation.services.pipeline import submission_ingest
+from evaluation.services.work import inline
 
 from . import assignment
 from .models import Item, Study

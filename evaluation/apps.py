@@ -7,6 +7,10 @@ class EvaluationConfig(AppConfig):
     verbose_name = "Evaluation"
 
     def ready(self):
+        # At ready: models, and what uses them, load once the app registry is populated.
+        # Every process registers the Celery tasks: the services find them by name
+        # (evaluation.services.work.enqueue_on_commit), without importing their module.
+        import evaluation.tasks  # noqa: F401
         from evaluation import signals
         from evaluation.models import CalibratedScore, Judge, PromptVersion
 

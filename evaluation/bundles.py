@@ -22,7 +22,8 @@ from typing import IO
 
 from evaluation.audio import WAV_HEAD_BYTES, AudioLimits, NotAWav, wav_format, wav_problem
 from evaluation.benchmarks.base import SpanCount
-from evaluation.jsonbounds import JsonRefused, loads_bounded
+from evaluation.jsonbounds import JsonRefused, loads_bounded, non_finite_path, unstorable_path
+from evaluation.links import web_url_problem
 
 # What reading a damaged or unusual entry can raise (bad CRC, truncated deflate data, a
 # compression method Python lacks); reported in our words, never passed on.
@@ -529,9 +530,6 @@ def manifest_check(
     values, each of `max_lengths` a string that fits, each of `web_urls` an http(s) address
     (pages link to them: evaluation/links.py); and nothing a database refuses anywhere (NaN or
     Infinity, NUL characters)."""
-    from evaluation.jsonbounds import non_finite_path, unstorable_path
-    from evaluation.links import web_url_problem
-
     where = non_finite_path(manifest)
     if where:
         report.add(

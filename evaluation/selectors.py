@@ -13,8 +13,26 @@ from django.conf import settings
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
 from django.utils import timezone
 
+from evaluation.benchmarks import get_plugin
+from evaluation.benchmarks.base import UploadLimits
 from evaluation.bulk import batches
-from evaluation.models import Benchmark, Membership, PromptVersion, Submission, Team, WorkerBeat
+from evaluation.held_out import task_results_for
+from evaluation.models import (
+    Benchmark,
+    Judge,
+    JudgeCharge,
+    Judgment,
+    Membership,
+    PromptVersion,
+    Score,
+    SpendEstimate,
+    Submission,
+    TaskJudgment,
+    TaskResult,
+    Team,
+    WorkerBeat,
+)
+from evaluation.stats import wilson_pct
 
 
 def current_prompts(*, benchmark: Benchmark) -> dict[str, PromptVersion]:
@@ -23,6 +41,21 @@ def current_prompts(*, benchmark: Benchmark) -> dict[str, PromptVersion]:
     for prompt in benchmark.prompts.order_by("kind", "-version"):
         current.setdefault(prompt.kind, prompt)
     return current
+
+
+def upload_limits(benchmark: Benchmark) -> UploadLimits:
+    """The benchmark's own size limit, or the site-wide one when that is smaller."""
+    plugin = get_plugin(benchmark.plugin)
+    return UploadLimits(
+        max_bytes=min(plugin.max_upload_bytes, settings.BUNDLE_MAX_UNCOMPRESSED_BYTES),
+        max_ratio=settings.BUNDLE_MAX_COMPRESSION_RATIO,
+    )
+
+
+def hook_facts(submission: Submission) -> dict:
+    """The facts a plug-in's hooks receive: the options the submitter declared (a run mode,
+    say), then what submission-scope steps found."""
+    return {**(submission.options or {}), **(submission.facts or {})}
 
 
 # --- A submission's links and judgments, read table by table --------------------------------
@@ -45,8 +78,6 @@ def id_batches(ids: Sequence[int]) -> Iterator[list[int]]:
 
 def submission_row_ids(*, submission_id: int) -> list[int]:
     """The submission's task results, by id."""
-    from evaluation.models import TaskResult
-
     return list(
         TaskResult.objects.filter(submission_id=submission_id)
         .order_by("pk")
@@ -57,8 +88,6 @@ def submission_row_ids(*, submission_id: int) -> list[int]:
 def submission_links(*, submission_id: int, judge_id: int | None) -> Iterator[QuerySet]:
     """The submission's judged slots under one judge (TaskJudgment rows), as one queryset per
     batch of its task results; a slot is in exactly one."""
-    from evaluation.models import TaskJudgment
-
     for batch in id_batches(submission_row_ids(submission_id=submission_id)):
         yield TaskJudgment.objects.filter(task_result_id__in=batch, judge_id=judge_id)
 
@@ -74,10 +103,41 @@ def linked_judgment_ids(*, submission_id: int, judge_id: int | None) -> list[int
 def linked_judgments(*, submission_id: int, judge_id: int | None) -> Iterator[QuerySet]:
     """Those judgments (linked_judgment_ids) as one queryset per batch of ids: disjoint, so
     counts and sums over the batches add up."""
-    from evaluation.models import Judgment
-
     for batch in id_batches(linked_judgment_ids(submission_id=submission_id, judge_id=judge_id)):
         yield Judgment.objects.filter(pk__in=batch)
+
+
+OPEN = (Judgment.Status.PENDING, Judgment.Status.RUNNING)  # not settled yet
+
+
+def open_judgments(*, submission_id: int, judge_id: int) -> Iterator[QuerySet]:
+    """This submission's judgments under this judge that are not settled yet, as one queryset
+    per batch (see evaluation.selectors.linked_judgments)."""
+    for judgments in linked_judgments(submission_id=submission_id, judge_id=judge_id):
+        yield judgments.filter(status__in=OPEN)
+
+
+def judgments_open(*, submission_id: int, judge_id: int) -> bool:
+    """Whether any of them is not settled yet."""
+    return any(
+        judgments.exists()
+        for judgments in open_judgments(submission_id=submission_id, judge_id=judge_id)
+    )
+
+
+def claimable(now) -> Q:
+    return Q(status=Judgment.Status.PENDING) | Q(
+        status=Judgment.Status.RUNNING, lease_until__lt=now
+    )
+
+
+def claimable_ids(*, submission_id: int, judge_id: int) -> list[int]:
+    """The judgments of this submission under this judge a worker may take now, in order."""
+    now = timezone.now()
+    found: list[int] = []
+    for judgments in open_judgments(submission_id=submission_id, judge_id=judge_id):
+        found.extend(judgments.filter(claimable(now)).values_list("pk", flat=True))
+    return sorted(found)
 
 
 def prompt_versions_used(*, submission_id: int, judge_id: int | None) -> list[tuple]:
@@ -89,8 +149,6 @@ def prompt_versions_used(*, submission_id: int, judge_id: int | None) -> list[tu
 def prompt_versions_named(used: set[tuple]) -> list[tuple]:
     """What prompt_versions_used gives, for judgments whose (kind, prompt version id) pairs
     were read already."""
-    from evaluation.models import PromptVersion
-
     named = PromptVersion.objects.in_bulk({pk for _, pk in used if pk is not None})
     found = {
         (kind, named[pk].version, named[pk].sha256) if pk in named else (kind, None, None)
@@ -115,8 +173,6 @@ def _by_kind_and_version(found: set[tuple]) -> list[tuple]:
 def submission_summary(*, submission) -> dict:
     """What `submit --json` prints: id, status, the results under the submission's judge, and
     how many judgments failed."""
-    from evaluation.models import Score
-
     score = Score.objects.filter(submission=submission, judge_id=submission.judge_id).first()
     return {
         "submission": submission.pk,
@@ -133,10 +189,6 @@ def submission_summary(*, submission) -> dict:
 
 def submission_progress(*, submission) -> dict:
     """Counts behind the status line: tasks ingested, judgments finished and failed."""
-    from django.db.models import Count, Q
-
-    from evaluation.models import Judgment
-
     counts = {"total": 0, "skipped": 0, "done": 0, "failed": 0}
     for links in submission_links(submission_id=submission.pk, judge_id=submission.judge_id):
         found = links.aggregate(
@@ -161,8 +213,6 @@ def submissions_visible_to(*, user) -> QuerySet:
     """Every submission this user may see: public ones (published and not hidden, or reported
     in a paper), their teams' own, and everything for staff. The one rule behind every page,
     API endpoint, export, chart and file URL."""
-    from evaluation.models import Membership, Submission
-
     public = Q(is_reported=True) | Q(is_published=True, is_hidden=False)
     if user is None or not user.is_authenticated:
         return Submission.objects.filter(public)
@@ -438,8 +488,6 @@ def submission_spend_held(*, submission) -> list:
     """The submission's judging held at a spending limit (before its calls, or stopped by its
     charges), each estimate with its judge and the message with the figures. Shown only to its
     team and staff."""
-    from evaluation.models import SpendEstimate
-
     return list(
         SpendEstimate.objects.filter(submission=submission, state=SpendEstimate.State.HELD)
         .select_related("judge")
@@ -450,8 +498,6 @@ def submission_spend_held(*, submission) -> list:
 def submission_spending(*, submission) -> list[JudgeSpending]:
     """Estimate and spending per judge, the submission's own judge first. Shown only to its team
     and staff."""
-    from evaluation.models import Judge, JudgeCharge, SpendEstimate
-
     estimates = {
         e.judge_id: e
         for e in SpendEstimate.objects.filter(submission=submission).select_related("released_by")
@@ -506,10 +552,6 @@ def task_results_filtered(
     slot passed, wrong = some slot failed (an outcome decided without a call included), none =
     not judged yet or failed. Ordered by task id. Held-out tasks for staff only
     (evaluation/held_out.py)."""
-    from evaluation.benchmarks import get_plugin
-    from evaluation.held_out import task_results_for
-    from evaluation.models import Judgment, TaskJudgment
-
     plugin = get_plugin(submission.benchmark.plugin)
     rows = (
         task_results_for(user=user, submission=submission)
@@ -568,8 +610,6 @@ def slot_sort_key(slot: str) -> tuple:
 
 def task_verdicts(*, rows, judge_id: int | None) -> dict[int, list]:
     """(kind and slot, state) per task result under one judge."""
-    from evaluation.models import TaskJudgment
-
     found: dict[int, list] = {row.pk: [] for row in rows}
     links = (
         TaskJudgment.objects.filter(task_result__in=[row.pk for row in rows], judge_id=judge_id)
@@ -596,8 +636,6 @@ def task_verdicts(*, rows, judge_id: int | None) -> dict[int, list]:
 def results_table(*, benchmark, results: dict | None) -> list[dict]:
     """Every declared metric of a score, per split, with the count and denominator behind a
     rate and its 95% interval by the metric's method: what the CLI prints."""
-    from evaluation.benchmarks import get_plugin
-    from evaluation.stats import wilson_pct
 
     plugin = get_plugin(benchmark.plugin)
     table = []

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from evaluation.benchmarks import registry
+from evaluation.board_state import board_changed
+from evaluation.models import Benchmark
+from evaluation.scorer import current_scorer, scorer_log, scorer_log_current
+
 
 def judge_saved(sender, instance, raw=False, **kwargs) -> None:
     if raw:
         return
-    from evaluation.scorer import current_scorer, scorer_log
-
     benchmark = instance.benchmark
 
     def log():
@@ -26,18 +29,12 @@ def judge_saved(sender, instance, raw=False, **kwargs) -> None:
 def prompt_saved(sender, instance, created=False, raw=False, **kwargs) -> None:
     if raw or not created:
         return
-    from evaluation.scorer import scorer_log_current
-
     benchmark = instance.benchmark
     transaction.on_commit(lambda: scorer_log_current(benchmark=benchmark))
 
 
 def migrated(sender, using="default", **kwargs) -> None:
     """After every migrate: log the current scorers (a deploy may bring new rules)."""
-    from evaluation.benchmarks import registry
-    from evaluation.models import Benchmark
-    from evaluation.scorer import scorer_log_current
-
     # A benchmark whose plug-in is not installed here has no current scorer to log.
     for benchmark in Benchmark.objects.using(using).filter(plugin__in=list(registry())):
         scorer_log_current(benchmark=benchmark)
@@ -48,6 +45,4 @@ def calibrated_changed(sender, instance, raw=False, **kwargs) -> None:
     (whichever service wrote it)."""
     if raw:
         return
-    from evaluation.board_state import board_changed
-
     board_changed(submission_id=instance.submission_id)

@@ -14,10 +14,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
 
+from botocore.exceptions import (
+    ClientError,
+    ConnectionError,
+    HTTPClientError,
+    IncompleteReadError,
+    ResponseStreamingError,
+)
 from django.conf import settings
 from django.core.cache import cache
 from django.core.files.storage import default_storage, storages
 from django.http import Http404, HttpResponse, StreamingHttpResponse
+from storages.utils import clean_name
+from urllib3.exceptions import HTTPError as Urllib3Error
 
 from evaluation.audio import Unsatisfiable, parse_range, wav_peaks
 
@@ -44,15 +53,6 @@ def storage_unavailable(exc: BaseException) -> bool:
     """Whether an error (or one it was raised from) says the store did not answer or was
     briefly unable to (a refused or dropped connection, a timeout, a 5xx or throttling answer),
     as opposed to a permanent refusal (a missing object, access denied), which is not."""
-    from botocore.exceptions import (
-        ClientError,
-        ConnectionError,
-        HTTPClientError,
-        IncompleteReadError,
-        ResponseStreamingError,
-    )
-    from urllib3.exceptions import HTTPError as Urllib3Error
-
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
@@ -76,8 +76,6 @@ def storage_unavailable(exc: BaseException) -> bool:
 def storage_refusal(exc: BaseException) -> str | None:
     """A permanent storage error's reason in words (a missing object, access denied), or
     None when the error is not one."""
-    from botocore.exceptions import ClientError
-
     if isinstance(exc, ClientError):
         code = exc.response.get("Error", {}).get("Code", "")
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
@@ -134,8 +132,6 @@ class _RangedObject(io.RawIOBase):
 
 
 def _s3_object(name: str):
-    from storages.utils import clean_name
-
     return default_storage.bucket.Object(default_storage._normalize_name(clean_name(name)))
 
 

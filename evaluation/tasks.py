@@ -8,13 +8,17 @@ dead worker left (evaluation.services.pipeline).
 """
 
 import gc
+from datetime import timedelta
 
 from celery import Task, shared_task
 from celery.signals import worker_process_init, worker_ready, worker_shutdown
+from django.conf import settings
 
 from evaluation import services
 from evaluation.judges import warm
-from evaluation.services.pipeline import RETRIED, failing, failure_message
+from evaluation.services.pipeline import judge_run, slices_store, slices_sweep, step_run
+from evaluation.services.submissions import unreferenced_objects_sweep
+from evaluation.services.work import RETRIED, failing, failure_message
 from evaluation.services.workers import WorkerBeating, worker_name
 
 _beating: WorkerBeating | None = None
@@ -69,8 +73,6 @@ def ingest_submission(submission_id: int) -> None:
 
 @shared_task(base=SubmissionTask)
 def run_step(submission_id: int, index: int) -> None:
-    from evaluation.services.pipeline import step_run
-
     with failing(submission_id, "processing"):
         step_run(submission_id=submission_id, index=index)
 
@@ -83,8 +85,6 @@ def judge_submission(submission_id: int, judge_id: int) -> None:
 
 @shared_task(base=SubmissionTask)
 def judge_work(submission_id: int, judge_id: int) -> None:
-    from evaluation.services.pipeline import judge_run
-
     with failing(submission_id, "judging"):
         judge_run(submission_id=submission_id, judge_id=judge_id)
 
@@ -97,15 +97,11 @@ def finish_judging(submission_id: int, judge_id: int) -> None:
 
 @shared_task(base=RetriedTask, ignore_result=True)
 def store_slices(score_id: int) -> None:
-    from evaluation.services.pipeline import slices_store
-
     slices_store(score_id=score_id)
 
 
 @shared_task(acks_late=True, ignore_result=True)
 def sweep_stalled() -> None:
-    from evaluation.services.pipeline import slices_sweep
-
     services.submissions_sweep()
     slices_sweep()
 
@@ -124,10 +120,4 @@ def delete_pending_objects() -> None:
 @shared_task(acks_late=True, ignore_result=True)
 def sweep_unreferenced_objects() -> None:
     """Run daily by beat: deletes stored objects no row names, once old enough."""
-    from datetime import timedelta
-
-    from django.conf import settings
-
-    from evaluation.services.submissions import unreferenced_objects_sweep
-
     unreferenced_objects_sweep(older_than=timedelta(hours=settings.UNREFERENCED_MIN_AGE_HOURS))

@@ -189,7 +189,7 @@ def scoring_here():
     runs at once in this process, and callbacks waiting for a commit run too."""
     from django.test import TestCase
 
-    from evaluation.services.pipeline import inline
+    from evaluation.services.work import inline
 
     with inline(), TestCase.captureOnCommitCallbacks(execute=True):
         yield
@@ -676,7 +676,7 @@ def demo_runs_scored(benchmark, plugin, folder: Path, *, count: int) -> list:
     by the benchmark's offline judge; the submissions, read afresh, in run order."""
     from evaluation.models import Submission
     from evaluation.services import submission_create
-    from evaluation.services.pipeline import inline
+    from evaluation.services.work import inline
 
     offline = benchmark.judges.get(slug="offline")
     made = []

@@ -1,6 +1,7 @@
 """Writes of the evaluation context, by stage: importing a benchmark (benchmarks.py), a
-submission's life from its upload to its deletion (submissions.py), the pipeline (pipeline.py) and
-the judge calls (judging.py)."""
+submission's life from its upload to its deletion (submissions.py), the pipeline (pipeline.py),
+how its stages run on workers (work.py), the judge calls (judging.py) and held-out tasks
+(held_out.py)."""
 
 from evaluation.services.benchmarks import ImportSummary, benchmark_import, reported_rows_load
 from evaluation.services.files import file_sha256, stored_sha256, stream_sha256, task_input
@@ -12,11 +13,9 @@ from evaluation.services.judging import (
     request_sha256,
 )
 from evaluation.services.pipeline import (
-    enqueue_on_commit,
     failed_judgments_retry,
     judging_finish,
     submission_aggregate,
-    submission_fail,
     submission_ingest,
     submission_judge,
     submission_rescore,
@@ -38,6 +37,7 @@ from evaluation.services.submissions import (
     system_for_submission,
     upload_limits,
 )
+from evaluation.services.work import enqueue_on_commit, submission_fail
 
 __all__ = [
     "ImportSummary",

@@ -25,7 +25,6 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
@@ -57,7 +56,16 @@ from evaluation.models import (
     TaskJudgment,
     TaskResult,
 )
-from evaluation.selectors import current_prompts, linked_judgments, submission_links
+from evaluation.selectors import (
+    OPEN,
+    claimable,
+    claimable_ids,
+    current_prompts,
+    hook_facts,
+    judgments_open,
+    linked_judgments,
+    submission_links,
+)
 from evaluation.services.files import open_upload, task_input
 from evaluation.services.spending import (
     call_group_add,
@@ -66,6 +74,7 @@ from evaluation.services.spending import (
     spend_room,
     spend_stop,
 )
+from evaluation.services.work import heartbeat
 from evaluation.throttle import EndpointSlots
 
 logger = logging.getLogger(__name__)
@@ -97,7 +106,6 @@ LEASE_AHEAD = 256
 # other worker's last answers are seen within a fraction of a second when the judge is fast,
 # and a slow judge is not asked about every 50 ms.
 HELD_WAIT_FIRST, HELD_WAIT_MAX = 0.05, 1.0
-OPEN = (Judgment.Status.PENDING, Judgment.Status.RUNNING)  # not settled yet
 # What a new judgment is created with (the rest takes the fields' defaults).
 JUDGMENT_COLUMNS = (
     "judge_identity",
@@ -263,7 +271,6 @@ def judgments_plan(*, submission: Submission, judge: Judge, rows=None) -> Judgin
     """The calls linking this submission's judged slots would leave (see JudgingPlan), found
     by building every request and looking its cache key up, without writing anything.
     ``rows``: see _chunks."""
-    from evaluation.services.pipeline import hook_facts  # the pipeline imports this module
 
     plugin = get_plugin(submission.benchmark.plugin)
     prompts = current_prompts(benchmark=submission.benchmark)
@@ -312,7 +319,6 @@ def judgments_link(
     can start while the rest is linked. Slots a changed rule no longer asks for are dropped
     once every chunk is linked. ``rows``: see _chunks. ``lease``: new judgments are created
     leased to the worker whose judgments_work takes the chunks (it alone may consume them)."""
-    from evaluation.services.pipeline import hook_facts  # the pipeline imports this module
 
     plugin = get_plugin(submission.benchmark.plugin)
     prompts = current_prompts(benchmark=submission.benchmark)
@@ -532,36 +538,6 @@ def _answer_offline(judgment: Judgment, plugin: BenchmarkPlugin, request, task) 
 
 
 # --- Calling --------------------------------------------------------------------------------
-
-
-def open_judgments(*, submission_id: int, judge_id: int) -> Iterator[QuerySet]:
-    """This submission's judgments under this judge that are not settled yet, as one queryset
-    per batch (see evaluation.selectors.linked_judgments)."""
-    for judgments in linked_judgments(submission_id=submission_id, judge_id=judge_id):
-        yield judgments.filter(status__in=OPEN)
-
-
-def judgments_open(*, submission_id: int, judge_id: int) -> bool:
-    """Whether any of them is not settled yet."""
-    return any(
-        judgments.exists()
-        for judgments in open_judgments(submission_id=submission_id, judge_id=judge_id)
-    )
-
-
-def claimable(now) -> Q:
-    return Q(status=Judgment.Status.PENDING) | Q(
-        status=Judgment.Status.RUNNING, lease_until__lt=now
-    )
-
-
-def claimable_ids(*, submission_id: int, judge_id: int) -> list[int]:
-    """The judgments of this submission under this judge a worker may take now, in order."""
-    now = timezone.now()
-    found: list[int] = []
-    for judgments in open_judgments(submission_id=submission_id, judge_id=judge_id):
-        found.extend(judgments.filter(claimable(now)).values_list("pk", flat=True))
-    return sorted(found)
 
 
 def judgments_claim(
@@ -843,7 +819,6 @@ def judgments_work(
     owner = lease.owner if lease is not None else uuid.uuid4().hex
     client = judge_client(judge)
     slots = judge_slots(judge, client, limit)
-    from evaluation.services.pipeline import heartbeat  # the pipeline imports this module
 
     team_id = Submission.objects.filter(pk=submission_id).values_list("team_id", flat=True).first()
     # What this judging may still be charged, as last read, and what this worker's calls were

@@ -6,7 +6,8 @@ are claimed with leases that a heartbeat renews while their worker lives, and a 
 stops after ``FLOORBOARD_WORK_SECONDS`` and queues its own continuation. A periodic sweeper
 re-queues whatever a dead worker left: a submission whose heartbeat went quiet, or whose leases
 lapsed. So with either broker a killed worker's submission finishes on another worker, and no
-stored answer is asked for again.
+stored answer is asked for again. How a stage is queued, claimed, kept alive and failed is in
+work.py; the judge calls are in judging.py.
 """
 
 from __future__ import annotations
@@ -14,27 +15,17 @@ from __future__ import annotations
 import json
 import logging
 import math
-import threading
 import time
 import uuid
-from collections.abc import Callable
-from contextlib import contextmanager
 from datetime import timedelta
 
 from celery import current_app
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
-from django.db import (
-    InterfaceError,
-    OperationalError,
-    close_old_connections,
-    connection,
-    transaction,
-)
+from django.db import close_old_connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
-from kombu.exceptions import OperationalError as KombuOperationalError
 
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import JudgedSlot, TaskOutcome
@@ -52,7 +43,14 @@ from evaluation.models import (
     UploadFindings,
 )
 from evaluation.scorer import current_scorer, score_scorer, scorer_log
-from evaluation.selectors import prompt_versions_named, submission_links
+from evaluation.selectors import (
+    hook_facts,
+    judgments_open,
+    prompt_versions_named,
+    submission_links,
+    upload_limits,
+)
+from evaluation.services import judging
 from evaluation.services.files import open_upload, task_input, upload_held
 from evaluation.services.records import score_record_add
 from evaluation.services.spending import (
@@ -61,186 +59,24 @@ from evaluation.services.spending import (
     spend_estimate_done,
     spend_held,
 )
-from evaluation.slices import Contributions, contributions_json, slice_results
-from evaluation.stored import (
-    open_stored_seekable,
-    read_once,
-    storage_refusal,
-    storage_unavailable,
+from evaluation.services.work import (
+    ACTIVE,
+    RETRIED,
+    after_commit,
+    enqueue_on_commit,
+    failing,
+    heartbeat,
+    runs_inline,
+    stage_claim,
+    stale_before,
+    submission_fail,
 )
+from evaluation.slices import Contributions, contributions_json, slice_results
+from evaluation.stored import open_stored_seekable, read_once
 
 logger = logging.getLogger(__name__)
 
 S = Submission.Status
-ACTIVE = (S.QUEUED, S.INGESTING, S.DETECTING, S.JUDGING, S.AGGREGATING)
-
-
-_local = threading.local()
-
-
-@contextmanager
-def inline():
-    """Run every stage this block queues in this process, at once, instead of on a worker: the
-    demo's seeding and tests that want a scored submission without a worker."""
-    previous = getattr(_local, "inline", False)
-    _local.inline = True
-    try:
-        yield
-    finally:
-        _local.inline = previous
-
-
-def after_commit(callback: Callable[[], None]) -> None:
-    """Run after the surrounding transaction commits (at once outside one, and at once in an
-    inline() block, where everything runs in this process and this transaction)."""
-    if getattr(_local, "inline", False):
-        callback()
-    else:
-        transaction.on_commit(callback)
-
-
-def enqueue_on_commit(task_name: str, *args) -> None:
-    """Queue a Celery task after the surrounding transaction commits (see after_commit)."""
-    from evaluation import tasks  # tasks import this module
-
-    task = getattr(tasks, task_name)
-    if getattr(_local, "inline", False):
-        task.apply(args=args, throw=True)
-        return
-
-    def send():
-        try:
-            task.delay(*args)
-        except KombuOperationalError:
-            # The broker is away: what is stored stays, and the sweeper queues it once it is
-            # back (a submission no worker has touched).
-            logger.warning("could not queue %s%r: broker unreachable", task_name, args)
-
-    transaction.on_commit(send)
-
-
-def _stale() -> timezone.datetime:
-    return timezone.now() - timedelta(seconds=settings.PIPELINE_STALL_SECONDS)
-
-
-def _claim_stage(submission_id: int, *, from_statuses, to_status: str) -> bool:
-    """Move a submission into a stage. A message delivered twice finds it already there: it
-    goes on only when no live worker is on it (its heartbeat went quiet)."""
-    claimed = bool(
-        Submission.objects.filter(pk=submission_id)
-        .filter(
-            Q(status__in=from_statuses)
-            | Q(status=to_status) & (Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=_stale()))
-        )
-        .update(status=to_status, heartbeat_at=timezone.now())
-    )
-    if claimed:
-        board_changed(submission_id=submission_id)  # the board marks a row being re-scored
-    return claimed
-
-
-def touch(submission_id: int) -> None:
-    Submission.objects.filter(pk=submission_id).update(heartbeat_at=timezone.now())
-
-
-@contextmanager
-def heartbeat(submission_id: int, renew: Callable[[], None] | None = None):
-    """While the block runs, a thread marks the submission alive and renews this worker's
-    leases every quarter of a lease, so that only a dead worker's work is taken over."""
-    stop = threading.Event()
-    interval = max(0.5, settings.JUDGE_LEASE_SECONDS / 4)
-
-    def beat():
-        try:
-            while not stop.wait(interval):
-                try:
-                    touch(submission_id)
-                    if renew is not None:
-                        renew()
-                except Exception:  # the next beat tries again; a lapsed lease is recoverable
-                    logger.exception("heartbeat failed")
-        finally:
-            connection.close()
-
-    touch(submission_id)
-    thread = threading.Thread(target=beat, name=f"heartbeat-{submission_id}", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-
-
-def hook_facts(submission: Submission) -> dict:
-    """The facts a plug-in's hooks receive: the options the submitter declared (a run mode,
-    say), then what submission-scope steps found."""
-    return {**(submission.options or {}), **(submission.facts or {})}
-
-
-# A dropped database connection or a locked SQLite file is worth another try (by Celery).
-RETRIED = (OperationalError, InterfaceError)
-
-
-def failure_message(stage: str, exc: BaseException) -> str:
-    """What the submission's page says: the stage and the kind of error, never its text (which
-    can carry paths, SQL or data); the details go to the worker's log. A permanent storage
-    error (a missing object, access denied) is named as such."""
-    refusal = storage_refusal(exc)
-    if refusal:
-        return (
-            f"{stage} failed: {refusal} ({type(exc).__name__}); staff can see which in the "
-            "worker log. Retry once the cause is fixed: what was stored is kept."
-        )
-    return (
-        f"{stage} failed ({type(exc).__name__}); staff can see the details in the worker log. "
-        "Retry once the cause is fixed: what was stored is kept."
-    )
-
-
-@contextmanager
-def failing(submission_id: int, stage: str):
-    """A stage that raises leaves its submission FAILED with a message for people, whether it
-    runs on a worker or in this process (inline, eager). Except when storage did not answer
-    (after each call's own retries with back-off): then the submission is marked as waiting
-    on storage, not failed, and the sweeper re-queues it once its heartbeat is quiet, until
-    storage answers and the stage goes through (which clears a mark set before it began; a
-    stage it ran inline may have set one since)."""
-    began = timezone.now()
-    try:
-        yield
-    except RETRIED:
-        raise  # retried by Celery; the submission stays where it was
-    except Exception as exc:
-        if storage_unavailable(exc):
-            logger.warning(
-                "submission %s: %s is waiting on storage (%s)",
-                submission_id,
-                stage,
-                type(exc).__name__,
-                exc_info=True,
-            )
-            Submission.objects.filter(
-                pk=submission_id, status__in=ACTIVE, storage_waiting_since__isnull=True
-            ).update(storage_waiting_since=timezone.now())
-            return
-        logger.exception("submission %s: %s failed", submission_id, stage)
-        submission_fail(submission_id=submission_id, error=failure_message(stage, exc))
-        raise
-    else:
-        Submission.objects.filter(pk=submission_id, storage_waiting_since__lt=began).update(
-            storage_waiting_since=None
-        )
-
-
-def submission_fail(*, submission_id: int, error: str) -> None:
-    """Record why a submission failed. The error is shown to its owner: callers pass a message
-    meant for people, never raw exception text."""
-    # The first failure is the one to tell (a stage run inline fails its callers too).
-    Submission.objects.filter(pk=submission_id).exclude(status__in=(S.SCORED, S.FAILED)).update(
-        status=S.FAILED, error=error[:5000], finished_at=timezone.now()
-    )
-    board_changed(submission_id=submission_id)
 
 
 # --- Ingest ---------------------------------------------------------------------------------
@@ -286,10 +122,8 @@ def submission_ingest(*, submission_id: int) -> bool:
     written. If it fails they are written as ingested: after a database error steps_start
     runs the step again; after any other error the submission fails at that step, and a
     retry starts from there."""
-    if not _claim_stage(submission_id, from_statuses=[S.QUEUED], to_status=S.INGESTING):
+    if not stage_claim(submission_id, from_statuses=[S.QUEUED], to_status=S.INGESTING):
         return False
-    from evaluation.services.submissions import upload_limits
-
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     plugin = get_plugin(submission.benchmark.plugin)
     tasks = {
@@ -551,7 +385,7 @@ def submission_judge(*, submission_id: int, judge_id: int, rows=None) -> None:
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     judge = Judge.objects.select_related("benchmark").get(pk=judge_id)
     claimed = submission.judge_id == judge.pk
-    if claimed and not _claim_stage(
+    if claimed and not stage_claim(
         submission_id, from_statuses=[S.DETECTING, S.SCORED, S.FAILED], to_status=S.JUDGING
     ):
         return
@@ -566,18 +400,11 @@ def submission_judge(*, submission_id: int, judge_id: int, rows=None) -> None:
 
 def _judging_run(submission: Submission, judge: Judge, rows) -> None:
     """submission_judge's work once it holds the stage."""
-    from evaluation.services.judging import (
-        Lease,
-        judgments_link,
-        judgments_plan,
-        judgments_work,
-    )
-
     submission_id, judge_id = submission.pk, judge.pk
     plan = None
     if not judge.is_offline:
         with heartbeat(submission_id):
-            plan = judgments_plan(submission=submission, judge=judge, rows=rows)
+            plan = judging.judgments_plan(submission=submission, judge=judge, rows=rows)
     estimate = spend_check(
         submission=submission, judge=judge, to_call=plan.groups if plan else None
     )
@@ -586,7 +413,7 @@ def _judging_run(submission: Submission, judge: Judge, rows) -> None:
         return
     if plan is None or not plan.open_count:
         with heartbeat(submission_id):
-            link = judgments_link(submission=submission, judge=judge, rows=rows)
+            link = judging.judgments_link(submission=submission, judge=judge, rows=rows)
             open_count = sum(len(opened) for opened in link)
         if open_count:
             # Put back to pending since the plan was read (a retry): called as usual.
@@ -597,12 +424,12 @@ def _judging_run(submission: Submission, judge: Judge, rows) -> None:
     # This task calls too; more workers join once every slot is linked (before that, one
     # could find nothing open and aggregate too early). The judgments linking creates are
     # leased to this task's calls as they are created.
-    lease = Lease(owner=uuid.uuid4().hex)
-    settled = judgments_work(
+    lease = judging.Lease(owner=uuid.uuid4().hex)
+    settled = judging.judgments_work(
         submission_id=submission_id,
         judge_id=judge_id,
         deadline=time.monotonic() + settings.PIPELINE_WORK_SECONDS,
-        link=judgments_link(submission=submission, judge=judge, rows=rows, lease=lease),
+        link=judging.judgments_link(submission=submission, judge=judge, rows=rows, lease=lease),
         lease=lease,
         on_linked=lambda: _judge_work_queue(submission_id, judge, plan.open_count, extra=True),
     )
@@ -619,7 +446,7 @@ def _judge_work_queue(submission_id: int, judge: Judge, open_count: int, extra=F
     up to PIPELINE_PARALLEL_TASKS (one fewer when the caller is calling too; none more when
     tasks run in this process, inline or eager, where the caller's own loop makes every
     call)."""
-    if extra and (getattr(_local, "inline", False) or current_app.conf.task_always_eager):
+    if extra and (runs_inline() or current_app.conf.task_always_eager):
         return
     batch = max(1, judge.concurrency or settings.JUDGE_CONCURRENCY)
     copies = max(1, min(settings.PIPELINE_PARALLEL_TASKS, math.ceil(open_count / (4 * batch))))
@@ -662,15 +489,13 @@ def _judging_hold(submission: Submission, judge: Judge, error: str = SPEND_HELD)
 
 def judge_run(*, submission_id: int, judge_id: int) -> None:
     """One worker's share of the calls; the one that settles the last judgment aggregates."""
-    from evaluation.services.judging import judgments_work
-
     submission = Submission.objects.filter(pk=submission_id).values("status", "judge_id").first()
     if submission is None:
         return
     if submission["judge_id"] == judge_id and submission["status"] != S.JUDGING:
         return  # already aggregated, or failed: nothing to do
     deadline = time.monotonic() + settings.PIPELINE_WORK_SECONDS
-    if judgments_work(submission_id=submission_id, judge_id=judge_id, deadline=deadline):
+    if judging.judgments_work(submission_id=submission_id, judge_id=judge_id, deadline=deadline):
         judging_finish(submission_id=submission_id, judge_id=judge_id, settled=True)
     elif spend_held(submission_id=submission_id, judge_id=judge_id):
         # Its charges passed the bound (spending.spend_room): held, not carried on.
@@ -687,14 +512,12 @@ def judging_finish(*, submission_id: int, judge_id: int, settled: bool = False) 
     """Aggregate once every judgment is settled (``settled``: the caller has just seen them
     all settled). Under the submission's own judge the status goes JUDGING -> AGGREGATING ->
     SCORED, and only a stored score makes it SCORED."""
-    from evaluation.services.judging import judgments_open
-
     if not settled and judgments_open(submission_id=submission_id, judge_id=judge_id):
         return None
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     judge = Judge.objects.get(pk=judge_id)
     primary = submission.judge_id == judge_id
-    if primary and not _claim_stage(
+    if primary and not stage_claim(
         submission_id, from_statuses=[S.JUDGING], to_status=S.AGGREGATING
     ):
         return None
@@ -883,7 +706,7 @@ def slices_sweep() -> list[int]:
     slices a stall period after they were computed. Returns the score ids."""
     missing = list(
         Score.objects.filter(
-            contributions__isnull=False, slices__isnull=True, computed_at__lt=_stale()
+            contributions__isnull=False, slices__isnull=True, computed_at__lt=stale_before()
         ).values_list("pk", flat=True)
     )
     for score_id in missing:
@@ -932,10 +755,8 @@ def submission_resume(*, submission: Submission) -> str:
 def failed_judgments_retry(*, submission: Submission, judge: Judge | None = None) -> int:
     """Put this submission's failed judgments back to pending and queue its judging again, with
     no check of who asks (a team's own retry: submission_retry_failed). Returns how many."""
-    from evaluation.services.judging import failed_judgments_reset
-
     judge = judge or submission.judge
-    count = failed_judgments_reset(submission=submission, judge=judge)
+    count = judging.failed_judgments_reset(submission=submission, judge=judge)
     enqueue_on_commit("judge_submission", submission.pk, judge.pk)
     return count
 
@@ -971,7 +792,7 @@ def submissions_sweep() -> list[int]:
     judgments that are due."""
     failed_judgments_retry_due()
     now = timezone.now()
-    stale = _stale()
+    stale = stale_before()
     quiet = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale)
     not_recent = Q(requeued_at__isnull=True) | Q(requeued_at__lt=stale)
     # Work whose lease lapsed was held by a dead worker: re-queued once per lease period, so a

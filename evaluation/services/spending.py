@@ -44,6 +44,7 @@ from evaluation.models import (
     Submission,
     Team,
 )
+from evaluation.selectors import claimable, open_judgments
 
 CHARS_PER_TOKEN = 4
 MILLION = Decimal(1_000_000)
@@ -89,8 +90,6 @@ def calls_to_make(*, submission: Submission, judge: Judge) -> list[dict]:
     """The calls a worker may start for this submission under this judge, from its linked
     judgments: by kind and prompt version, how many and their messages' lengths ("n", "user",
     "system"), as judgments_plan finds them before linking."""
-    from evaluation.services.judging import claimable, open_judgments
-
     now = timezone.now()
     groups: dict[tuple[str, int], dict] = {}
     for judgments in open_judgments(submission_id=submission.pk, judge_id=judge.pk):

@@ -21,12 +21,13 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import router, transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, TextField
 from django.db.models.deletion import Collector, ProtectedError
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
-from evaluation.benchmarks.base import UploadContents, UploadLimits
+from evaluation.benchmarks.base import UploadContents
 from evaluation.board_state import board_changed
 from evaluation.bundles import (
     BundleRejected,
@@ -37,7 +38,18 @@ from evaluation.bundles import (
     zip_entry_count,
 )
 from evaluation.links import URL_FIELDS, web_url
-from evaluation.models import Benchmark, Judge, Judgment, Submission, System, TaskJudgment, Team
+from evaluation.models import (
+    Benchmark,
+    Judge,
+    Judgment,
+    PendingDeletion,
+    Submission,
+    System,
+    Task,
+    TaskJudgment,
+    TaskResult,
+    Team,
+)
 from evaluation.run_config import (
     RunConfigInvalid,
     contamination_clean,
@@ -49,10 +61,13 @@ from evaluation.selectors import (
     account_limit_refusal,
     submission_change_refusal,
     team_limit_refusal,
+    upload_limits,
     user_in_submission_team,
 )
 from evaluation.services.files import file_sha256
-from evaluation.services.pipeline import enqueue_on_commit, failed_judgments_retry, findings_keep
+from evaluation.services.pipeline import failed_judgments_retry, findings_keep
+from evaluation.services.work import enqueue_on_commit
+from evaluation.stored import storage_is_s3, storage_unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -136,15 +151,6 @@ class TaskSpecs(Mapping):
 
     def __len__(self) -> int:
         return len(self._ids)
-
-
-def upload_limits(benchmark: Benchmark) -> UploadLimits:
-    """The benchmark's own size limit, or the site-wide one when that is smaller."""
-    plugin = get_plugin(benchmark.plugin)
-    return UploadLimits(
-        max_bytes=min(plugin.max_upload_bytes, settings.BUNDLE_MAX_UNCOMPRESSED_BYTES),
-        max_ratio=settings.BUNDLE_MAX_COMPRESSION_RATIO,
-    )
 
 
 def upload_max_entries(plugin, tasks: int) -> int:
@@ -606,8 +612,6 @@ def stored_keys_mark_deleted(*, keys: list[str], queue: bool = True) -> int:
     the objects go once it commits, by pending_deletions_run (queued unless ``queue`` is off:
     a caller already on a worker runs it itself), retried until storage answers. Returns how
     many were marked."""
-    from evaluation.models import PendingDeletion
-
     PendingDeletion.objects.bulk_create(
         [PendingDeletion(key=key) for key in dict.fromkeys(keys)], ignore_conflicts=True
     )
@@ -620,11 +624,6 @@ def _still_referenced(key: str) -> bool:
     """Whether a row still names the object (a content-addressed file shared with another
     submission, a bundle kept by another row): then it stays. Rows of a submission whose
     files were purged (no bundle) name nothing any more."""
-    from django.db.models import TextField
-    from django.db.models.functions import Cast
-
-    from evaluation.models import TaskResult
-
     if Submission.objects.filter(bundle=key).exists():
         return True
     quoted = json.dumps(key)
@@ -642,9 +641,6 @@ def pending_deletions_run(*, limit: int = 1000) -> int:
     """Delete objects marked for deletion that no row names any more (those still named are
     unmarked and kept). Storage that does not answer stops the pass: what is left stays marked
     for the next one (beat runs it every DELETION_RETRY_SECONDS). Returns how many went."""
-    from evaluation.models import PendingDeletion
-    from evaluation.stored import storage_unavailable
-
     deleted = 0
     for pending in PendingDeletion.objects.order_by("tried_at", "pk")[:limit]:
         if _still_referenced(pending.key):
@@ -673,7 +669,8 @@ def referenced_keys() -> set[str]:
     steps stored (not those of a submission whose files were purged), the benchmarks' task
     assets, open uploads' objects or partial files, and objects marked for deletion (theirs to
     delete)."""
-    from evaluation.models import PendingDeletion, Task, TaskResult
+    # At call time: evaluation does not import leaderboard at module level (the arrows of
+    # DESIGN.md run the other way); only this sweep needs to know open uploads' objects.
     from leaderboard.uploads.models import Upload
     from leaderboard.uploads.storage import partial_name
 
@@ -699,8 +696,6 @@ def _stored_objects(storage) -> Iterator[tuple[str, datetime]]:
     """(name, last written) of every object in the storage. S3's listing carries the times
     (one request per thousand objects, where asking each object would be one per object); any
     other storage is walked folder by folder through the Storage API."""
-    from evaluation.stored import storage_is_s3
-
     if storage_is_s3():
         location = (storage.location or "").strip("/")
         prefix = f"{location}/" if location else ""

@@ -11,7 +11,7 @@ import pytest
 from evaluation.benchmarks import registry
 from evaluation.models import Score, Submission
 from evaluation.services import bundle_validate, submission_create
-from evaluation.services.pipeline import inline
+from evaluation.services.work import inline
 from leaderboard.views_about import example_upload_path
 from tests.conftest import every_plugin_board
 

@@ -14,9 +14,9 @@ from django.core.cache import cache
 from django.urls import reverse
 
 from evaluation.benchmarks import get_plugin
-from evaluation.held_out import held_out_mark
 from evaluation.models import Score, Submission
 from evaluation.services import submission_create
+from evaluation.services.held_out import held_out_mark
 from evaluation.services.pipeline import task_outcomes
 from leaderboard import audio
 from tests.conftest import copy_examples, fresh, fresh_all, scoring_here, zip_tree

@@ -7,9 +7,10 @@ import pytest
 from django.contrib.auth.models import User
 
 from evaluation.benchmarks import get_plugin
-from evaluation.held_out import held_out_band, held_out_column_band, held_out_mark
+from evaluation.held_out import held_out_band, held_out_column_band
 from evaluation.models import Score, Submission
 from evaluation.services import submission_create
+from evaluation.services.held_out import held_out_mark
 from evaluation.services.pipeline import task_outcomes
 from tests.conftest import copy_examples, scoring_here, zip_tree
 

@@ -26,7 +26,7 @@ from evaluation.board_state import board_changed
 from evaluation.identity import ANONYMOUS_NAME
 from evaluation.models import Membership, Submission, System, Team
 from evaluation.services import submission_create
-from evaluation.services.pipeline import inline
+from evaluation.services.work import inline
 from leaderboard.accounts.services import api_token_create
 from tests.conftest import demo_runs_scored, every_plugin_board
 

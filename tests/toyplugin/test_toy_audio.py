@@ -123,7 +123,7 @@ def test_timed_words_are_checked_and_drawn_on_the_task_page(settings, tmp_path, 
     """An answer's spoken words, timed, are drawn as one lane that seeks the spoken answer;
     words that are not [{start, end, text}] with start <= end are a problem on their line."""
     from evaluation.services import submission_create
-    from evaluation.services.pipeline import inline
+    from evaluation.services.work import inline
 
     tasks = {task["id"]: task for task in toy.TASKS}
     report = ValidationReport()

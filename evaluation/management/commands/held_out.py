@@ -1,7 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation.held_out import HeldOutError, held_out_ids, held_out_mark
+from evaluation.held_out import held_out_ids
 from evaluation.models import Benchmark
+from evaluation.services.held_out import HeldOutError, held_out_mark
 
 
 class Command(BaseCommand):

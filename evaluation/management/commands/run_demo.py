@@ -20,6 +20,7 @@ from collections import deque
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from config.celery import worker_queues
 from evaluation.demo_site import demo_environment
 
 POLL_SECONDS = 0.2
@@ -30,8 +31,6 @@ STOP_SECONDS = 10.0  # a worker's warm shutdown, before it is killed
 
 
 def worker_command() -> list[str]:
-    from config.celery import worker_queues
-
     return [
         sys.executable,
         "-m",

@@ -38,7 +38,7 @@ from evaluation.benchmarks import registry
 from evaluation.board_state import board_changed
 from evaluation.models import Submission
 from evaluation.services import benchmark_import, submission_create
-from evaluation.services.pipeline import inline
+from evaluation.services.work import inline
 from leaderboard.management.commands.bench_leaderboard import SLUG, clear_seeded, seed
 
 DOCKERFILE = Path(settings.BASE_DIR) / "docker" / "Dockerfile"

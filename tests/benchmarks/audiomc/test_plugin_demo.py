@@ -19,7 +19,7 @@ from evaluation.benchmarks.audiomc import plugin
 from evaluation.benchmarks.audiomc.dataset import AXES
 from evaluation.models import Judgment, Score, Submission
 from evaluation.services import benchmark_import, submission_create
-from evaluation.services.pipeline import inline
+from evaluation.services.work import inline
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

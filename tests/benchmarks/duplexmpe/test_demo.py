@@ -11,7 +11,7 @@ from django.core.files.storage import default_storage
 from evaluation.benchmarks.duplexmpe import plugin
 from evaluation.models import Score, Submission
 from evaluation.services import benchmark_import, submission_create
-from evaluation.services.pipeline import inline
+from evaluation.services.work import inline
 
 pytestmark = pytest.mark.django_db
 

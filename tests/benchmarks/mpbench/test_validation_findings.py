@@ -267,7 +267,7 @@ def test_findings_kept_under_other_steps_are_not_used(
     """Kept under the current versions, the findings are what detection uses (here, altered to
     show it); kept under another step version (a deploy between upload and ingest), they are
     ignored and the files are read. Either way they are dropped."""
-    from evaluation.services import pipeline, submission_create
+    from evaluation.services import pipeline, submission_create, work
 
     root = tmp_path / "run"
     present = _run(mpbench_dir, root, mpbench_tasks, True)
@@ -290,7 +290,7 @@ def test_findings_kept_under_other_steps_are_not_used(
             kept["versions"]["steps"][0][1] = version
         stored.text = json.dumps(kept)
         stored.save()
-        with pipeline.inline():
+        with work.inline():
             pipeline.submission_ingest(submission_id=submission.pk)
         assert not UploadFindings.objects.filter(submission=submission).exists()
         results[name] = submission.task_results.get(task__task_id=present[0]).detection

@@ -9,7 +9,7 @@ import pytest
 from evaluation.benchmarks.msibench import plugin
 from evaluation.models import Judgment, Score, Submission
 from evaluation.services import benchmark_import, submission_create
-from evaluation.services.pipeline import inline
+from evaluation.services.work import inline
 
 from .conftest import SHARED_TEMPLATES
 

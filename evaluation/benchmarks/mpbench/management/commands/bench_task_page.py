@@ -26,7 +26,7 @@ from evaluation.benchmarks.mpbench.limits import MAX_WORD_CHUNKS
 from evaluation.benchmarks.mpbench.plugin import plugin
 from evaluation.models import Submission, TaskResult
 from evaluation.services import benchmark_import, submission_create
-from evaluation.services.pipeline import inline
+from evaluation.services.work import inline
 
 
 def _inflated(source: Path, target: Path) -> str:
