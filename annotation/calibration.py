@@ -24,8 +24,10 @@ from django.db import transaction
 from evaluation import calibration as core
 from evaluation.benchmarks import get_plugin
 from evaluation.models import CalibratedScore, Score, Submission, TaskResult
+from evaluation.stats import ppi_labels_needed, ppi_mean
 
 from .models import CalibrationStratum, Item, Rating, Study
+from .services import StudyError, _items_create, _snapshot, _units
 
 logger = logging.getLogger(__name__)
 
@@ -91,8 +93,6 @@ def stratum_population(*, study: Study, submission: Submission):
     """(population, {(task result id, slot): StudyUnit}) of one submission: every unit the
     study's metric counts, with the judge's outcome, read from the score's contributions and
     the plug-in's rating units (the sampler's path)."""
-    from .services import _units
-
     plugin, declared, _ = _declared(study)
     kind = plugin.study_kind(study.kind)
     score = Score.objects.filter(submission=submission, judge=study.judge).first()
@@ -125,8 +125,6 @@ def _shuffle_key(study: Study, submission_id: int, index: int) -> int:
 
 
 def _items_for(study, stratum: CalibrationStratum, indices: list[int], units: Mapping) -> list:
-    from .services import _snapshot
-
     rows = {
         row.pk: row
         for row in TaskResult.objects.filter(
@@ -154,8 +152,6 @@ def calibration_sample(*, study: Study) -> list[Item]:
     """A calibration study's first sample: ``per_stratum`` draws (units, or whole tasks for a
     metric counted per task) from each stratum, uniformly at random among all that the metric
     counts, each item carrying its inclusion probability."""
-    from .services import StudyError, _items_create
-
     strata = list(study.strata.order_by("pk"))
     made, short = [], []
     for submission in strata:
@@ -198,8 +194,6 @@ def calibration_extend(*, study: Study, counts: Mapping[int, int]) -> int:
     """Add ``counts[submission id]`` more draws to each stratum, the next ones of its
     permutation (so the sample stays uniform), and update every item's inclusion probability.
     Returns the number of items added; the scores are refreshed once the change is stored."""
-    from .services import StudyError, _items_create, _units
-
     if not study.calibrated_metric:
         raise StudyError(f"study {study.slug} is not a calibration study")
     bad = [pk for pk, k in counts.items() if not isinstance(k, int) or k < 0]
@@ -319,8 +313,6 @@ def _scale(metric) -> float:
 
 def score_values(*, outcomes: Outcomes, metric) -> dict:
     """A CalibratedScore's fields from one stratum's outcomes, in the metric's unit."""
-    from evaluation.stats import ppi_mean
-
     scale = _scale(metric)
     judge_value = float(outcomes.judge.mean()) * scale if outcomes.population else None
     values = {
@@ -423,8 +415,6 @@ def refresh_after_commit(*, study: Study) -> None:
 def calibration_plan(*, study: Study, width_pp: float) -> list[dict]:
     """Per stratum: n, N, the judge's and the calibrated value, and how many more draws the
     calibrated interval needs to be at most ``width_pp`` wide (in the metric's unit)."""
-    from evaluation.stats import ppi_labels_needed
-
     _, declared, metric = _declared(study)
     scale = _scale(metric)
     labels = _labels(study)
@@ -469,8 +459,6 @@ def study_delete(*, study: Study) -> None:
     """Delete a study with its calibrated scores (they name it without a foreign key). A study
     people have rated is kept (its ratings keep the guideline they were made under): close it
     instead."""
-    from .services import StudyError
-
     if Rating.objects.filter(item__study=study).exists():
         raise StudyError(f"study {study.slug} has ratings: close it rather than delete it")
     with transaction.atomic():

@@ -103,6 +103,7 @@ def seed_demo_study(*, base_url: str = "http://127.0.0.1:8000", stdout=None) -> 
     """Create (once) the demo study and print its invite links; and the demo calibration study
     (annotation/demo_calibration.py) on its own demo board."""
     out = stdout or sys.stdout
+    # At call time: annotation.demo_calibration builds on this module's demo board.
     from .demo_calibration import seed_demo_calibration
 
     seed_demo_calibration(base_url=base_url, stdout=out)

@@ -20,6 +20,7 @@ from evaluation.services import stored_sha256, task_input
 from evaluation.services.files import open_upload
 from evaluation.services.pipeline import judged_slots
 
+from . import figures, selectors
 from .models import Guideline, Item, Rater, Snapshot, Study
 from .selectors import study_title_for_raters, task_languages
 
@@ -106,6 +107,7 @@ def _check_plan(plan: StudyPlan) -> None:
     if Study.objects.filter(slug=plan.slug).exists():
         problems.append(f"a study with slug {plan.slug!r} exists")
     if plan.calibrated_metric and plan.kind in kinds:
+        # At call time: annotation.calibration builds on this module's helpers.
         from .calibration import check_calibration
 
         problems.extend(
@@ -215,6 +217,7 @@ def study_sample(*, study: Study) -> list[Item]:
     if study.items.filter(role=Item.Role.SAMPLE).exists():
         raise StudyError(f"study {study.slug} already has its sample")
     if study.calibrated_metric:
+        # At call time: annotation.calibration builds on this module's helpers.
         from .calibration import calibration_sample
 
         return calibration_sample(study=study)
@@ -439,7 +442,8 @@ def rater_update(*, rater: Rater, is_active: bool | None = None, is_excluded: bo
         with transaction.atomic():
             Rater.objects.filter(pk=rater.pk).update(**fields)
             if "is_excluded" in fields:
-                # An excluded rater's labels leave the calibrated scores (and come back).
+                # An excluded rater's labels leave the calibrated scores (and come back). At
+                # call time: annotation.calibration builds on this module's helpers.
                 from .calibration import refresh_after_commit
 
                 refresh_after_commit(study=rater.study)
@@ -463,8 +467,6 @@ def inputs_sha256(*, ratings: list[dict], parameters: dict) -> str:
 def snapshot_freeze(*, study: Study, created_by=None) -> Snapshot:
     """Freeze the current ratings with the figures computed from them. The same ratings and
     parameters give back the snapshot already frozen, so every figure shown has one."""
-    from . import figures, selectors
-
     ratings = selectors.study_rating_rows(study=study)
     parameters = figures.parameters(study=study)
     inputs_sha = hashlib.sha256(_canonical({"ratings": ratings, "parameters": parameters}))

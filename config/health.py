@@ -37,6 +37,8 @@ from django.db import DatabaseError, connection
 from django.http import HttpResponseNotAllowed, JsonResponse
 from django.utils.cache import add_never_cache_headers
 
+from config.celery import app as celery_app
+from config.storage import client_config
 from evaluation.selectors import workers_silent
 from evaluation.stored import storage_is_s3
 
@@ -55,13 +57,11 @@ def database_check() -> None:
 
 
 def broker_check() -> None:
-    from config.celery import app
-
-    with app.connection_for_write(connect_timeout=BROKER_TIMEOUT_SECONDS) as broker:
+    with celery_app.connection_for_write(connect_timeout=BROKER_TIMEOUT_SECONDS) as broker:
         broker.ensure_connection(max_retries=1, timeout=BROKER_TIMEOUT_SECONDS)
         # The task queue's length, read as a worker would: a ping and LLEN on Redis, a listing
         # of the queue folder on the filesystem broker.
-        broker.default_channel.queue_declare(queue=app.conf.task_default_queue)
+        broker.default_channel.queue_declare(queue=celery_app.conf.task_default_queue)
 
 
 # The outcome of the last storage probe ("ok" or "failing"), and the claim on the next one.
@@ -76,8 +76,6 @@ _probe_clients_lock = threading.Lock()
 def _probe_client(storage):
     """The probe's S3 client, made once per process and storage (making one costs more CPU
     than the probe itself, and would hold up the request waiting beside it)."""
-    from config.storage import client_config
-
     timeout = settings.HEALTH_STORAGE_TIMEOUT_SECONDS
     identity = (storage.endpoint_url, storage.region_name, storage.access_key, timeout)
     with _probe_clients_lock:

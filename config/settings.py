@@ -6,6 +6,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_float, env_int, env_list, env_map, env_retired, env_str
 
@@ -18,8 +19,6 @@ if not SECRET_KEY:
     # Only a DEBUG process (`make demo`) may sign with a key everyone knows; anything else
     # (production, whatever its other settings say) refuses to start without its own.
     if not DEBUG:
-        from django.core.exceptions import ImproperlyConfigured
-
         raise ImproperlyConfigured(
             "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off; for local use only, "
             "set DJANGO_DEBUG=1 instead"
@@ -148,8 +147,6 @@ for _name, _url in (
     ("FLOORBOARD_S3_PUBLIC_ENDPOINT_URL", S3_PUBLIC_ENDPOINT_URL),
 ):
     if _url and not re.fullmatch(r"https?://[^/\s?#]+/?", _url):
-        from django.core.exceptions import ImproperlyConfigured
-
         raise ImproperlyConfigured(
             f"{_name}={_url!r} is not an http:// or https:// address without a path"
         )
@@ -386,8 +383,6 @@ JUDGE_HOSTS = [
 for _host in JUDGE_HOSTS:
     # A URL, or a host with a port (one colon: an IPv6 address has more), would never match.
     if re.search(r"[/@\s]", _host) or _host.count(":") == 1:
-        from django.core.exceptions import ImproperlyConfigured
-
         raise ImproperlyConfigured(
             f"FLOORBOARD_JUDGE_HOSTS: {_host!r} is not a host name (write hosts alone, without "
             "scheme, port or path: api.openai.com, .example.com)"
@@ -406,15 +401,11 @@ JUDGE_API_KEY_BY_HOST = {
 }
 for _host, _variable in JUDGE_API_KEY_BY_HOST.items():
     if re.search(r"[/@\s]", _host) or _host.count(":") == 1:
-        from django.core.exceptions import ImproperlyConfigured
-
         raise ImproperlyConfigured(
             f"FLOORBOARD_JUDGE_API_KEYS: {_host!r} is not a host name (write hosts alone, "
             "without scheme, port or path: judge.example.com=VARIABLE)"
         )
     if _variable and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", _variable):
-        from django.core.exceptions import ImproperlyConfigured
-
         raise ImproperlyConfigured(
             f"FLOORBOARD_JUDGE_API_KEYS: {_host}={_variable!r} does not name an environment "
             "variable"
@@ -493,8 +484,6 @@ MAX_JUDGE_SPEND_PER_MONTH_SITE = env_float("FLOORBOARD_MAX_JUDGE_SPEND_PER_MONTH
 # percent (or the room left under a limit), and is held with the figures.
 JUDGE_SPEND_MARGIN_PERCENT = env_float("FLOORBOARD_JUDGE_SPEND_MARGIN_PERCENT", 100.0)
 if JUDGE_SPEND_MARGIN_PERCENT < 0:
-    from django.core.exceptions import ImproperlyConfigured
-
     raise ImproperlyConfigured(
         f"FLOORBOARD_JUDGE_SPEND_MARGIN_PERCENT={JUDGE_SPEND_MARGIN_PERCENT:g} is below 0"
     )

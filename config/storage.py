@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from botocore.config import Config
 from django.conf import settings
 from storages.backends.s3 import S3Storage as BaseS3Storage
+from storages.utils import clean_name
 
 
 def client_config(
@@ -86,8 +87,6 @@ class S3Storage(BaseS3Storage):
         return client
 
     def url(self, name, parameters=None, expire=None, http_method=None):
-        from storages.utils import clean_name
-
         params = dict(parameters or {})
         params["Bucket"] = self.bucket_name
         params["Key"] = self._normalize_name(clean_name(name))

@@ -18,6 +18,9 @@ from django.db.models.fields.json import KeyTransform
 
 from evaluation.benchmarks import get_plugin
 from evaluation.models import Benchmark, Judge, Score
+from evaluation.run_config import config_fingerprint
+from evaluation.scorer import current_scorer, older_parts
+from evaluation.selectors import submissions_visible_to
 from evaluation.slices import Contributions, rank_ranges, slices_version
 from leaderboard.selectors import (
     SORT_RANK,
@@ -291,10 +294,6 @@ def with_scorer_and_config(
     """older_scorer: the parts of the current scorer (evaluation/scorer.py) a row's numbers
     were not made with; config_differs: the row's system has another submission on this
     benchmark, visible to this viewer, run under a different configuration."""
-    from evaluation.run_config import config_fingerprint
-    from evaluation.scorer import current_scorer, older_parts
-    from evaluation.selectors import submissions_visible_to
-
     scored = [e for e in entries if not e.reported_in_paper]
     if not scored:
         return entries

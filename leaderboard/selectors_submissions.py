@@ -18,7 +18,14 @@ from django.utils.text import capfirst
 from evaluation.benchmarks import get_plugin
 from evaluation.benchmarks.base import Timeline, TimelineSpan
 from evaluation.identity import Viewer
-from evaluation.models import Judgment, Membership, Submission, TaskJudgment, TaskResult
+from evaluation.models import (
+    Judgment,
+    Membership,
+    ScoreRecord,
+    Submission,
+    TaskJudgment,
+    TaskResult,
+)
 from evaluation.run_config import FIELDS as RUN_CONFIG_FIELDS
 from evaluation.run_config import config_rows
 from evaluation.selectors import slot_sort_key
@@ -413,8 +420,6 @@ def duplicate_bundles(*, submission: Submission, user) -> list[Submission]:
 
 def score_records(*, submission: Submission) -> list:
     """The numbers the submission's own judge has given it over time, newest first."""
-    from evaluation.models import ScoreRecord
-
     return list(
         ScoreRecord.objects.filter(submission=submission, judge_id=submission.judge_id)
         .select_related("judge")

@@ -2,7 +2,9 @@
 
 from rest_framework import serializers
 
+from evaluation.benchmarks import get_plugin
 from evaluation.models import Submission
+from evaluation.selectors import VERDICT_FILTERS
 
 
 class SubmissionFilters(serializers.Serializer):
@@ -14,9 +16,6 @@ class SubmissionFilters(serializers.Serializer):
 def task_filters(submission, request) -> dict:
     """The benchmark's task filters and the verdict, from the query string: a bad value is a
     400 naming the parameter."""
-    from evaluation.benchmarks import get_plugin
-    from evaluation.selectors import VERDICT_FILTERS
-
     fields = {
         "verdict": serializers.ChoiceField(
             choices=VERDICT_FILTERS, required=False, help_text="Under the submission's judge"

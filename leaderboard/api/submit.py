@@ -36,6 +36,7 @@ from evaluation.benchmarks import get_plugin
 from evaluation.models import Benchmark
 from evaluation.selectors import judge_choice_message
 from evaluation.services.submissions import LimitReached
+from leaderboard.api.views_submissions import SubmissionList
 from leaderboard.uploads import services
 from leaderboard.uploads.models import Upload
 from leaderboard.uploads.selectors import teams_of
@@ -151,8 +152,6 @@ class SubmissionCreateView(APIView):
     def dispatch(self, request, *args, **kwargs):
         # /api/submissions/ is one path for two views: reads go to the submissions list.
         if request.method not in ("POST", "OPTIONS"):
-            from leaderboard.api.views_submissions import SubmissionList
-
             return SubmissionList.as_view()(request, *args, **kwargs)
         return super().dispatch(request, *args, **kwargs)
 

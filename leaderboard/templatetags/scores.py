@@ -9,6 +9,7 @@ from django.utils.safestring import mark_safe
 from evaluation.held_out import held_out_column_band
 from evaluation.links import web_url
 from evaluation.scorer import PART_LABELS
+from evaluation.slices import MIN_TASKS
 from evaluation.stats import Z95
 
 register = template.Library()
@@ -124,8 +125,6 @@ def _units(metric, n) -> str:
 def board_cell(results, column, intervals=None) -> dict:
     """What one board cell shows: the number, its 95% interval text, and the hover text (with
     the n behind every interval)."""
-    from evaluation.slices import MIN_TASKS
-
     metric = column.metric
     value = column.value(results)
     text = metric_text(value, metric)

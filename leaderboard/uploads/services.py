@@ -725,8 +725,6 @@ def multipart_uploads_sweep(*, older_than: timedelta) -> list[str]:
     """On S3: abort incomplete multipart uploads begun longer ago than ``older_than`` under
     every prefix the site writes (a store cut mid-copy or mid-put leaves them, and nothing else
     would), except those of browser uploads still open. Returns the keys aborted."""
-    from evaluation.stored import storage_is_s3
-
     if not storage_is_s3():
         return []
     keep = set(

@@ -44,6 +44,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.benchmarks import registry
+from evaluation.management.commands.run_demo import worker_command
 from evaluation.models import Benchmark, Membership, Team
 from evaluation.services import benchmark_import
 from leaderboard.accounts.services import api_token_create
@@ -371,7 +372,6 @@ class Command(BaseCommand):
                 "FLOORBOARD_SECURE_COOKIES": "0",
                 "PYTHONUNBUFFERED": "1",
             }
-            from evaluation.management.commands.run_demo import worker_command
 
             tiers = [
                 Tier(
