@@ -2,6 +2,7 @@
 product: the settings the image runs with (docker/compose.yaml's environment, nothing else) do
 not install them, and only the Makefile's local targets turn them on."""
 
+import ast
 import os
 import re
 import shutil
@@ -79,6 +80,30 @@ def test_the_switch_installs_them_under_their_names():
     env = image_env() | {SWITCH: "1"}
     assert "config.devtools" in run(["-c", PROBE], env)
     assert set(DEV_COMMANDS) <= commands(env)
+
+
+def test_the_image_leaves_the_app_out_and_the_product_never_imports_it():
+    assert "config/devtools" in (ROOT / ".dockerignore").read_text().splitlines()
+    # Only the app itself and the plug-ins' own bench commands (which only the app loads) may
+    # import it: anything else would break in the image, which does not have it.
+    found = []
+    for top in ("config", "evaluation", "leaderboard", "annotation"):
+        for path in (ROOT / top).rglob("*.py"):
+            relative = path.relative_to(ROOT)
+            own_commands = "/demo/commands/" in f"/{relative.as_posix()}"
+            if relative.parts[:2] == ("config", "devtools") or own_commands:
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = (
+                    [alias.name for alias in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else []
+                )
+                if any(name.startswith("config.devtools") for name in names):
+                    found.append(f"{relative}:{node.lineno}")
+    assert not found, "product modules importing the development tools: " + ", ".join(found)
 
 
 def test_nothing_in_docker_sets_the_switch():
