@@ -10,6 +10,8 @@ PORT ?= 8000
 # (benchmarks, the migrations check) get a throwaway one unless the environment has one.
 LOCAL_KEY := DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-floorboard-local-only-not-a-secret}"
 MANAGE := $(LOCAL_KEY) $(BIN)/python manage.py
+# The development tools (config/devtools: bench_* and soak) are installed only where this is set.
+DEV_TOOLS := FLOORBOARD_DEV_TOOLS=1
 
 .PHONY: install demo test lint check-migrations bench bench-attacks bench-load soak clean lock
 
@@ -47,7 +49,7 @@ demo: install
 # own under var/soak: worker deaths, quarantined messages, submissions scored. Not part of test.
 MINUTES ?= 60
 soak: install
-	DJANGO_DEBUG=1 FLOORBOARD_VAR_DIR=$(CURDIR)/var/soak $(BIN)/python manage.py soak --minutes $(MINUTES)
+	$(DEV_TOOLS) DJANGO_DEBUG=1 FLOORBOARD_VAR_DIR=$(CURDIR)/var/soak $(BIN)/python manage.py soak --minutes $(MINUTES)
 
 # The quick tier runs on every core, an idle core taking tests queued for a busy one; the
 # services tier (real workers sharing one broker database, SIGKILL runs, a browser) in one
@@ -55,7 +57,7 @@ soak: install
 PYTEST_ARGS ?= $(if $(FLOORBOARD_REQUIRE_SERVICES)$(FLOORBOARD_RUN_SERVICES),,-n auto --dist worksteal)
 
 test: install
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(DEV_TOOLS) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
@@ -66,34 +68,35 @@ check-migrations: install
 
 # bench_overhead on both databases: with DATABASE_URL set for PostgreSQL, the embedded default's
 # figures follow.
-EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL $(MANAGE)
+BENCH := $(DEV_TOOLS) $(MANAGE)
+EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL $(BENCH)
 OVERHEAD_INSTANT := bench_overhead --latency 0 --repeat 3
 OVERHEAD_200MS := bench_overhead --latency 0.2
 bench: install
-	$(MANAGE) migrate --noinput -v0
-	$(MANAGE) bench_scoring
-	$(MANAGE) $(OVERHEAD_INSTANT)
-	$(MANAGE) $(OVERHEAD_200MS)
+	$(BENCH) migrate --noinput -v0
+	$(BENCH) bench_scoring
+	$(BENCH) $(OVERHEAD_INSTANT)
+	$(BENCH) $(OVERHEAD_200MS)
 	@case "$$DATABASE_URL" in postgres*) \
 	  $(EMBEDDED) migrate --noinput -v0 && $(EMBEDDED) $(OVERHEAD_INSTANT) && \
 	  $(EMBEDDED) $(OVERHEAD_200MS) ;; \
 	  *) echo "bench_overhead on PostgreSQL + Redis too: set DATABASE_URL=postgres://... CELERY_BROKER_URL=redis://..." ;; esac
-	$(MANAGE) bench_agreement
-	$(MANAGE) bench_leaderboard
-	@case "$$DATABASE_URL" in postgres*) $(MANAGE) bench_assignment ;; \
+	$(BENCH) bench_agreement
+	$(BENCH) bench_leaderboard
+	@case "$$DATABASE_URL" in postgres*) $(BENCH) bench_assignment ;; \
 	  *) echo "bench_assignment needs PostgreSQL: set DATABASE_URL=postgres://..." ;; esac
 
 # The public pages under a crowd: gunicorn as the image runs it, driven from another process
 # (wrk where installed) at 20 and 100 readers, the response cache off and on. Not part of bench.
 bench-load: install
 	env -u DATABASE_URL -u CELERY_BROKER_URL FLOORBOARD_VAR_DIR=$(CURDIR)/var/bench-load \
-	  $(MANAGE) bench_load
+	  $(BENCH) bench_load
 
 # Hostile uploads at full size against gunicorn and a worker, DEBUG off, on a site of its own
 # under var/bench-attacks: each process's peak memory growth per attack. Not part of bench.
 bench-attacks: install
 	env -u DATABASE_URL -u CELERY_BROKER_URL FLOORBOARD_VAR_DIR=$(CURDIR)/var/bench-attacks \
-	  $(MANAGE) bench_attacks
+	  $(BENCH) bench_attacks
 
 clean:
 	rm -rf $(VENV) var

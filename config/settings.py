@@ -70,6 +70,11 @@ INSTALLED_APPS = [
 # Benchmark plug-ins: each package is a Django app exposing `plugin` (evaluation/benchmarks/base.py).
 FLOORBOARD_BENCHMARKS = env_list("FLOORBOARD_BENCHMARKS", ["evaluation.benchmarks.mpbench", "evaluation.benchmarks.msibench", "evaluation.benchmarks.duplexmpe", "evaluation.benchmarks.audiomc"])  # fmt: skip
 INSTALLED_APPS += [path for path in FLOORBOARD_BENCHMARKS if path not in INSTALLED_APPS]
+# The development tools (config/devtools: the bench_* commands and soak) only where asked for:
+# the Makefile's bench and soak targets set it, the image and compose never do.
+DEV_TOOLS = env_bool("FLOORBOARD_DEV_TOOLS", False)
+if DEV_TOOLS:
+    INSTALLED_APPS += ["config.devtools"]
 
 MIDDLEWARE = [
     # /healthz, answered before host validation and the HTTPS redirect (config/health.py).

@@ -5,6 +5,9 @@ its own. Processes the tests start inherit it."""
 import os
 
 os.environ.setdefault("DJANGO_SECRET_KEY", "floorboard-tests-only-not-a-secret")
+# The development tools (config/devtools) are under test too, here and in the manage.py
+# processes the tests start, which inherit the variable.
+os.environ.setdefault("FLOORBOARD_DEV_TOOLS", "1")
 
 from config.settings import *  # noqa: E402, F403
 

@@ -85,7 +85,7 @@ def benchmark_import(
     Task.objects.bulk_update(updated, ["spec", "held_out"], batch_size=SQL_IN_BATCH)
 
     stored = _assets_store(benchmark, source.assets, existing)
-    added = _prompts_add(benchmark, source.prompts)
+    added = prompts_add(benchmark=benchmark, prompts=source.prompts)
     _ensure_default_judges(benchmark, source_plugin)
     if not is_demo:
         reported_rows_load(benchmark=benchmark)
@@ -113,7 +113,8 @@ def _assets_store(benchmark: Benchmark, assets, tasks: dict[str, Task]) -> int:
     return stored
 
 
-def _prompts_add(benchmark: Benchmark, prompts: list[PromptSource]) -> list[str]:
+def prompts_add(*, benchmark: Benchmark, prompts: list[PromptSource]) -> list[str]:
+    """A new version of each prompt whose text changed (or is new); the kinds added."""
     current = current_prompts(benchmark=benchmark)
     added = []
     for prompt in prompts:

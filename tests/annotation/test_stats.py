@@ -662,8 +662,8 @@ def test_bootstrap_intervals_equal_the_libraries_on_the_documented_resamples(lev
 
 def test_ten_thousand_ratings_all_figures_with_intervals():
     # Speed is measured by `manage.py bench_agreement`; this checks the same run is complete.
-    from annotation.management.commands.bench_agreement import LABELS as BENCH_LABELS
-    from annotation.management.commands.bench_agreement import synthetic_study
+    from config.devtools.management.commands.bench_agreement import LABELS as BENCH_LABELS
+    from config.devtools.management.commands.bench_agreement import synthetic_study
 
     ratings, items = synthetic_study(
         ratings=10_000, overlap=3, raters=40, strata=14, batch_size=30, seed=0

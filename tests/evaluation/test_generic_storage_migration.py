@@ -13,8 +13,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from evaluation.benchmarks.mpbench import detection, scoring
+from evaluation.benchmarks.mpbench.demo.synthetic import GOOD, write_bundle_tree
 from evaluation.benchmarks.mpbench.importer import read_source
-from evaluation.benchmarks.mpbench.synthetic import GOOD, write_bundle_tree
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.benchmarks.mpbench.offline import offline_verdict, should_respond
+from evaluation.benchmarks.mpbench.demo.offline import offline_verdict, should_respond
 from evaluation.benchmarks.mpbench.scoring import TaskSpec
 
 TASKS_FILE = (

@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db import connection
 
 from config.celery import app as celery_app
-from evaluation.benchmarks.mpbench.synthetic import GOOD, write_bundle_tree
+from evaluation.benchmarks.mpbench.demo.synthetic import GOOD, write_bundle_tree
 from evaluation.models import Judgment
 from tests.conftest import REPO, SHARED_MPBENCH, completion, embedded_env, require_service
 

@@ -10,8 +10,8 @@ import json
 import wave
 import zipfile
 
+from config.devtools.management.commands.bench_attacks import audio_zip, entries_zip, text_zip
 from evaluation.bundles import zip_entry_count
-from leaderboard.management.commands.bench_attacks import audio_zip, entries_zip, text_zip
 
 MIB = 1024 * 1024
 

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from sklearn.metrics import cohen_kappa_score
 
-from evaluation.benchmarks.mpbench.synthetic import write_bundle_tree
+from evaluation.benchmarks.mpbench.demo.synthetic import write_bundle_tree
 from evaluation.models import (
     Judge,
     Judgment,

@@ -2,13 +2,14 @@
 
 Rules and sources: SPEC.md of the benchmark (kept beside the checkout, not in it). Modules:
 dataset (import), responses (upload), judge (requests, parsing, attempts), judgments (stored
-judge outputs), metrics (APR, ARS, intervals), paper (reported rows), offline (a heuristic
-stand-in judge, not an LLM), synthetic (test and demo data), bench (plain-Python reference pass).
+judge outputs), metrics (APR, ARS, intervals), paper (reported rows); in demo/: offline (a
+heuristic stand-in judge, not an LLM), synthetic (test and demo data), bench (plain-Python
+reference pass).
 
 plugin.py declares the benchmark to the engine, through importer.py (export -> tasks, prompt,
 audio), upload.py (files -> replies), judging.py (judge requests and answers), outcomes.py
 (stored outcomes -> results and per-task contributions), drilldown.py (the task page and rating
-units) and demo.py (the demo's invented export and systems).
+units) and demo/ (the demo's invented export and systems).
 """
 
 from .dataset import (
@@ -22,6 +23,7 @@ from .dataset import (
     parse_record,
     read_dataset,
 )
+from .demo.offline import offline_raw_output, offline_verdict
 from .judge import (
     DEFAULT_MODEL,
     JUDGE_KIND,
@@ -43,7 +45,6 @@ from .judge import (
 )
 from .judgments import JudgmentsError, StoredJudgments, read_judgments, read_judgments_file
 from .metrics import TaskResult, aggregate, task_results
-from .offline import offline_raw_output, offline_verdict
 from .paper import REPORTED_NOTE, reported_rows
 from .paper import SOURCE as REPORTED_SOURCE
 from .plugin import plugin

@@ -41,9 +41,9 @@ from evaluation.benchmarks.base import (
 from . import demo, drilldown, importer, judging, paper, upload
 from . import outcomes as scoring
 from .dataset import AXES
+from .demo.offline import offline_raw_output
 from .judge import DEFAULT_MODEL, JUDGE_KIND
 from .metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, ars_interval
-from .offline import offline_raw_output
 from .upload import AUDIO_LIMITS
 
 AXIS_LABELS = {

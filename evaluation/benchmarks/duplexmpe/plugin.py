@@ -43,8 +43,9 @@ from evaluation.benchmarks.base import (
     UploadFormat,
 )
 
-from . import demo, offline, pages, paper, processing, scoring, transcribing, upload, vad
+from . import demo, pages, paper, processing, scoring, transcribing, upload, vad
 from . import judge as judges
+from .demo import offline
 from .manifest import ManifestError, read_manifest
 from .metrics import ACK, ANSWER, CONDITIONS
 from .segments import N_MIN

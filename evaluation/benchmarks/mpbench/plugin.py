@@ -45,9 +45,10 @@ from evaluation.benchmarks.base import (
 )
 from evaluation.bundles import ValidationReport, scan_zip
 
-from . import bundle, demo, detection, importer, offline, paper, scoring
+from . import bundle, demo, detection, importer, paper, scoring
 from . import limits as bundle_limits
 from .conversation import conversation_turns
+from .demo import offline
 
 # MP-Bench's official judge (the benchmark's README: gpt-5.4, and gpt-5.2 for speaker names).
 OFFICIAL_MODELS = {

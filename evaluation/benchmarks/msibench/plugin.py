@@ -40,7 +40,8 @@ from evaluation.benchmarks.base import (
     UploadOption,
 )
 
-from . import demo, drilldown, importer, judgments, offline, paper, upload
+from . import demo, drilldown, importer, judgments, paper, upload
+from .demo import offline
 from .judge import PAPER_JUDGE_BASE_URL, PAPER_JUDGE_MODEL
 from .metrics import (
     base_cell_outcome,

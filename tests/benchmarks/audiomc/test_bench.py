@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from fractions import Fraction
 
-from evaluation.benchmarks.audiomc import bench
-from evaluation.benchmarks.audiomc.offline import offline_verdict
+from evaluation.benchmarks.audiomc.demo import bench
+from evaluation.benchmarks.audiomc.demo.offline import offline_verdict
 
 
 def test_reference_pass_counts_what_the_judge_said(tmp_path):

@@ -17,7 +17,7 @@ from evaluation.benchmarks.audiomc.dataset import (
     iter_user_audio,
     read_dataset,
 )
-from evaluation.benchmarks.audiomc.synthetic import (
+from evaluation.benchmarks.audiomc.demo.synthetic import (
     synthetic_records,
     write_jsonl_export,
     write_parquet_export,

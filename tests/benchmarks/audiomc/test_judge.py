@@ -9,6 +9,11 @@ import hashlib
 import pytest
 
 from evaluation.benchmarks.audiomc.dataset import read_dataset
+from evaluation.benchmarks.audiomc.demo.synthetic import (
+    synthetic_records,
+    synthetic_responses,
+    write_jsonl_export,
+)
 from evaluation.benchmarks.audiomc.judge import (
     FAILED,
     MET,
@@ -27,11 +32,6 @@ from evaluation.benchmarks.audiomc.judge import (
     parse_judgment,
     read_judge_prompt,
     request_body,
-)
-from evaluation.benchmarks.audiomc.synthetic import (
-    synthetic_records,
-    synthetic_responses,
-    write_jsonl_export,
 )
 
 HISTORY, RUBRIC = "«conversation_history»", "«rubric_item»"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from evaluation.benchmarks.audiomc.demo.offline import offline_raw_output, offline_verdict
 from evaluation.benchmarks.audiomc.judge import parse_judgment
-from evaluation.benchmarks.audiomc.offline import offline_raw_output, offline_verdict
 
 
 @pytest.mark.parametrize(

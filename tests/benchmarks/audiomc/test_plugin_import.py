@@ -12,7 +12,7 @@ import pytest
 from django.core.files.storage import default_storage
 from django.core.management import CommandError, call_command
 
-from evaluation.benchmarks.audiomc.synthetic import (
+from evaluation.benchmarks.audiomc.demo.synthetic import (
     synthetic_records,
     write_jsonl_export,
     write_parquet_export,

@@ -12,10 +12,7 @@ import numpy as np
 import pytest
 
 from evaluation.benchmarks.audiomc.dataset import AXES, iter_user_audio, read_dataset
-from evaluation.benchmarks.audiomc.judge import FAILED, MET, NOT_MET, UNPARSEABLE
-from evaluation.benchmarks.audiomc.judgments import read_judgments
-from evaluation.benchmarks.audiomc.responses import parse_submission
-from evaluation.benchmarks.audiomc.synthetic import (
+from evaluation.benchmarks.audiomc.demo.synthetic import (
     speech_like_wav,
     synthetic_judgments,
     synthetic_records,
@@ -23,6 +20,9 @@ from evaluation.benchmarks.audiomc.synthetic import (
     write_jsonl_export,
     write_parquet_export,
 )
+from evaluation.benchmarks.audiomc.judge import FAILED, MET, NOT_MET, UNPARSEABLE
+from evaluation.benchmarks.audiomc.judgments import read_judgments
+from evaluation.benchmarks.audiomc.responses import parse_submission
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.benchmarks.duplexmpe import synthetic
+from evaluation.benchmarks.duplexmpe.demo import synthetic
 
 SCENARIOS = 3  # 6 runs: every label, both conditions, N4 before and after T
 

@@ -220,7 +220,7 @@ def test_row_23_preamble_speech_counts_only_where_it_reaches_a_window():
 
 
 def test_the_synthetic_boundary_runs_score_as_labelled():
-    from evaluation.benchmarks.duplexmpe import synthetic
+    from evaluation.benchmarks.duplexmpe.demo import synthetic
 
     for case in synthetic.boundary_runs():
         t = m.run_timing(m.Run.from_gt(case["gt"], case["segments"]))

@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from evaluation.benchmarks.duplexmpe import judge, metrics, offline, schedule, synthetic, vad
+from evaluation.benchmarks.duplexmpe import judge, metrics, schedule, vad
 from evaluation.benchmarks.duplexmpe import segments as seg
+from evaluation.benchmarks.duplexmpe.demo import offline, synthetic
 
 
 @pytest.fixture(scope="module")

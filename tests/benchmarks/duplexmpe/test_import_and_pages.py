@@ -11,7 +11,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from evaluation.benchmarks.base import JudgedSlot, TaskInput
-from evaluation.benchmarks.duplexmpe import pages, plugin, processing, synthetic
+from evaluation.benchmarks.duplexmpe import pages, plugin, processing
+from evaluation.benchmarks.duplexmpe.demo import synthetic
 from evaluation.models import Benchmark, PromptVersion, Submission
 
 from .test_scoring import silent_log_dict, turn_times

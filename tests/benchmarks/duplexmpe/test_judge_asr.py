@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import soundfile
 
-from evaluation.benchmarks.duplexmpe import asr, judge, offline, paper
+from evaluation.benchmarks.duplexmpe import asr, judge, paper
+from evaluation.benchmarks.duplexmpe.demo import offline
 from evaluation.benchmarks.duplexmpe.metrics import ScoringError
 from evaluation.speech import to_wav_bytes
 from tests.conftest import SERVE_POLL

@@ -14,7 +14,7 @@ import soundfile
 from evaluation.benchmarks.duplexmpe import manifest as mf
 from evaluation.benchmarks.duplexmpe import schedule as sc
 from evaluation.benchmarks.duplexmpe import segments as seg
-from evaluation.benchmarks.duplexmpe import synthetic as syn
+from evaluation.benchmarks.duplexmpe.demo import synthetic as syn
 
 
 def _line(**changes) -> dict:

@@ -24,7 +24,8 @@ from django.test import Client
 
 from annotation.models import Item
 from annotation.services import StudyPlan, study_create
-from evaluation.benchmarks.duplexmpe import processing, synthetic
+from evaluation.benchmarks.duplexmpe import processing
+from evaluation.benchmarks.duplexmpe.demo import synthetic
 from evaluation.models import Judgment, Submission, TaskResult
 from evaluation.services import benchmark_import, submission_rescore
 from tests.conftest import SERVE_POLL

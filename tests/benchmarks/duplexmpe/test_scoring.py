@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from evaluation.benchmarks.base import JudgedSlot, TaskInput, TaskOutcome
-from evaluation.benchmarks.duplexmpe import plugin, processing, schedule, scoring, synthetic
+from evaluation.benchmarks.duplexmpe import plugin, processing, schedule, scoring
+from evaluation.benchmarks.duplexmpe.demo import synthetic
 
 PROMPTS = (
     Path(__file__).resolve().parents[3] / "evaluation" / "benchmarks" / "duplexmpe" / "prompts"

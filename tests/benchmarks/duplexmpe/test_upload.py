@@ -12,7 +12,8 @@ import pytest
 import soundfile
 
 from evaluation.benchmarks.base import UploadLimits
-from evaluation.benchmarks.duplexmpe import plugin, synthetic
+from evaluation.benchmarks.duplexmpe import plugin
+from evaluation.benchmarks.duplexmpe.demo import synthetic
 from evaluation.bundles import ValidationReport
 
 from .conftest import write_tree, zip_upload

@@ -18,8 +18,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from evaluation.bench_support import differences, process_cpu_seconds
-from evaluation.benchmarks.mpbench.management.commands.bench_overhead import Command
+from config.devtools.bench_support import differences, process_cpu_seconds
+from config.devtools.management.commands.bench_overhead import Command
 from evaluation.models import Benchmark, JudgeCharge, Judgment, Submission, System
 from tests.conftest import REPO, SHARED_MPBENCH, embedded_env, require_service
 

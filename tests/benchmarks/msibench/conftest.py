@@ -14,9 +14,9 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from evaluation.benchmarks.msibench.bench import score_upload
+from evaluation.benchmarks.msibench.demo.bench import score_upload
+from evaluation.benchmarks.msibench.demo.synthetic import write_release
 from evaluation.benchmarks.msibench.release import read_release
-from evaluation.benchmarks.msibench.synthetic import write_release
 from tests.conftest import completion
 
 REPO = Path(__file__).resolve().parents[3]

@@ -16,7 +16,7 @@ from django.core.management import call_command
 
 from annotation.models import Item
 from annotation.services import StudyPlan, study_create
-from evaluation.benchmarks.msibench.synthetic import synthetic_predictions, write_predictions
+from evaluation.benchmarks.msibench.demo.synthetic import synthetic_predictions, write_predictions
 from evaluation.models import Benchmark, Judgment, PromptVersion, Score, Submission
 from evaluation.services import failed_judgments_retry, submission_rescore
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import jinja2
 import pytest
 
+from evaluation.benchmarks.msibench.demo.synthetic import synthetic_predictions, write_release
 from evaluation.benchmarks.msibench.judge import (
     GUARD,
     JudgeTemplateError,
@@ -23,7 +24,6 @@ from evaluation.benchmarks.msibench.judge import (
 )
 from evaluation.benchmarks.msibench.predictions import parse_predictions
 from evaluation.benchmarks.msibench.release import read_release
-from evaluation.benchmarks.msibench.synthetic import synthetic_predictions, write_release
 
 REPO = Path(__file__).resolve().parents[3]
 TEMPLATES = REPO.parent / "shared" / "benchmarks" / "msibench" / "templates"

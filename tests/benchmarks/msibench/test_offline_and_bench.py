@@ -4,15 +4,15 @@ import json
 
 import pytest
 
-from evaluation.benchmarks.msibench.bench import main, score_files, write_offline_answers
-from evaluation.benchmarks.msibench.judge import parse_judge_output
-from evaluation.benchmarks.msibench.offline import LABEL, atom_decision, offline_output
-from evaluation.benchmarks.msibench.release import read_release
-from evaluation.benchmarks.msibench.synthetic import (
+from evaluation.benchmarks.msibench.demo.bench import main, score_files, write_offline_answers
+from evaluation.benchmarks.msibench.demo.offline import LABEL, atom_decision, offline_output
+from evaluation.benchmarks.msibench.demo.synthetic import (
     synthetic_predictions,
     write_predictions,
     write_release,
 )
+from evaluation.benchmarks.msibench.judge import parse_judge_output
+from evaluation.benchmarks.msibench.release import read_release
 
 RUBRIC = {
     "atomic_criteria": [

@@ -23,15 +23,15 @@ from evaluation.benchmarks.base import (
     UploadLimits,
 )
 from evaluation.benchmarks.msibench import plugin
-from evaluation.benchmarks.msibench.bench import score_upload, write_offline_answers
-from evaluation.benchmarks.msibench.judge import load_templates
-from evaluation.benchmarks.msibench.predictions import parse_predictions
-from evaluation.benchmarks.msibench.release import read_release
-from evaluation.benchmarks.msibench.synthetic import (
+from evaluation.benchmarks.msibench.demo.bench import score_upload, write_offline_answers
+from evaluation.benchmarks.msibench.demo.synthetic import (
     synthetic_predictions,
     wrap_judge_output,
     write_predictions,
 )
+from evaluation.benchmarks.msibench.judge import load_templates
+from evaluation.benchmarks.msibench.predictions import parse_predictions
+from evaluation.benchmarks.msibench.release import read_release
 from evaluation.benchmarks.msibench.upload import SINGLE_FILE, prediction_data
 from evaluation.bundles import ValidationReport
 

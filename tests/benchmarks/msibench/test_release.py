@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from evaluation.benchmarks.msibench.demo.synthetic import write_release
 from evaluation.benchmarks.msibench.release import (
     ReleaseError,
     barge_in_prefix,
     read_release,
     speak_truncate_fraction,
 )
-from evaluation.benchmarks.msibench.synthetic import write_release
 
 CASES = "index/cases.jsonl"
 RUBRICS = "index/rubrics.jsonl"

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluation.benchmarks.msibench.demo.synthetic import write_release
 from evaluation.benchmarks.msibench.judge import (
     failed_call_result,
     judge_pairs,
@@ -23,7 +24,6 @@ from evaluation.benchmarks.msibench.predictions import (
     read_predictions,
 )
 from evaluation.benchmarks.msibench.release import ReleaseError, read_release
-from evaluation.benchmarks.msibench.synthetic import write_release
 from evaluation.benchmarks.msibench.validator import (
     check_spec,
     required_call_count,

@@ -7,10 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from evaluation.benchmarks.msibench.judge import parse_judge_output
-from evaluation.benchmarks.msibench.predictions import read_predictions
-from evaluation.benchmarks.msibench.release import read_release
-from evaluation.benchmarks.msibench.synthetic import (
+from evaluation.benchmarks.msibench.demo.synthetic import (
     FULL_SIZE,
     PROFILES,
     SAMPLE_RATE,
@@ -19,6 +16,9 @@ from evaluation.benchmarks.msibench.synthetic import (
     wrap_judge_output,
     write_release,
 )
+from evaluation.benchmarks.msibench.judge import parse_judge_output
+from evaluation.benchmarks.msibench.predictions import read_predictions
+from evaluation.benchmarks.msibench.release import read_release
 from evaluation.benchmarks.msibench.validator import validate_tool_calls
 
 

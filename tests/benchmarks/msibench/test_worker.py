@@ -14,8 +14,8 @@ import time
 
 import pytest
 
+from evaluation.benchmarks.msibench.demo.synthetic import synthetic_predictions, write_predictions
 from evaluation.benchmarks.msibench.release import read_release
-from evaluation.benchmarks.msibench.synthetic import synthetic_predictions, write_predictions
 from tests.conftest import REPO, embedded_env
 from tests.evaluation.test_worker_end_to_end import worker
 

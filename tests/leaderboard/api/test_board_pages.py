@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from leaderboard.management.commands.bench_leaderboard import seed
+from config.devtools.management.commands.bench_leaderboard import seed
 
 pytestmark = pytest.mark.django_db
 
