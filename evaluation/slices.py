@@ -1,8 +1,8 @@
-"""Slices of a board and paired comparisons of two systems, recomputed from the stored per-task
-contributions (BenchmarkPlugin.metric_contributions): every metric is sum(numerators) /
-sum(denominators) over its units, so a subset of the tasks, or two systems on the same tasks,
-need no judge and no re-aggregation. Plain numpy, no Django; the reads are in
-leaderboard/selectors_compare.py.
+"""A board's numbers, its slices and paired comparisons of two systems, all computed from the
+per-task contributions (BenchmarkPlugin.metric_contributions): every metric is sum(numerators) /
+sum(denominators) over its units, so the whole board (board_results), a subset of the tasks, or
+two systems on the same tasks need no judge and no re-aggregation. Plain numpy, no Django; the
+reads are in leaderboard/selectors_compare.py.
 
 The documented procedures (the benchmark pages and the API say the same):
 
@@ -45,7 +45,6 @@ from functools import lru_cache
 
 import numpy as np
 
-from evaluation.benchmarks.base import BenchmarkPlugin as BenchmarkPluginBase
 from evaluation.stats import (
     EXACT_MAX_TASKS,
     Z95,
@@ -236,10 +235,30 @@ def slices_version(plugin) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def results_on(plugin, contributions: Contributions, tasks: Sequence[str]) -> dict:
+def board_results(plugin, outcomes: Sequence, *, facts: Mapping) -> dict:
+    """The board's results from every task's contributions (BenchmarkPlugin.aggregate unless a
+    plug-in overrides it): results_on over all the tasks, absent ones counting as the benchmark
+    scores them. A mean's interval is shown on any number of tasks, as a benchmark shows its
+    own; a slice holds it back below MIN_TASKS."""
+    found = Contributions.from_json(
+        contributions_json(
+            (outcome.task_id, contributed, outcome.present)
+            for outcome, contributed in zip(
+                outcomes, plugin.task_contributions(outcomes, facts=facts), strict=True
+            )
+        )
+    )
+    if found is None:
+        return {}
+    return results_on(plugin, found, found.tasks, min_tasks=1)
+
+
+def results_on(
+    plugin, contributions: Contributions, tasks: Sequence[str], *, min_tasks: int = MIN_TASKS
+) -> dict:
     """Every metric on these tasks, in the plug-in's results format (a rate {"count", "total",
     "pct"}, a mean {"value" or "pct", "ci"?, "n"}, a duration or count a number), with the
-    metric's own interval method."""
+    metric's own interval method; a mean's interval only on ``min_tasks`` tasks or more."""
     order = {task: i for i, task in enumerate(tasks)}
     places = contributions.places(order)
     n = len(tasks)
@@ -259,7 +278,7 @@ def results_on(plugin, contributions: Contributions, tasks: Sequence[str]) -> di
             continue
         num, den = units.task_sums(n)
         counted = den > 0
-        if int(counted.sum()) < MIN_TASKS:
+        if int(counted.sum()) < min_tasks:
             continue
         ids = [task for task, kept in zip(tasks, counted, strict=True) if kept]
         own = plugin.mean_interval(column.metric, ids, num[counted], den[counted])
@@ -604,7 +623,7 @@ def metric_methods(plugin) -> list[MetricMethod]:
             minimum_interval = "1 unit"
             resampled = "none (a formula on the count)"
         elif metric.interval == "bootstrap":
-            own = type(plugin).mean_interval is not BenchmarkPluginBase.mean_interval
+            own = plugin.overrides("mean_interval")
             interval = (
                 "95% percentile bootstrap interval, the benchmark's own procedure (see the "
                 "metric's description)"

@@ -22,8 +22,13 @@ How a submission flows through a plug-in:
    kind) and the outcomes decided without a call. Identical requests share one stored judgment
    (the cache), so a re-score calls nothing.
 5. ``parse_output`` turns a judge's raw answer into a structured result.
-6. ``aggregate`` turns the per-task outcomes into the benchmark's results; :attr:`metrics`
-   declares how the board reads, sorts, rounds and bounds them.
+6. ``metric_contributions`` says what each task adds to each metric; :attr:`metrics` declares
+   how the board reads, sorts, rounds and bounds them. The core computes the board's values,
+   intervals, slices, paired comparisons and rank ranges from those contributions
+   (evaluation/slices.py), one rule per metric type. ``aggregate`` is overridden only where the
+   benchmark's own results hold what no per-task sum says (a test across conditions, its
+   harness's exact output); the conformance test over the registry checks every override's
+   numbers against the contributions.
 
 The ``facts`` every hook receives start as the options the submitter declared with the upload
 (:attr:`UploadFormat.options`, a run mode, say), and submission-scope steps add what they find.
@@ -40,6 +45,7 @@ from pathlib import Path
 from typing import IO, Any, ClassVar, Literal
 
 from evaluation.audio import AudioLimits
+from evaluation.slices import board_results
 from evaluation.stats import Z95
 
 # --- Import ---------------------------------------------------------------------------------
@@ -757,16 +763,26 @@ class BenchmarkPlugin:
     # --- scoring ---
 
     def aggregate(self, outcomes: Sequence[TaskOutcome], *, facts: Mapping) -> dict:
-        """The benchmark's results from every task's outcome; never calls a judge."""
-        raise NotImplementedError
+        """The benchmark's results from every task's outcome; never calls a judge. By default
+        the core's, from the contributions (slices.board_results): a rate {"count", "total",
+        "pct"}, a mean {"pct" or "value", "n", "ci"}, a duration, count or number its value.
+        Override it only for what the benchmark's rules cannot say per task (a test across
+        conditions, its harness's own output format), and say why; the conformance test over
+        the registry (tests/benchmarks/test_contributions.py) checks that every metric the
+        override reports equals the one its contributions give."""
+        return board_results(self, outcomes, facts=facts)
 
     def metric_contributions(self, outcome: TaskOutcome, *, facts: Mapping) -> dict:
         """What one task adds to each metric, as (numerator, denominator) by the column's key
-        (the split's key first where there are splits): every metric of the board is then
-        sum(numerators) / sum(denominators) over its tasks, so any subset of tasks (a slice)
-        and any two systems on the same tasks (a paired comparison) can be recomputed from the
-        stored contributions. A metric a task does not count in gets (0, 0). Empty: the
-        benchmark offers no slices or comparisons."""
+        (the split's key first where there are splits), or a list of such pairs, one per unit
+        of the task (windows of a run, atoms of a case): every metric of the board is then
+        sum(numerators) / sum(denominators) over its units, rounded by :meth:`metric_value`,
+        so the board, any subset of tasks (a slice) and any two systems on the same tasks (a
+        paired comparison) are computed from the stored contributions. A rate's numerator is
+        the units passed, its denominator the units counted; a mean's numerator the task's
+        value, its denominator 1; a duration's the seconds and 1; a count's the count and 1. A
+        metric a task does not count in gets (0, 0). Every plug-in implements this (or
+        :meth:`task_contributions`): the registry refuses one that does not."""
         return {}
 
     def task_contributions(self, outcomes: Sequence[TaskOutcome], *, facts: Mapping) -> list:
@@ -844,6 +860,11 @@ class BenchmarkPlugin:
         return []
 
     # --- helpers ---
+
+    def overrides(self, hook: str) -> bool:
+        """Whether this plug-in implements ``hook`` itself rather than inheriting the base
+        class's (its own aggregate, its own mean interval, ...)."""
+        return getattr(type(self), hook) is not getattr(BenchmarkPlugin, hook)
 
     def judge_kind(self, key: str) -> JudgeKind:
         for kind in self.judge_kinds:

@@ -4,11 +4,14 @@ Every name a declaration uses must name something the plug-in declares (a rank k
 metric a metric, a study kind's judge kind a judge kind, ...), keys are unique, and each field
 with a fixed set of values holds one of them. A plug-in that fails is refused with every
 problem listed, each naming the declaration, the unknown name and the closest declared one: a
-misspelt rank key would otherwise be dropped and every row ranked 1.
+misspelt rank key would otherwise be dropped and every row ranked 1. A plug-in that declares
+metrics must say what each task contributes to them: without contributions its board would have
+no numbers, no slices, no comparisons and no rank ranges.
 
 What only data can show (that a task filter's field is in the tasks' specs, that a fact badge's
-fact is one a step records) is checked by the conformance test over the registry
-(tests/benchmarks/test_conformance.py), on each plug-in's demo.
+fact is one a step records, that an aggregate override agrees with the contributions) is
+checked by the conformance tests over the registry (tests/benchmarks/test_conformance.py,
+tests/benchmarks/test_contributions.py), on each plug-in's demo.
 """
 
 from __future__ import annotations
@@ -101,6 +104,15 @@ def check_declarations(plugin: base.BenchmarkPlugin) -> list[str]:
     if plugin.default_row_group and plugin.default_row_group not in row_groups:
         problems.append(
             _unknown("default_row_group", plugin.default_row_group, "row group", row_groups)
+        )
+
+    if metrics and not (
+        plugin.overrides("metric_contributions") or plugin.overrides("task_contributions")
+    ):
+        # The board's numbers, its slices, comparisons and rank ranges all come from them.
+        problems.append(
+            "metric_contributions: not implemented; every metric of the board is computed from "
+            "what each task contributes to it"
         )
 
     bound = plugin.max_spans_per_run

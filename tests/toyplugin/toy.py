@@ -33,6 +33,7 @@ from evaluation.benchmarks.base import (
     PromptSource,
     ReportedRow,
     RowGroup,
+    SliceAttribute,
     Source,
     SourceError,
     SpanCount,
@@ -122,6 +123,9 @@ class ToyBench(BenchmarkPlugin):
         Chart(kind="bars", title="Quality", metrics=("quality",)),
     )
     task_filters = (TaskFilter(name="topic", label="Topic", source="spec", field="topic"),)
+    # The board sliced by topic: task_attributes (by default the spec's field of each name)
+    # gives each task its value, and every metric is recomputed from the tasks' contributions.
+    slices = (SliceAttribute(name="topic", label="Topic"),)
     task_columns = (
         TaskColumn(label="Topic", source="spec", field="topic"),
         TaskColumn(label="Answer", source="data", field="answer"),
@@ -261,33 +265,24 @@ class ToyBench(BenchmarkPlugin):
         good = task.spec["answer"].lower() in task.data.get("answer", "").lower()
         return json.dumps({"score": 1.0 if good else 0.0, "why": "offline: answer matched"})
 
-    def aggregate(self, outcomes: Sequence[TaskOutcome], *, facts) -> dict:
-        results = {}
-        for language in ("en", "de"):
-            chosen = [o for o in outcomes if o.spec["language"] == language]
-            if not chosen:
-                continue
-            scores = np.array([task_score(o) for o in chosen])
-            answered = sum(bool(o.data.get("answer", "").strip()) for o in chosen)
-            results[language] = {
-                "quality": mean_node(scores),
-                "answered": {
-                    "count": answered,
-                    "total": len(chosen),
-                    "pct": round(100 * answered / len(chosen), 1),
-                },
-            }
-        return results
+    # --- scoring: what each task adds; the core makes the board, slices and comparisons ---
 
     def metric_contributions(self, outcome: TaskOutcome, *, facts) -> dict:
-        """What the task adds to its language's columns, as aggregate counts them: its score to
-        the mean quality, whether it was answered to the answered rate."""
+        """What the task adds to its language's columns: its score to the mean quality (score,
+        1), whether it was answered to the answered rate (1 or 0 of 1). The board's quality is
+        the sum of scores over the tasks, its answered rate the answered tasks over the tasks;
+        a slice or a comparison sums the same pairs over its tasks."""
         language = outcome.spec["language"]
         answered = int(bool(outcome.data.get("answer", "").strip()))
         return {
             f"{language}.quality": (task_score(outcome), 1),
             f"{language}.answered": (answered, 1),
         }
+
+    def mean_interval(self, metric: Metric, task_ids, numerators, denominators):
+        """Quality's interval is the toy's own bootstrap (bootstrap_interval), on the board and
+        on a slice alike."""
+        return bootstrap_interval(numerators / denominators)
 
     def task_context(self, task: TaskInput, *, judged) -> dict:
         """The spoken answer, where the upload has one (the engine signs its address), and its
@@ -436,20 +431,14 @@ def task_score(outcome: TaskOutcome) -> float:
     return sum(grades) / len(grades)
 
 
-def mean_node(scores: np.ndarray) -> dict:
-    """The mean in percent with a percentile bootstrap 95% interval over tasks: DRAWS
-    resamples drawn with numpy's default generator seeded with SEED."""
+def bootstrap_interval(scores: np.ndarray) -> tuple[float, float]:
+    """The mean's percentile bootstrap 95% interval over tasks, in percent: DRAWS resamples
+    drawn with numpy's default generator seeded with SEED."""
     rng = np.random.default_rng(SEED)
     draws = rng.integers(0, len(scores), size=(DRAWS, len(scores)))
     means = scores[draws].mean(axis=1)
     low, high = np.percentile(means, [2.5, 97.5])
-    value = float(scores.mean())
-    return {
-        "value": value,
-        "pct": round(100 * value, 2),
-        "ci": [round(100 * float(low), 2), round(100 * float(high), 2)],
-        "n": len(scores),
-    }
+    return round(100 * float(low), 2), round(100 * float(high), 2)
 
 
 def toy_tasks(count: int) -> list[dict]:

@@ -294,6 +294,9 @@ class AudioMultiChallenge(BenchmarkPlugin):
     # --- scoring ---
 
     def aggregate(self, outcomes: list[TaskOutcome], *, facts) -> dict:
+        """SPEC §5's results, kept over the core's sums: exact fractions beside each percentage,
+        APR's bootstrap interval, the audio-cue split and its relative gap, and the diagnostics
+        (missing responses and judgments, parse failures) are no per-task sums."""
         return scoring.results_of(outcomes)
 
     def metric_contributions(self, outcome: TaskOutcome, *, facts) -> dict:

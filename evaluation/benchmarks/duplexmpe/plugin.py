@@ -406,6 +406,9 @@ class DuplexMPE(BenchmarkPlugin):
     # --- scoring ---
 
     def aggregate(self, outcomes: Sequence[TaskOutcome], *, facts) -> dict:
+        """SPEC §6-7's results, kept over the core's sums: the paired presence comparison
+        (McNemar over pairs of runs across the two conditions) is no per-run sum, and the
+        results also say why each failure failed and which runs and judgments were missing."""
         return scoring.aggregate(outcomes)
 
     def metric_contributions(self, outcome: TaskOutcome, *, facts) -> dict:

@@ -416,26 +416,18 @@ class MPBench(BenchmarkPlugin):
     # --- scoring ---
 
     def aggregate(self, outcomes: Sequence[TaskOutcome], *, facts) -> dict:
-        return scoring.aggregate(
-            scoring.TaskOutcome(
-                task=_spec(outcome.task_id, outcome.spec),
-                spoke=bool(outcome.detection.get("spoke")),
-                latency=outcome.detection.get("latency"),
-                verdicts={kind: _verdict(slot) for (kind, _), slot in outcome.judged.items()},
-            )
-            for outcome in outcomes
-        )
+        """The harness's RESULTS.json as it writes it, kept over the core's sums: it holds each
+        family's task count n, which is no metric, and rounds as the harness does —
+        round(100.0 * count / total, 2) and the exact statistics.mean of the latencies — which
+        count / total * 100 on the summed contributions does not reproduce for every count (23
+        of 160: 14.38 here, 14.37 there)."""
+        return scoring.aggregate(_scored(outcome) for outcome in outcomes)
 
     def metric_contributions(self, outcome: TaskOutcome, *, facts) -> dict:
         """Table 3 as sums over tasks: a rate counts (right, 1) for the tasks of its split, a
         latency (seconds, 1) for the tasks of its split where the agent spoke."""
-        spec = _spec(outcome.task_id, outcome.spec)
-        found = scoring.TaskOutcome(
-            task=spec,
-            spoke=bool(outcome.detection.get("spoke")),
-            latency=outcome.detection.get("latency"),
-            verdicts={kind: _verdict(slot) for (kind, _), slot in outcome.judged.items()},
-        )
+        found = _scored(outcome)
+        spec = found.task
         family = spec.family
         found_latency = found.latency if found.spoke and found.latency is not None else None
         contributions = {metric.key: (0, 0) for metric in self.metrics}
@@ -606,6 +598,16 @@ def _task_spec(task: TaskInput) -> scoring.TaskSpec:
 def _response(kind: str, found: Mapping) -> str:
     return scoring.response_for(
         kind, full_text=found.get("full_text", ""), post_text=found.get("post_text", "")
+    )
+
+
+def _scored(outcome: TaskOutcome) -> scoring.TaskOutcome:
+    """A task's stored outcome as the harness's rules read it."""
+    return scoring.TaskOutcome(
+        task=_spec(outcome.task_id, outcome.spec),
+        spoke=bool(outcome.detection.get("spoke")),
+        latency=outcome.detection.get("latency"),
+        verdicts={kind: _verdict(slot) for (kind, _), slot in outcome.judged.items()},
     )
 
 

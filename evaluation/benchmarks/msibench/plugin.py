@@ -408,6 +408,10 @@ class MSIBench(BenchmarkPlugin):
     # --- scoring ---
 
     def aggregate(self, outcomes: list[TaskOutcome], *, facts) -> dict:
+        """The harness's row per language, kept over the core's sums: besides the rates it
+        holds APR's Wilson half-width as the harness prints it, the per-pattern rates, the probe
+        counts, the run mode and what was missing, unjudged or ignored, none of them a per-task
+        sum."""
         return results_of(outcomes, run_mode=run_mode_of(facts))
 
     def task_contributions(self, outcomes, *, facts) -> list:
