@@ -1,4 +1,5 @@
-"""Shared fixtures: the real MP-Bench data beside the checkout, a local judge server speaking the
+"""Shared fixtures: the example plug-in as the core's benchmark, the real MP-Bench data beside
+the checkout (for MP-Bench's own tests), a local judge server speaking the
 OpenAI chat-completions API, bundle builders, and the services a test may require."""
 
 from __future__ import annotations
@@ -81,6 +82,35 @@ def mpbench(request, db, mpbench_dir):
 def shared_mpbench(shared_db, mpbench_dir):
     """MP-Bench imported once for a module whose tests share rows (see shared_db)."""
     return import_mpbench(mpbench_dir)
+
+
+# --- The example plug-in: the benchmark of core tests ----------------------------------------
+
+
+@pytest.fixture
+def toybench(db, settings, tmp_path):
+    """The example plug-in (tests/toyplugin: six questions, two grades each) registered and its
+    release imported as "toy-bench": the benchmark a core test runs on when any will do, made
+    here with nothing beside the checkout."""
+    from evaluation.services import benchmark_import
+    from tests.toyplugin import toy
+
+    settings.FLOORBOARD_BENCHMARKS = [*settings.FLOORBOARD_BENCHMARKS, "tests.toyplugin"]
+    toy.write_release(tmp_path / "toy-release")
+    return benchmark_import(
+        slug="toy-bench", directory=tmp_path / "toy-release", plugin="toy-bench", name="Toy-Bench"
+    ).benchmark
+
+
+@pytest.fixture
+def toy_partial(tmp_path) -> Path:
+    """An upload for toybench answering its first three tasks (two of them right) and missing
+    the other three, as examples_bundle is for MP-Bench."""
+    from tests.toyplugin import toy
+
+    path = tmp_path / "partial.jsonl"
+    toy.write_answers(path, correct=2, skip=3)
+    return path
 
 
 @pytest.fixture
