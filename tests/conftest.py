@@ -104,12 +104,12 @@ def toybench(db, settings, tmp_path):
 
 @pytest.fixture
 def toy_partial(tmp_path) -> Path:
-    """An upload for toybench answering its first three tasks (two of them right) and missing
-    the other three, as examples_bundle is for MP-Bench."""
+    """A zip for toybench answering its first three tasks (two of them right), each answer
+    spoken beside it, and missing the other three, as examples_bundle is for MP-Bench."""
     from tests.toyplugin import toy
 
-    path = tmp_path / "partial.jsonl"
-    toy.write_answers(path, correct=2, skip=3)
+    path = tmp_path / "partial.zip"
+    toy.write_spoken_answers(path, correct=2, skip=3)
     return path
 
 
