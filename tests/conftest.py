@@ -102,15 +102,22 @@ def toybench(db, settings, tmp_path):
     ).benchmark
 
 
-@pytest.fixture
-def toy_partial(tmp_path) -> Path:
+def toy_upload(path: Path, manifest: dict | None = None) -> Path:
     """A zip for toybench answering its first three tasks (two of them right), each answer
-    spoken beside it, and missing the other three, as examples_bundle is for MP-Bench."""
+    spoken beside it, and missing the other three; with ``manifest`` as its manifest.json."""
     from tests.toyplugin import toy
 
-    path = tmp_path / "partial.zip"
     toy.write_spoken_answers(path, correct=2, skip=3)
+    if manifest is not None:
+        with zipfile.ZipFile(path, "a") as archive:
+            archive.writestr("manifest.json", json.dumps(manifest))
     return path
+
+
+@pytest.fixture
+def toy_partial(tmp_path) -> Path:
+    """toy_upload without a manifest, as examples_bundle is for MP-Bench."""
+    return toy_upload(tmp_path / "partial.zip")
 
 
 @pytest.fixture
