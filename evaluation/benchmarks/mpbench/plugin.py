@@ -585,20 +585,8 @@ def _evidence(task: TaskInput) -> detection.Evidence:
     return detection.collect_evidence(task.files.size, task.files.read)
 
 
-def _spec(task_id: str, spec: Mapping) -> scoring.TaskSpec:
-    return scoring.TaskSpec(
-        task_id=task_id,
-        family=spec.get("family", ""),
-        should_speak=bool(spec.get("should_speak")),
-        metatranscript=spec.get("metatranscript", ""),
-        question_text=spec.get("question_text", ""),
-        answer_text=spec.get("answer_text", ""),
-        is_speaker_name=bool(spec.get("is_speaker_name")),
-    )
-
-
 def _task_spec(task: TaskInput) -> scoring.TaskSpec:
-    return _spec(task.task_id, task.spec)
+    return scoring.TaskSpec.from_spec(task.task_id, task.spec)
 
 
 def _response(kind: str, found: Mapping) -> str:
@@ -610,7 +598,7 @@ def _response(kind: str, found: Mapping) -> str:
 def _scored(outcome: TaskOutcome) -> scoring.TaskOutcome:
     """A task's stored outcome as the harness's rules read it."""
     return scoring.TaskOutcome(
-        task=_spec(outcome.task_id, outcome.spec),
+        task=scoring.TaskSpec.from_spec(outcome.task_id, outcome.spec),
         spoke=bool(outcome.detection.get("spoke")),
         latency=outcome.detection.get("latency"),
         verdicts={kind: _verdict(slot) for (kind, _), slot in outcome.judged.items()},
