@@ -292,7 +292,8 @@ class JudgingPlan:
     every judgment still unsettled (those another worker is calling included); ``chunks``:
     every request with its cache key (_keyed_chunks), built once here and linked from here
     (judgments_link), so that a submission's requests are held from the plan until linked
-    (its benchmark's tasks bound them)."""
+    (its benchmark's tasks bound them). A plan is made for a judge that calls: its task inputs
+    were read with the upload open, and linking reads them again only to answer offline."""
 
     groups: list[dict]
     open_count: int
