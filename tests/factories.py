@@ -329,3 +329,48 @@ def judgment_add(
 def rate(count: int, total: int, *, decimals: int = 2) -> dict:
     """A rate metric's node: count of total, in percent."""
     return {"count": count, "total": total, "pct": round(100 * count / total, decimals)}
+
+
+def plugin_results(
+    plugin: str,
+    values: Mapping[str, float | tuple[int, int] | Mapping],
+    *,
+    splits: Iterable[str] | None = None,
+) -> dict:
+    """A score's results in the plug-in's structure, with the metrics' values the test chooses
+    (metric key -> value), under each of ``splits`` (every split the plug-in declares by
+    default). A rate's value is (count, total), or its percentage alone; a mean's its value in
+    the metric's unit; a mapping is the metric's node as it is."""
+    declared = get_plugin(plugin)
+    metrics = {metric.key: metric for metric in declared.metrics}
+    unknown = set(values) - set(metrics)
+    assert not unknown, f"{plugin} declares no metric {sorted(unknown)}"
+    tree: dict = {}
+    for key, value in values.items():
+        metric = metrics[key]
+        if isinstance(value, Mapping):
+            node = dict(value)
+        elif metric.type == "rate":
+            node = rate(*value, decimals=2) if isinstance(value, tuple) else {"pct": value}
+        elif metric.type == "mean":
+            node = {metric.path[-1]: value}
+        else:
+            node = value
+        *parents, leaf = key.split(".")
+        place = tree
+        for part in parents:
+            place = place.setdefault(part, {})
+        place[leaf] = node
+    keys = [split.key for split in declared.splits] if splits is None else list(splits)
+    if not declared.splits:
+        return tree
+    return {split: json.loads(json.dumps(tree)) for split in keys}
+
+
+def every_metric(plugin: str, value: float) -> dict[str, float | tuple[int, int]]:
+    """Every metric the plug-in declares at ``value`` (a rate as ``value`` of 100), for
+    plugin_results."""
+    return {
+        metric.key: (round(value), 100) if metric.type == "rate" else value
+        for metric in get_plugin(plugin).metrics
+    }
