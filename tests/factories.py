@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import count
 
 from django.contrib.auth.models import User
@@ -40,6 +40,7 @@ from evaluation.services.benchmarks import OFFLINE_JUDGE_SLUG
 from evaluation.services.judging import judge_identity, judge_model
 from evaluation.services.pipeline import contributions_slices
 from evaluation.services.records import score_record_add
+from evaluation.slices import contributions_json
 
 _serial = count(1)
 
@@ -65,6 +66,10 @@ def team(
     for member in members:
         Membership.objects.create(team=made, user=member, role=Membership.Role.MEMBER)
     return made
+
+
+def team_join(team: Team, user: User, *, role: str = Membership.Role.MEMBER) -> Membership:
+    return Membership.objects.create(team=team, user=user, role=role)
 
 
 # --- Benchmarks --------------------------------------------------------------------------------
@@ -374,3 +379,22 @@ def every_metric(plugin: str, value: float) -> dict[str, float | tuple[int, int]
         metric.key: (round(value), 100) if metric.type == "rate" else value
         for metric in get_plugin(plugin).metrics
     }
+
+
+def contributions(per_task: Mapping[str, Mapping[str, tuple | list]]) -> dict | None:
+    """A score's per-task contributions as the pipeline stores them (evaluation/slices.py):
+    task id -> {metric key: (numerator, denominator), or a list of those, one per unit}."""
+    return contributions_json((task_id, dict(found), True) for task_id, found in per_task.items())
+
+
+def every_task_contributions(benchmark: Benchmark, passed: Callable[[int], bool]) -> dict | None:
+    """Each task of the benchmark (in task id order) adding one unit to every rate and mean
+    metric its plug-in declares: 1 of 1 where ``passed(task's place)``, else 0 of 1."""
+    keys = [m.key for m in get_plugin(benchmark.plugin).metrics if m.type in ("rate", "mean")]
+    task_ids = benchmark.tasks.order_by("task_id").values_list("task_id", flat=True)
+    return contributions(
+        {
+            task_id: {key: (int(passed(place)), 1) for key in keys}
+            for place, task_id in enumerate(task_ids)
+        }
+    )
