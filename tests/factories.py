@@ -375,8 +375,9 @@ def plugin_results(
 def every_metric(plugin: str, value: float) -> dict[str, float | tuple[int, int]]:
     """Every metric the plug-in declares at ``value`` (a rate as ``value`` of 100), for
     plugin_results."""
+    shaped = {"rate": lambda: (round(value), 100), "count": lambda: round(value)}
     return {
-        metric.key: (round(value), 100) if metric.type == "rate" else value
+        metric.key: shaped.get(metric.type, lambda: value)()
         for metric in get_plugin(plugin).metrics
     }
 
