@@ -1,7 +1,8 @@
 """Rows of scored submissions written directly, for tests of what pages, the API, permissions and
 exports show: a team and its people, a benchmark of any registered plug-in, and a submission
 scored with numbers the test chooses, in the state it chooses (published, a team's draft,
-anonymous, hidden by staff, flagged). Only the pipeline's own tests run the pipeline.
+anonymous, hidden by staff, flagged; a withdrawn submission is a draft, as the services leave
+it). Only the pipeline's own tests run the pipeline.
 
 The rows have the shapes the scoring stage writes (tests/test_factories.py compares them with a
 submission the pipeline scored): the submission SCORED with its steps and tasks counted, one
@@ -12,9 +13,9 @@ a re-score read the upload, so tests of those submit one."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping
-from itertools import count
 
 from django.contrib.auth.models import User
 from django.utils import timezone
@@ -42,7 +43,7 @@ from evaluation.services.pipeline import contributions_slices
 from evaluation.services.records import score_record_add
 from evaluation.slices import contributions_json
 
-_serial = count(1)
+_serial = itertools.count(1)
 
 
 # --- People ----------------------------------------------------------------------------------

@@ -152,3 +152,9 @@ def test_states_are_the_ones_the_services_set(db, settings):
     assert hidden.is_published and not hidden.is_public
     assert flagged.is_flagged and flagged.flag_reason == "why" and flagged.is_public
     assert (partial.is_partial, partial.missing_task_count, partial.tasks_ingested) == (True, 1, 1)
+    # A second judge's score beside the first: its own record and changelog entry.
+    second = factories.judge(board, "gpt", models_by_kind={"grade": "m"})
+    factories.score_add(shown, judge=second, results={"en": {}})
+    assert sorted(shown.scores.values_list("judge__slug", flat=True)) == ["gpt", "offline"]
+    assert ScoreRecord.objects.filter(submission=shown, judge=second).count() == 1
+    assert ScorerVersion.objects.filter(judge=second).count() == 1
