@@ -256,15 +256,48 @@ def _chunks(
             start = end
 
 
+def _keyed_chunks(submission: Submission, judge: Judge, plugin, prompts, rows=None) -> Iterator:
+    """Every task's judgment requests with their cache keys (None for a fixed one), a chunk
+    at a time (_chunks, the first FIRST_CHUNK tasks alone): [(task result id, task input,
+    [(request, key)])] per chunk."""
+    identities: dict[str, str] = {}
+    scope = judgment_scope(submission)
+    chunks = _chunks(
+        submission, plugin, prompts, hook_facts(submission), first=FIRST_CHUNK, rows=rows
+    )
+    for chunk in chunks:
+        yield [
+            (
+                row_pk,
+                task,
+                [
+                    (
+                        request,
+                        None
+                        if request.fixed is not None
+                        else _key(judge, prompts, request, identities, scope),
+                    )
+                    for request in requests
+                ],
+            )
+            for row_pk, task, requests in chunk
+        ]
+
+
 @dataclass
 class JudgingPlan:
     """What linking will leave to call, read before anything is written. ``groups``: the calls
     a worker may start (new, pending, or whose worker's lease lapsed) by kind and prompt
     version, with their messages' lengths, as the spending estimate counts them; ``open_count``:
-    every judgment still unsettled (those another worker is calling included)."""
+    every judgment still unsettled (those another worker is calling included); ``chunks``:
+    every request with its cache key (_keyed_chunks), built once here and linked from here
+    (judgments_link), so that a submission's requests are held from the plan until linked
+    (its benchmark's tasks bound them). A plan is made for a judge that calls: its task inputs
+    were read with the upload open, and linking reads them again only to answer offline."""
 
     groups: list[dict]
     open_count: int
+    chunks: list[list] = field(default_factory=list, repr=False)
 
 
 def judgments_plan(*, submission: Submission, judge: Judge, rows=None) -> JudgingPlan:
@@ -275,19 +308,15 @@ def judgments_plan(*, submission: Submission, judge: Judge, rows=None) -> Judgin
     plugin = get_plugin(submission.benchmark.plugin)
     prompts = current_prompts(benchmark=submission.benchmark)
     seen: set[tuple[str, str]] = set()
-    identities: dict[str, str] = {}
-    scope = judgment_scope(submission)
     groups: dict[tuple[str, int], dict] = {}
     open_count = 0
     now = timezone.now()
-    for chunk in _chunks(submission, plugin, prompts, hook_facts(submission), rows=rows):
+    chunks = list(_keyed_chunks(submission, judge, plugin, prompts, rows))
+    for chunk in chunks:
         lengths: dict[tuple[str, str], tuple[str, int, int]] = {}
         for _, _, requests in chunk:
-            for request in requests:
-                if request.fixed is not None:
-                    continue
-                key = _key(judge, prompts, request, identities, scope)
-                if key not in seen:
+            for request, key in requests:
+                if key is not None and key not in seen:
                     seen.add(key)
                     lengths[key] = (request.kind, len(request.prompt), len(request.system))
         stored = _stored(lengths)
@@ -306,39 +335,47 @@ def judgments_plan(*, submission: Submission, judge: Judge, rows=None) -> Judgin
                 user=user,
                 system=system,
             )
-    return JudgingPlan(call_groups(groups), open_count)
+    return JudgingPlan(call_groups(groups), open_count, chunks)
+
+
+def _plan_chunks(plan: JudgingPlan) -> Iterator[list]:
+    """A plan's chunks, each dropped from it as it is taken: only the chunks not linked yet
+    are held."""
+    while plan.chunks:
+        yield plan.chunks.pop(0)
 
 
 def judgments_link(
-    *, submission: Submission, judge: Judge, rows=None, lease: Lease | None = None
+    *,
+    submission: Submission,
+    judge: Judge,
+    rows=None,
+    lease: Lease | None = None,
+    plan: JudgingPlan | None = None,
 ) -> Iterator[LinkedChunk]:
     """Link every judged slot of every task to its judgment, creating the missing ones (the
     offline judge answers at once). Byte-identical requests under the same judge share one
-    judgment within the submission's scope (judgment_scope). Tasks are taken a chunk at a time, each chunk's judgments and links committed
-    before the next is built: yields, after each, what of it still needs a call, so that calls
-    can start while the rest is linked. Slots a changed rule no longer asks for are dropped
-    once every chunk is linked. ``rows``: see _chunks. ``lease``: new judgments are created
-    leased to the worker whose judgments_work takes the chunks (it alone may consume them)."""
+    judgment within the submission's scope (judgment_scope). Tasks are taken a chunk at a
+    time, each chunk's judgments and links committed before the next is linked: yields, after
+    each, what of it still needs a call, so that calls can start while the rest is linked.
+    Slots a changed rule no longer asks for are dropped once every chunk is linked. ``rows``:
+    see _chunks. ``lease``: new judgments are created leased to the worker whose
+    judgments_work takes the chunks (it alone may consume them). ``plan``: this judging's
+    plan, whose requests are linked (else they are built here, a chunk at a time)."""
 
     plugin = get_plugin(submission.benchmark.plugin)
     prompts = current_prompts(benchmark=submission.benchmark)
     ids: dict[tuple[str, str], int] = {}
-    identities: dict[str, str] = {}
-    scope = judgment_scope(submission)
     wanted_slots: set[tuple[int, str, str]] = set()
-    chunks = _chunks(
-        submission, plugin, prompts, hook_facts(submission), first=FIRST_CHUNK, rows=rows
-    )
-    for chunk in chunks:
+    for chunk in (
+        _plan_chunks(plan) if plan else _keyed_chunks(submission, judge, plugin, prompts, rows)
+    ):
         wanted: dict[tuple[str, str], tuple[JudgmentRequest, TaskInput]] = {}
         links: list[tuple[int, JudgmentRequest, tuple[str, str] | None]] = []
         for row_pk, task, requests in chunk:
-            for request in requests:
-                key = None
-                if request.fixed is None:
-                    key = _key(judge, prompts, request, identities, scope)
-                    if key not in ids and key not in wanted:
-                        wanted[key] = (request, task)
+            for request, key in requests:
+                if key is not None and key not in ids and key not in wanted:
+                    wanted[key] = (request, task)
                 # The prompt is on its judgment: a link keeps only what it stores.
                 links.append((row_pk, _slot(request), key))
                 wanted_slots.add((row_pk, request.kind, request.slot))
@@ -796,223 +833,288 @@ def judgments_work(
 ) -> bool:
     """Call the judge for this submission's open judgments, at most the judge's concurrency at
     a time, until none is left to take or the deadline passes. Returns True when every judgment
-    of the submission is settled.
-
-    Answers are stored as they come, and a calling thread starts a call only while fewer than
-    the concurrency are asked and not yet stored (``room``): a worker killed at any moment
-    leaves at most that many calls to be asked again.
+    of the submission is settled (see JudgingLoop for how).
 
     With ``link`` (judgments_link, not started), the slots are linked here a chunk at a time
     while the calls of the chunks before run; linking always finishes, past the deadline too,
     and ``on_linked`` runs once it has. ``lease``: the one ``link`` was made with; the
-    judgments it creates leased to this worker are called without a claim.
-
-    The charges are bounded as they are stored (spending.spend_room): once they pass the room
-    left, no call starts any more, the calls under way finish, the estimate is held with the
-    figures (spend_stop) and False is returned (linking still finishes)."""
+    judgments it creates leased to this worker are called without a claim."""
     judge = Judge.objects.select_related("benchmark").get(pk=judge_id)
     if judge.is_offline:
         return not judgments_open(submission_id=submission_id, judge_id=judge_id)
-    plugin = get_plugin(judge.benchmark.plugin)
-    params = judge.sampling_params()
-    limit = judge.concurrency or settings.JUDGE_CONCURRENCY
-    owner = lease.owner if lease is not None else uuid.uuid4().hex
-    client = judge_client(judge)
-    slots = judge_slots(judge, client, limit)
+    loop = JudgingLoop(
+        judge=judge,
+        submission_id=submission_id,
+        deadline=deadline,
+        link=link,
+        lease=lease,
+        on_linked=on_linked,
+    )
+    try:
+        with heartbeat(submission_id, renew=loop.leases_renew):
+            return loop.run()
+    finally:
+        loop.close()
 
-    team_id = Submission.objects.filter(pk=submission_id).values_list("team_id", flat=True).first()
-    # What this judging may still be charged, as last read, and what this worker's calls were
-    # charged since; the reason it stopped, once it has.
-    spend = spend_room(submission_id=submission_id, judge_id=judge_id)
-    charged_since_read = Decimal(0)
-    halted = ""
 
-    def charge(judgment: Judgment, outcome: _CallOutcome):
-        nonlocal charged_since_read
-        # The worker's submission pays for the calls it makes (a shared judgment, once).
+class JudgingLoop:
+    """One worker's judging of one submission under one judge (judgments_work).
+
+    Its main thread repeats a few named steps until nothing is left: start calls, claim,
+    link the next chunk, collect the answers that came and store them, and, when another
+    worker holds what is left, wait for it. The calls run on up to ``limit`` calling threads,
+    each taking the next judgment from ``ready`` the moment its call ends, without waiting for
+    the main thread (which may be linking, claiming or storing meanwhile).
+
+    Answers are stored as they come, and a calling thread starts a call only while fewer than
+    the concurrency are asked and not yet stored (``room``): a worker killed at any moment
+    leaves at most that many calls to be asked again. The endpoint's slots (judge_slots) hold
+    the calls in flight within the judge's concurrency across workers.
+
+    The charges are bounded as they are stored (spending.spend_room): once they pass the room
+    left, no call starts any more, the calls under way finish, the estimate is held with the
+    figures (spend_stop) and run returns False (linking still finishes)."""
+
+    def __init__(
+        self,
+        *,
+        judge: Judge,
+        submission_id: int,
+        deadline: float,
+        link: Iterator[LinkedChunk] | None = None,
+        lease: Lease | None = None,
+        on_linked: Callable[[], None] | None = None,
+    ) -> None:
+        self.judge, self.submission_id, self.deadline = judge, submission_id, deadline
+        self.link, self.lease, self.on_linked = link, lease, on_linked
+        self.plugin = get_plugin(judge.benchmark.plugin)
+        self.params = judge.sampling_params()
+        self.limit = judge.concurrency or settings.JUDGE_CONCURRENCY
+        self.owner = lease.owner if lease is not None else uuid.uuid4().hex
+        self.client = judge_client(judge)
+        self.slots = judge_slots(judge, self.client, self.limit)
+        self.team_id = (
+            Submission.objects.filter(pk=submission_id).values_list("team_id", flat=True).first()
+        )
+        # What this judging may still be charged, as last read, and what this worker's calls
+        # were charged since; the reason it stopped, once it has.
+        self.spend = spend_room(submission_id=submission_id, judge_id=judge.pk)
+        self.charged_since_read = Decimal(0)
+        self.halted = ""
+
+        # Claimed (or created leased by linking) and not yet taken by a calling thread.
+        self.ready: deque[Judgment] = deque()
+        self.results: queue.SimpleQueue = queue.SimpleQueue()  # (judgment, outcome)
+        self.answered: list = []  # received and not yet stored
+        self.callers: set[Future] = set()
+        self.stopping = threading.Event()
+        self.versions: dict[int, PromptVersion] = {}
+        self.todo: deque[int] = deque()  # ids to try, read once rather than once per claim
+        # Calls asked and not yet stored: a caller takes one before it starts a call, and
+        # each is given back once that call's answer is stored.
+        self.room = threading.Semaphore(self.limit)
+        self.linking = link is not None
+        # Nothing to claim before the first chunk is linked.
+        self.exhausted = self.linking
+        # Judgments taken (claimed, or leased by linking), and answers received: those taken,
+        # not in `ready` and not received are being called.
+        self.taken = self.received = 0
+        self.held_wait = HELD_WAIT_FIRST
+        self.pool = ThreadPoolExecutor(max_workers=self.limit, thread_name_prefix="judge")
+
+    @property
+    def calls_under_way(self) -> int:
+        return self.taken - self.received - len(self.ready)
+
+    def run(self) -> bool:
+        """Until every judgment is settled (True), or the deadline passes or the charges
+        stop it with nothing left under way (False)."""
+        if self.spend.stop:
+            self.halt(self.spend.stop)  # held already (by another worker of this judging)
+        try:
+            while True:
+                self.start_calls()  # before the database is asked anything
+                self.claim()
+                self.link_next_chunk()
+                if self.exhausted and not self.ready:
+                    self.slots.release_kept()  # no call left to start: other workers may use them
+                if self.calls_under_way > 0:
+                    # Wait for an answer (not while chunks are left to link), and store it.
+                    self.collect(0 if self.linking else ANSWER_WAIT_SECONDS)
+                    self.store()
+                    continue
+                if self.linking or self.ready:
+                    # The next chunk may bring calls; claimed ones wait for a calling thread
+                    # (one that was ending as they came).
+                    continue
+                self.collect(0)
+                self.store()
+                if not judgments_open(submission_id=self.submission_id, judge_id=self.judge.pk):
+                    return True
+                if self.halted or time.monotonic() >= self.deadline:
+                    return False
+                self.wait_for_held()
+        finally:
+            # Calls under way end; none starts after them.
+            self.stopping.set()
+            self.ready.clear()
+            wait(self.callers)
+            self.collect(0)
+
+    # --- The steps ------------------------------------------------------------------------
+
+    def start_calls(self) -> None:
+        """Start a calling thread for each judgment ready, up to the concurrency."""
+        for ended in [f for f in self.callers if f.done()]:
+            self.callers.discard(ended)
+            ended.result()  # a calling thread that failed fails the work here
+        # Counted before any starts: a new thread takes its first judgment at once.
+        for _ in range(min(self.limit - len(self.callers), len(self.ready))):
+            self.callers.add(self.pool.submit(self._caller))
+
+    def claim(self) -> None:
+        """Claim judgments ahead (leased, renewed by the heartbeat) while fewer than two rounds
+        are ready, and start their calls."""
+        if (
+            self.halted
+            or self.exhausted
+            or len(self.ready) >= 2 * self.limit
+            or time.monotonic() >= self.deadline
+        ):
+            return
+        claimed = judgments_claim(
+            submission_id=self.submission_id,
+            judge_id=self.judge.pk,
+            owner=self.owner,
+            limit=4 * self.limit - len(self.ready),
+            versions=self.versions,
+            todo=self.todo,
+            # While linking, the linked chunks' open judgments fill todo.
+            read=not self.linking,
+        )
+        self.ready.extend(claimed)
+        self.taken += len(claimed)
+        self.exhausted = not claimed
+        if claimed:
+            self.held_wait = HELD_WAIT_FIRST
+        self.start_calls()
+
+    def link_next_chunk(self) -> None:
+        """Link the next chunk while the calls claimed run: its leased judgments are ready at
+        once, its other open ones are left to claim."""
+        if not self.linking:
+            return
+        if self.lease is not None:
+            ahead = max(LEASE_AHEAD, 4 * self.limit) - len(self.ready)
+            self.lease.room = 0 if self.halted else ahead
+        opened = next(self.link, None)
+        if opened is None:
+            self.linking = False
+            if self.on_linked is not None and not self.halted:
+                self.on_linked()
+        elif not self.halted:
+            self.todo.extend(sorted(opened.open_ids))
+            self.ready.extend(opened.leased)
+            self.taken += len(opened.leased)
+        self.exhausted = False
+
+    def collect(self, timeout: float) -> None:
+        """Take the answers received: wait up to ``timeout`` for the first (woken at once when
+        it comes), then every one already there."""
+        try:
+            self.answered.append(self.results.get(timeout=timeout))
+            self.received += 1
+            while True:
+                self.answered.append(self.results.get_nowait())
+                self.received += 1
+        except queue.Empty:
+            pass
+
+    def store(self) -> None:
+        """Store the answers collected with their charges, then give their room back."""
+        if stored := _record_all(self.answered, self.plugin, self._charge):
+            self._bound()  # before the room is given back: no call starts past the bound
+            self.room.release(stored)
+
+    def wait_for_held(self) -> None:
+        """Nothing left to call here while judgments are open: held by another worker (this
+        submission's, or one sharing the request). Wait for it to answer or for its lease to
+        lapse, longer each time nothing came, then look again."""
+        time.sleep(self.held_wait)
+        self.held_wait = min(2 * self.held_wait, HELD_WAIT_MAX)
+        self.exhausted = False
+
+    def halt(self, reason: str) -> None:
+        """No call starts any more: those claimed and not started go back (close)."""
+        self.halted = reason
+        spend_stop(submission_id=self.submission_id, judge_id=self.judge.pk, message=reason)
+        if self.lease is not None:
+            self.lease.room = 0
+        while True:  # a calling thread may take one meanwhile: each is counted as it goes
+            try:
+                self.ready.pop()
+            except IndexError:
+                break
+            self.taken -= 1
+
+    def leases_renew(self) -> None:
+        leases_renew(owner=self.owner)
+
+    def close(self) -> None:
+        """Give back what this worker holds: its kept slots, the answers not stored yet, and
+        the judgments claimed but never started (the deadline came first), free at once for
+        other workers."""
+        self.stopping.set()
+        self.pool.shutdown(wait=True)
+        self.slots.release_kept()
+        _record_all(self.answered, self.plugin, self._charge)
+        Judgment.objects.filter(lease_owner=self.owner, status=Judgment.Status.RUNNING).update(
+            status=Judgment.Status.PENDING, lease_owner="", lease_until=None
+        )
+        self.client.close()
+
+    # --- Inside the steps -----------------------------------------------------------------
+
+    def _caller(self) -> None:
+        """A calling thread: takes room, then the next judgment ready, until none is left."""
+        while not self.stopping.is_set():
+            if not self.room.acquire(timeout=ROOM_WAIT_SECONDS):
+                continue
+            try:
+                judgment = self.ready.popleft()
+            except IndexError:
+                self.room.release()
+                return
+            outcome = _call(self.client, self.slots, judgment, self.params, self.plugin)
+            self.results.put((judgment, outcome))
+
+    def _charge(self, judgment: Judgment, outcome: _CallOutcome):
+        """The JudgeCharge of one answer (None when nothing is charged): the worker's
+        submission pays for the calls it makes (a shared judgment, once)."""
         made = charge_for(
-            judge=judge,
-            submission_id=submission_id,
-            team_id=team_id,
+            judge=self.judge,
+            submission_id=self.submission_id,
+            team_id=self.team_id,
             judgment_id=judgment.pk,
             replies=outcome.replies,
             sent_chars=len(judgment.prompt) + len(judgment.system_prompt),
         )
         if made is not None and made.cost_usd:
-            charged_since_read += made.cost_usd
+            self.charged_since_read += made.cost_usd
         return made
 
-    # Answers received and not yet stored (each batch in one transaction).
-    answered: list = []
-    try:
-        with (
-            heartbeat(submission_id, renew=lambda: leases_renew(owner=owner)),
-            ThreadPoolExecutor(max_workers=limit, thread_name_prefix="judge") as pool,
-        ):
-            # Claimed ahead (leased, renewed by the heartbeat): a calling thread takes the next
-            # one the moment its call ends, without waiting for this thread (which may be
-            # linking, claiming or storing meanwhile).
-            ready: deque[Judgment] = deque()
-            results: queue.SimpleQueue = queue.SimpleQueue()  # (judgment, outcome)
-            callers: set[Future] = set()
-            stopping = threading.Event()
-            versions: dict[int, PromptVersion] = {}
-            todo: deque[int] = deque()  # ids to try, read once rather than once per claim
-            # Calls asked and not yet stored: a caller takes one before it starts a call, and
-            # each is given back once that call's answer is stored.
-            room = threading.Semaphore(limit)
-            linking = link is not None
-            # Nothing to claim before the first chunk is linked.
-            exhausted = linking
-
-            # Judgments claimed, and answers received: those claimed, not in `ready` and not
-            # received are being called.
-            claimed_count = received = 0
-            held_wait = HELD_WAIT_FIRST
-
-            def caller():
-                while not stopping.is_set():
-                    if not room.acquire(timeout=ROOM_WAIT_SECONDS):
-                        continue
-                    try:
-                        judgment = ready.popleft()
-                    except IndexError:
-                        room.release()
-                        return
-                    results.put((judgment, _call(client, slots, judgment, params, plugin)))
-
-            def start_calls():
-                for ended in [f for f in callers if f.done()]:
-                    callers.discard(ended)
-                    ended.result()  # a calling thread that failed fails the work here
-                # Counted before any starts: a new thread takes its first judgment at once.
-                for _ in range(min(limit - len(callers), len(ready))):
-                    callers.add(pool.submit(caller))
-
-            def halt(reason: str) -> None:
-                """No call starts any more: those claimed and not started go back (finally)."""
-                nonlocal halted, claimed_count
-                halted = reason
-                spend_stop(submission_id=submission_id, judge_id=judge_id, message=reason)
-                if lease is not None:
-                    lease.room = 0
-                while True:
-                    try:
-                        ready.pop()
-                    except IndexError:
-                        break
-                    claimed_count -= 1
-
-            def bound() -> None:
-                """Read the room left again once this worker's charges since it was last read
-                could have used it up: each of the workers a submission may have at once uses
-                at most its share before it reads again."""
-                nonlocal spend, charged_since_read
-                if halted or spend.left is None or not charged_since_read:
-                    return
-                if charged_since_read * settings.PIPELINE_PARALLEL_TASKS < spend.left:
-                    return
-                spend = spend_room(submission_id=submission_id, judge_id=judge_id)
-                charged_since_read = Decimal(0)
-                if spend.stop:
-                    halt(spend.stop)
-
-            def store() -> None:
-                if stored := _record_all(answered, plugin, charge):
-                    # Before the room is given back: no call starts past the bound.
-                    bound()
-                    room.release(stored)
-
-            def collect(timeout: float) -> None:
-                nonlocal received
-                try:
-                    answered.append(results.get(timeout=timeout))
-                    received += 1
-                    while True:
-                        answered.append(results.get_nowait())
-                        received += 1
-                except queue.Empty:
-                    pass
-
-            if spend.stop:
-                halt(spend.stop)  # held already (by another worker of this judging)
-            try:
-                while True:
-                    # Calls start before the database is asked anything.
-                    start_calls()
-                    if (
-                        not halted
-                        and not exhausted
-                        and len(ready) < 2 * limit
-                        and time.monotonic() < deadline
-                    ):
-                        claimed = judgments_claim(
-                            submission_id=submission_id,
-                            judge_id=judge_id,
-                            owner=owner,
-                            limit=4 * limit - len(ready),
-                            versions=versions,
-                            todo=todo,
-                            # While linking, the linked chunks' open judgments fill todo.
-                            read=not linking,
-                        )
-                        ready.extend(claimed)
-                        claimed_count += len(claimed)
-                        exhausted = not claimed
-                        if claimed:
-                            held_wait = HELD_WAIT_FIRST
-                        start_calls()
-                    if linking:
-                        if lease is not None:
-                            lease.room = 0 if halted else max(LEASE_AHEAD, 4 * limit) - len(ready)
-                        # The next chunk's judgments, linked while the calls claimed run.
-                        opened = next(link, None)
-                        if opened is None:
-                            linking = False
-                            if on_linked is not None and not halted:
-                                on_linked()
-                        elif not halted:
-                            todo.extend(sorted(opened.open_ids))
-                            ready.extend(opened.leased)
-                            claimed_count += len(opened.leased)
-                        exhausted = False
-                    if exhausted and not ready:
-                        slots.release_kept()  # no call left to start: other workers may use them
-                    if claimed_count - received - len(ready) > 0:
-                        # Calls under way: wait for an answer (not while chunks are left to
-                        # link), and store what came.
-                        collect(0 if linking else ANSWER_WAIT_SECONDS)
-                        store()
-                        continue
-                    if linking or ready:
-                        # The next chunk may bring calls; claimed ones wait for a calling
-                        # thread (one that was ending as they came).
-                        continue
-                    collect(0)
-                    store()
-                    if not judgments_open(submission_id=submission_id, judge_id=judge_id):
-                        return True
-                    if halted or time.monotonic() >= deadline:
-                        return False
-                    # Held by another worker (this submission's, or one sharing the request):
-                    # wait for it to answer or for its lease to lapse.
-                    time.sleep(held_wait)
-                    held_wait = min(2 * held_wait, HELD_WAIT_MAX)
-                    exhausted = False
-            finally:
-                # Calls under way end; none starts after them.
-                stopping.set()
-                ready.clear()
-                wait(callers)
-                collect(0)
-    finally:
-        slots.release_kept()
-        _record_all(answered, plugin, charge)
-        # Claimed but never started (the deadline came first): free at once for other workers.
-        Judgment.objects.filter(lease_owner=owner, status=Judgment.Status.RUNNING).update(
-            status=Judgment.Status.PENDING, lease_owner="", lease_until=None
-        )
-        client.close()
+    def _bound(self) -> None:
+        """Read the room left again once this worker's charges since it was last read could
+        have used it up: each of the workers a submission may have at once uses at most its
+        share before it reads again."""
+        if self.halted or self.spend.left is None or not self.charged_since_read:
+            return
+        if self.charged_since_read * settings.PIPELINE_PARALLEL_TASKS < self.spend.left:
+            return
+        self.spend = spend_room(submission_id=self.submission_id, judge_id=self.judge.pk)
+        self.charged_since_read = Decimal(0)
+        if self.spend.stop:
+            self.halt(self.spend.stop)
 
 
 def failed_judgments_reset(*, submission: Submission, judge: Judge | None = None) -> int:

@@ -413,7 +413,7 @@ def _judging_run(submission: Submission, judge: Judge, rows) -> None:
         return
     if plan is None or not plan.open_count:
         with heartbeat(submission_id):
-            link = judging.judgments_link(submission=submission, judge=judge, rows=rows)
+            link = judging.judgments_link(submission=submission, judge=judge, rows=rows, plan=plan)
             open_count = sum(len(opened) for opened in link)
         if open_count:
             # Put back to pending since the plan was read (a retry): called as usual.
@@ -429,7 +429,9 @@ def _judging_run(submission: Submission, judge: Judge, rows) -> None:
         submission_id=submission_id,
         judge_id=judge_id,
         deadline=time.monotonic() + settings.PIPELINE_WORK_SECONDS,
-        link=judging.judgments_link(submission=submission, judge=judge, rows=rows, lease=lease),
+        link=judging.judgments_link(
+            submission=submission, judge=judge, rows=rows, lease=lease, plan=plan
+        ),
         lease=lease,
         on_linked=lambda: _judge_work_queue(submission_id, judge, plan.open_count, extra=True),
     )

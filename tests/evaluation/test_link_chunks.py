@@ -168,7 +168,8 @@ def test_one_task_from_ingest_to_scored_reads_the_upload_directory_once(
 ):
     """The first step, the spending plan and linking each open the stored upload as a zip;
     run in turn by the ingest task, they share one archive. A re-score, whose stages run on
-    their own, opens it for each again, and scores the same."""
+    their own, opens it again for the plan, whose requests linking takes as they were built
+    (not built again), and scores the same."""
     from evaluation.models import Score
     from evaluation.services import files, pipeline
 
@@ -190,7 +191,7 @@ def test_one_task_from_ingest_to_scored_reads_the_upload_directory_once(
     pipeline.submission_rescore(submission=submission)
     submission.refresh_from_db()
     assert submission.status == "scored", submission.error
-    assert len(opened) >= 2  # the plan and linking, each on its own
+    assert opened == [submission.bundle.name]  # the plan only
     assert Score.objects.get(submission=submission).results == results
 
 
@@ -447,3 +448,41 @@ def test_a_worker_waiting_on_another_looks_again_soon_then_less_often(
     assert settled is True
     assert waits == [0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
     assert len(judge_server.prompts()) == asked  # the held ones were not called here
+
+
+def test_each_tasks_requests_are_built_once_per_judging(
+    eager, mpbench, judge_server, examples_bundle, monkeypatch
+):
+    """The spending plan builds every task's judgment requests and linking takes them from it:
+    one judging asks the plug-in for each task's requests once, and a re-score once more."""
+    from collections import Counter
+
+    from evaluation.benchmarks import get_plugin
+    from evaluation.models import Score, TaskResult
+    from evaluation.services import pipeline
+
+    plugin_class = type(get_plugin(mpbench.plugin))
+    built = Counter()
+    requests = plugin_class.judgment_requests
+
+    def counted(self, task, **kwargs):
+        built[task.task_id] += 1
+        return requests(self, task, **kwargs)
+
+    monkeypatch.setattr(plugin_class, "judgment_requests", counted)
+    submission = _submit(mpbench, judge_server, examples_bundle, "Built once")
+    submission.refresh_from_db()
+    assert submission.status == "scored", submission.error
+    tasks = set(
+        TaskResult.objects.filter(submission=submission).values_list("task__task_id", flat=True)
+    )
+    assert len(tasks) >= 3 and set(built) == tasks
+    assert set(built.values()) == {1}
+    results = Score.objects.get(submission=submission).results
+
+    built.clear()
+    pipeline.submission_rescore(submission=submission)
+    submission.refresh_from_db()
+    assert submission.status == "scored", submission.error
+    assert set(built) == tasks and set(built.values()) == {1}
+    assert Score.objects.get(submission=submission).results == results

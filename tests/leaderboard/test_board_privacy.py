@@ -1,5 +1,6 @@
 """Unpublished work stays with its team on the leaderboard page, its JSON and CSV, its charts,
-and the system page: anonymous, outsider, teammate and staff."""
+and the system page: anonymous, outsider, teammate and staff. The rows are written directly
+(tests/factories.py): what is shown to whom does not depend on how they were scored."""
 
 import csv
 import io
@@ -9,8 +10,8 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 
 from evaluation.models import Submission
-from tests.conftest import copy_examples, scoring_here
-from tests.leaderboard.cast import lab_run
+from tests import factories
+from tests.leaderboard.test_board_page import mp_results
 
 pytestmark = pytest.mark.django_db
 
@@ -24,20 +25,27 @@ def _fresh_cache():
 
 
 @pytest.fixture(scope="module")
-def shared_runs(shared_mpbench, mpbench_dir, tmp_path_factory, shared_people):
-    """Through the real pipeline (offline judge), once for the module: a published run of Open
-    Agent, a newer unpublished run of it, and an unpublished Secret Agent, all of team Lab."""
-    folder = tmp_path_factory.mktemp("runs")
+def shared_runs(shared_db, shared_people):
+    """Once for the module, scored by the offline judge on a board of MP-Bench: a published
+    run of Open Agent, a newer unpublished run of it, and an unpublished Secret Agent, all
+    submitted by team Lab's owner."""
+    lab, users = shared_people
+    board = factories.benchmark("mp-bench", slug="mp-bench", name="MP-Bench")
 
-    def submit(name: str, publish: bool, run: str) -> Submission:
-        tree = copy_examples(mpbench_dir, folder / run)
-        with scoring_here():
-            return lab_run(shared_mpbench, tree, name=name, people=shared_people, publish=publish)
+    def submit(name: str, publish: bool, counts: tuple) -> Submission:
+        return factories.scored_submission(
+            board,
+            system=name,
+            results=mp_results(*counts),
+            team=lab,
+            submitted_by=users["owner"],
+            published=publish,
+        )
 
     return {
-        "open": submit("Open Agent", True, "a"),
-        "open_draft": submit("Open Agent", False, "b"),
-        "secret": submit("Secret Agent", False, "c"),
+        "open": submit("Open Agent", True, (300, 50, 120, 64, 130, 72)),
+        "open_draft": submit("Open Agent", False, (310, 52, 121, 60, 128, 70)),
+        "secret": submit("Secret Agent", False, (200, 40, 100, 50, 110, 60)),
     }
 
 

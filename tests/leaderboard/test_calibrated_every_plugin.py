@@ -8,7 +8,9 @@ board shows a changed number to its next anonymous reader; and a private row's c
 numbers reach nobody who may not see the row.
 
 The rows (evaluation.models.CalibratedScore) are written here directly, as the annotation app
-writes them, with numbers chosen by hand."""
+writes them, with numbers chosen by hand, on scored rows the factories write (tests/factories.py).
+The tests flush the database: a stored board changes when a change is announced, after its
+transaction commits."""
 
 from __future__ import annotations
 
@@ -24,12 +26,28 @@ from django.test import Client
 from evaluation.benchmarks import get_plugin, registry
 from evaluation.board_state import _digest, board_changed
 from evaluation.models import CalibratedScore, Membership, Score, Submission, Team
-from tests.conftest import demo_runs_scored, every_plugin_board
+from tests import factories
+from tests.conftest import every_plugin_board
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SLUGS = [*sorted(registry()), "toy-bench"]
 STUDY = "Calibration of the ninth wave"
+
+
+def scored_rows(benchmark, count: int) -> list[Submission]:
+    """``count`` published rows scored by the offline judge, every metric of the first at 80,
+    of the next at 70, and so on."""
+    return [
+        factories.scored_submission(
+            benchmark,
+            system=f"System {n}",
+            results=factories.plugin_results(
+                benchmark.plugin, factories.every_metric(benchmark.plugin, 80 - 10 * n)
+            ),
+        )
+        for n in range(count)
+    ]
 
 
 def calibrated_metric(plugin):
@@ -117,7 +135,7 @@ def test_calibrated_view_every_plugin(slug, settings, tmp_path):
     settings.BOARD_STATE_SECONDS = 300
     cache.clear()
     benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="cal")
-    demo_runs_scored(benchmark, plugin, tmp_path, count=3)
+    scored_rows(benchmark, 3)
     metric = calibrated_metric(plugin)
     judge = benchmark.judges.get(slug="offline")
     client = Client()
@@ -301,7 +319,7 @@ def test_numbers_sampled_before_a_rescore_that_moved_the_judge_are_marked_stale(
 ):
     cache.clear()
     benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="stale")
-    (submission,) = demo_runs_scored(benchmark, plugin, tmp_path, count=1)
+    (submission,) = scored_rows(benchmark, 1)
     metric = calibrated_metric(plugin)
     judge = benchmark.judges.get(slug="offline")
     key = stored_key(plugin, metric)
@@ -346,7 +364,7 @@ def test_a_private_rows_calibrated_numbers_stay_private(slug, settings, tmp_path
     settings.BOARD_STATE_SECONDS = 300
     cache.clear()
     benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="calpriv")
-    made = demo_runs_scored(benchmark, plugin, tmp_path, count=2)
+    made = scored_rows(benchmark, 2)
     metric = calibrated_metric(plugin)
     judge = benchmark.judges.get(slug="offline")
     team = Team.objects.create(slug="quill", name="Quill")
@@ -384,7 +402,7 @@ def test_the_board_state_digest_counts_calibrated_scores(settings, tmp_path):
     """A calibrated number changed without any signal (a bulk update) still changes the board
     state once its few seconds are up: the digest reads the calibrated scores."""
     benchmark, plugin = every_plugin_board("toy-bench", settings, tmp_path, name="caldigest")
-    (scored,) = demo_runs_scored(benchmark, plugin, tmp_path, count=1)
+    (scored,) = scored_rows(benchmark, 1)
     judge = benchmark.judges.get(slug="offline")
     before = _digest(benchmark.slug)
     row = _write(scored, judge, calibrated_metric(plugin), value=30.0, low=20.0, high=40.0)

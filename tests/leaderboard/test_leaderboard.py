@@ -5,22 +5,33 @@ from django.contrib.auth.models import User
 
 from evaluation.models import Judgment, Score, Submission
 from evaluation.services import submission_create
-from tests.conftest import copy_examples, zip_tree
+from tests import factories
+from tests.conftest import copy_examples, scoring_here, submit_offline, zip_tree
+from tests.leaderboard.test_board_page import mp_results
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
+
+# The three task folders of MP-Bench's examples (../shared/benchmarks/mpbench/examples).
+EXAMPLE_TASKS = [
+    "scenario_argument-diag_1001-tier_1-task_1868",
+    "scenario_argument-diag_1001-tier_2-task_0",
+    "scenario_turnBasedGame-diag_112-tier_2-task_1",
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_import(shared_mpbench):
+    """MP-Bench is imported once for the module (tests/conftest.py shared_db)."""
 
 
 @pytest.fixture
-def scored_offline(eager, mpbench, mpbench_dir, tmp_path):
-    bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / "ex"), tmp_path / "b.zip")
-    offline = mpbench.judges.get(slug="offline")
-    return submission_create(
-        benchmark=mpbench,
-        bundle_path=bundle,
-        system_name="Offline Agent",
-        judge=offline,
-        allow_partial=True,
-        publish=True,
+def scored_offline(mpbench):
+    """The examples (three tasks of 927) scored under the offline judge and published."""
+    return factories.scored_submission(
+        mpbench,
+        system="Offline Agent",
+        results=mp_results(300, 50, 120, 64, 130, 72),
+        tasks=EXAMPLE_TASKS,
     )
 
 
@@ -95,18 +106,14 @@ def test_offline_scores_are_labelled_and_never_mixed(client, scored_offline):
     assert client.get("/benchmarks/mp-bench/?judge=nobody").status_code == 404
 
 
-def test_newest_submission_per_system(
-    client, eager, mpbench, mpbench_dir, tmp_path, scored_offline
-):
-    bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / "again"), tmp_path / "c.zip")
-    newer = submission_create(
-        benchmark=mpbench,
-        bundle_path=bundle,
-        system_name="Offline Agent",
-        judge=mpbench.judges.get(slug="offline"),
-        allow_partial=True,
-        publish=True,
+def test_newest_submission_per_system(client, mpbench, scored_offline):
+    newer = factories.scored_submission(
+        mpbench,
+        system=scored_offline.system,
+        results=mp_results(10, 5, 12, 6, 13, 7),
+        tasks=EXAMPLE_TASKS,
     )
+    assert newer.created_at > scored_offline.created_at
     entries = client.get("/api/benchmarks/mp-bench/leaderboard/?judge=offline").json()["entries"]
     assert [e["submission"] for e in entries] == [newer.pk]
 
@@ -127,9 +134,7 @@ def test_unfinished_submissions_are_not_ranked(client, mpbench, mpbench_dir, tmp
     assert "Queued" not in [e["system"] for e in official["entries"]]
 
 
-def test_submission_page_shows_progress_scores_and_audio(
-    client, scored_offline, mpbench_dir, tmp_path, eager, mpbench
-):
+def test_submission_page_shows_progress_scores_and_audio(client, scored_offline):
     page = client.get(f"/submissions/{scored_offline.pk}/").content.decode()
     assert "Status: <strong>scored</strong>" in page
     assert "Tasks ingested: 3 / 927" in page
@@ -143,7 +148,13 @@ def test_benchmark_list(client, mpbench):
     assert 'href="/benchmarks/mp-bench/"' in page
 
 
-def test_admin_retry_action(client, scored_offline, django_capture_on_commit_callbacks):
+def test_admin_retry_action(
+    client, mpbench, mpbench_dir, tmp_path, django_capture_on_commit_callbacks
+):
+    bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / "ex"), tmp_path / "b.zip")
+    with scoring_here():  # the pipeline scores the examples: retrying re-runs its judging
+        scored_offline = submit_offline(mpbench, bundle, "Offline Agent")
+    assert Submission.objects.get(pk=scored_offline.pk).status == Submission.Status.SCORED
     admin = User.objects.create_superuser("staff", "staff@example.org", "pw")
     client.force_login(admin)
     # Two judgments failed (an outage, say): the action puts exactly those back and re-judges.

@@ -28,6 +28,7 @@ from evaluation.models import Membership, Submission, System, Team
 from evaluation.services import submission_create
 from evaluation.services.work import inline
 from leaderboard.accounts.services import api_token_create
+from tests import factories
 from tests.conftest import demo_runs_scored, every_plugin_board
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,18 +38,53 @@ NAME = "Halcyon Bittern"
 FRESH = "Fresh Kestrel"
 
 
-@pytest.fixture
-def board(request, settings, tmp_path):
+def scored_rows(benchmark, count: int) -> list[Submission]:
+    """``count`` published rows (tests/factories.py), every metric of the first at 60, of the
+    next at 50, and so on."""
+    return [
+        factories.scored_submission(
+            benchmark,
+            system=f"Row {n}",
+            results=factories.plugin_results(
+                benchmark.plugin, factories.every_metric(benchmark.plugin, 60 - 10 * n)
+            ),
+        )
+        for n in range(count)
+    ]
+
+
+def _board(slug, settings, tmp_path, scored):
+    """The board, its shown row (of ``scored(benchmark, plugin)``'s two) named NAME and owned
+    by team Bittern, and that team's owner."""
     settings.BOARD_STATE_SECONDS = 300
-    benchmark, plugin = every_plugin_board(request.param, settings, tmp_path, name="cache")
-    shown, _ = demo_runs_scored(benchmark, plugin, tmp_path, count=2)
+    benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="cache")
+    shown, _ = scored(benchmark, plugin)
     team = Team.objects.create(slug="bittern", name="Bittern Lab")
     owner = User.objects.create_user("bittern-owner", password="pw-owner-1234")
     Membership.objects.create(team=team, user=owner, role=Membership.Role.OWNER)
     System.objects.filter(pk=shown.system_id).update(name=NAME, team=team)
     Submission.objects.filter(pk=shown.pk).update(team=team, submitted_by=owner)
     caches["responses"].clear()  # the rows were changed behind the services' backs
-    return benchmark, plugin, shown, owner, tmp_path
+    return benchmark, plugin, Submission.objects.get(pk=shown.pk), owner, tmp_path
+
+
+@pytest.fixture
+def board(request, settings, tmp_path):
+    """Two rows written directly: what the board, its exports and the submission page show."""
+    return _board(
+        request.param, settings, tmp_path, lambda benchmark, plugin: scored_rows(benchmark, 2)
+    )
+
+
+@pytest.fixture
+def uploaded_board(request, settings, tmp_path):
+    """Two demo runs scored by the pipeline: a task page reads its submission's upload."""
+    return _board(
+        request.param,
+        settings,
+        tmp_path,
+        lambda benchmark, plugin: demo_runs_scored(benchmark, plugin, tmp_path, count=2),
+    )
 
 
 def _addresses(slug: str) -> list[str]:
@@ -189,7 +225,7 @@ def test_a_returning_reader_gets_304s(settings, tmp_path):
     export (validated by its content, never shared: Cache-Control private)."""
     settings.BOARD_STATE_SECONDS = 300
     benchmark, plugin = every_plugin_board("toy-bench", settings, tmp_path, name="etag")
-    shown, _ = demo_runs_scored(benchmark, plugin, tmp_path, count=2)
+    shown, _ = scored_rows(benchmark, 2)
     owner = User.objects.create_user("etag-owner", is_staff=True)
     slug = benchmark.slug
     visitor = Client()
@@ -247,7 +283,7 @@ def test_each_rendering_of_the_api_is_stored_apart(settings, tmp_path):
     served the other's stored copy."""
     settings.BOARD_STATE_SECONDS = 300
     benchmark, plugin = every_plugin_board("toy-bench", settings, tmp_path, name="accept")
-    demo_runs_scored(benchmark, plugin, tmp_path, count=1)
+    scored_rows(benchmark, 1)
     address = f"/api/benchmarks/{benchmark.slug}/leaderboard/"
     visitor = Client()
     for _ in range(2):
@@ -265,7 +301,7 @@ def test_a_stored_export_is_served_within_the_apis_rates(settings, monkeypatch, 
 
     settings.BOARD_STATE_SECONDS = 300
     benchmark, plugin = every_plugin_board("toy-bench", settings, tmp_path, name="rates")
-    demo_runs_scored(benchmark, plugin, tmp_path, count=1)
+    scored_rows(benchmark, 1)
     settings.REST_FRAMEWORK = {
         **settings.REST_FRAMEWORK,
         "DEFAULT_THROTTLE_RATES": {"anon": "3/minute", "user": "5/minute"},
@@ -302,9 +338,9 @@ def _task_address(submission: Submission) -> str:
     return f"/submissions/{submission.pk}/tasks/{row.task.task_id}/"
 
 
-@pytest.mark.parametrize("board", SLUGS, indirect=True)
-def test_a_task_page_is_stored_once_final_and_changes_with_its_submission(board):
-    benchmark, plugin, shown, owner, folder = board
+@pytest.mark.parametrize("uploaded_board", SLUGS, indirect=True)
+def test_a_task_page_is_stored_once_final_and_changes_with_its_submission(uploaded_board):
+    benchmark, plugin, shown, owner, folder = uploaded_board
     address = _task_address(shown)
     visitor = Client()
     assert NAME in _text(visitor, address)
@@ -343,9 +379,9 @@ def test_a_task_page_is_stored_once_final_and_changes_with_its_submission(board)
     assert team.get(address).status_code == 404
 
 
-@pytest.mark.parametrize("board", SLUGS, indirect=True)
-def test_a_private_task_page_and_a_readers_header_are_never_stored(board):
-    benchmark, plugin, shown, owner, folder = board
+@pytest.mark.parametrize("uploaded_board", SLUGS, indirect=True)
+def test_a_private_task_page_and_a_readers_header_are_never_stored(uploaded_board):
+    benchmark, plugin, shown, owner, folder = uploaded_board
     address = _task_address(shown)
     team = Client()
     team.force_login(owner)
@@ -366,12 +402,14 @@ def test_a_private_task_page_and_a_readers_header_are_never_stored(board):
     assert owner.username in _text(team, address)
 
 
-@pytest.mark.parametrize("board", SLUGS, indirect=True)
-def test_a_stored_task_page_never_outlives_half_its_links_life(board, settings, monkeypatch):
+@pytest.mark.parametrize("uploaded_board", SLUGS, indirect=True)
+def test_a_stored_task_page_never_outlives_half_its_links_life(
+    uploaded_board, settings, monkeypatch
+):
     """With links signed for 300 s, a stored task page is served for at most 150 s, and the
     links of a copy served just before then still play (signing and the cache read one clock,
     moved by hand here)."""
-    benchmark, plugin, shown, owner, folder = board
+    benchmark, plugin, shown, owner, folder = uploaded_board
     settings.SIGNED_URL_SECONDS = 300
     settings.RESPONSE_CACHE_SECONDS = 600
     clock = [time.time()]

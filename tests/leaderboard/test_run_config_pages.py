@@ -11,14 +11,14 @@ import html
 import re
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 from evaluation.benchmarks import registry
 from evaluation.benchmarks.base import BenchmarkPlugin
-from evaluation.models import Membership, Submission, Team
+from evaluation.models import Membership, Submission
 from evaluation.run_config import FIELDS
-from tests.conftest import demo_runs_scored, every_plugin_board
+from tests import factories
+from tests.conftest import every_plugin_board
 
 pytestmark = pytest.mark.django_db
 
@@ -52,17 +52,32 @@ def compares(plugin) -> bool:
 @pytest.fixture
 def board(request, settings, tmp_path):
     benchmark, plugin = every_plugin_board(request.param, settings, tmp_path, name="config")
-    configured, other = demo_runs_scored(benchmark, plugin, tmp_path, count=2)
-    team = Team.objects.create(slug="quartz", name="Quartz Lab")
-    owner = User.objects.create_user("owner", password="pw-owner-1234")
-    Membership.objects.create(team=team, user=owner, role=Membership.Role.OWNER)
-    Submission.objects.filter(pk=configured.pk).update(
-        team=team, run_config=CONFIG, contamination="yes", contamination_note=NOTE
+    team = factories.team("Quartz Lab", slug="quartz")
+    owner = factories.user("owner", password="pw-owner-1234")
+    factories.team_join(team, owner, role=Membership.Role.OWNER)
+
+    def scored(name: str, n: int, **fields) -> Submission:
+        return factories.scored_submission(
+            benchmark,
+            system=name,
+            results=factories.plugin_results(
+                benchmark.plugin, factories.every_metric(benchmark.plugin, 60 - 10 * n)
+            ),
+            contributions=factories.every_task_contributions(
+                benchmark, lambda place: (place + n) % 2 == 0
+            ),
+            **fields,
+        )
+
+    configured = scored(
+        "System A", 0, team=team, run_config=CONFIG, contamination="yes", contamination_note=NOTE
     )
-    Submission.objects.filter(pk=other.pk).update(
-        run_config={"model": "slate-voice-3b", "hardware": "2x L4"}, contamination="no"
+    other = scored(
+        "System B",
+        1,
+        run_config={"model": "slate-voice-3b", "hardware": "2x L4"},
+        contamination="no",
     )
-    configured.refresh_from_db()
     return benchmark, plugin, configured, other, owner
 
 

@@ -417,10 +417,8 @@ class MPBench(BenchmarkPlugin):
 
     def aggregate(self, outcomes: Sequence[TaskOutcome], *, facts) -> dict:
         """The harness's RESULTS.json as it writes it, kept over the core's sums: it holds each
-        family's task count n, which is no metric, and rounds as the harness does —
-        round(100.0 * count / total, 2) and the exact statistics.mean of the latencies — which
-        count / total * 100 on the summed contributions does not reproduce for every count (23
-        of 160: 14.38 here, 14.37 there)."""
+        family's task count n, which is no metric, and the exact statistics.mean of the
+        latencies, which a float sum of the contributions need not reproduce to the last bit."""
         return scoring.aggregate(_scored(outcome) for outcome in outcomes)
 
     def metric_contributions(self, outcome: TaskOutcome, *, facts) -> dict:
@@ -444,6 +442,14 @@ class MPBench(BenchmarkPlugin):
             contributions[f"{family}.tt_acc"] = (int(found.turn_taking_correct), 1)
             contributions[f"{family}.app_acc"] = (int(found.appropriate(family)), 1)
         return contributions
+
+    def metric_value(self, metric: Metric, numerator: float, denominator: float):
+        """A rate as the harness rounds it, round(100.0 * count / total, 2), so a slice holding
+        every task shows the board's figure (count / total * 100 gives 14.37 for 23 of 160,
+        the harness 14.38)."""
+        if metric.unit == "%" and denominator:
+            return scoring.rate(int(numerator), int(denominator))["pct"]
+        return super().metric_value(metric, numerator, denominator)
 
     def task_attributes(self, task_id: str, spec) -> dict:
         conversation = conversation_turns(spec.get("metatranscript", ""))
@@ -579,20 +585,8 @@ def _evidence(task: TaskInput) -> detection.Evidence:
     return detection.collect_evidence(task.files.size, task.files.read)
 
 
-def _spec(task_id: str, spec: Mapping) -> scoring.TaskSpec:
-    return scoring.TaskSpec(
-        task_id=task_id,
-        family=spec.get("family", ""),
-        should_speak=bool(spec.get("should_speak")),
-        metatranscript=spec.get("metatranscript", ""),
-        question_text=spec.get("question_text", ""),
-        answer_text=spec.get("answer_text", ""),
-        is_speaker_name=bool(spec.get("is_speaker_name")),
-    )
-
-
 def _task_spec(task: TaskInput) -> scoring.TaskSpec:
-    return _spec(task.task_id, task.spec)
+    return scoring.TaskSpec.from_spec(task.task_id, task.spec)
 
 
 def _response(kind: str, found: Mapping) -> str:
@@ -604,7 +598,7 @@ def _response(kind: str, found: Mapping) -> str:
 def _scored(outcome: TaskOutcome) -> scoring.TaskOutcome:
     """A task's stored outcome as the harness's rules read it."""
     return scoring.TaskOutcome(
-        task=_spec(outcome.task_id, outcome.spec),
+        task=scoring.TaskSpec.from_spec(outcome.task_id, outcome.spec),
         spoke=bool(outcome.detection.get("spoke")),
         latency=outcome.detection.get("latency"),
         verdicts={kind: _verdict(slot) for (kind, _), slot in outcome.judged.items()},

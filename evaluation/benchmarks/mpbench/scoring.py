@@ -34,6 +34,19 @@ class TaskSpec:
     answer_text: str
     is_speaker_name: bool
 
+    @classmethod
+    def from_spec(cls, task_id: str, spec: Mapping) -> TaskSpec:
+        """A task's rules from its stored spec (the task file's fields)."""
+        return cls(
+            task_id=task_id,
+            family=spec.get("family", ""),
+            should_speak=bool(spec.get("should_speak")),
+            metatranscript=spec.get("metatranscript", ""),
+            question_text=spec.get("question_text", ""),
+            answer_text=spec.get("answer_text", ""),
+            is_speaker_name=bool(spec.get("is_speaker_name")),
+        )
+
 
 def kinds_for(task: TaskSpec) -> list[str]:
     kinds = []

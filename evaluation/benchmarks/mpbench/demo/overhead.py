@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
 from pathlib import Path
 
 from .. import detection, scoring
@@ -16,19 +15,6 @@ PLUGIN = "mp-bench"
 # The checkout bench_overhead reads by default: ../shared/benchmarks/<CHECKOUT>.
 CHECKOUT = "mpbench"
 SCHEMA_NAME = "mpbench_eval"
-
-
-def task_spec(task_id: str, spec: Mapping) -> scoring.TaskSpec:
-    """A task's rules from its stored spec, as the plug-in reads them."""
-    return scoring.TaskSpec(
-        task_id=task_id,
-        family=spec.get("family", ""),
-        should_speak=bool(spec.get("should_speak")),
-        metatranscript=spec.get("metatranscript", ""),
-        question_text=spec.get("question_text", ""),
-        answer_text=spec.get("answer_text", ""),
-        is_speaker_name=bool(spec.get("is_speaker_name")),
-    )
 
 
 def verdict(kind: str, raw_output: str) -> bool | None:
@@ -68,7 +54,7 @@ def requests(tree: Path, tasks: dict, prompts: dict) -> tuple[dict, list]:
     requests, found = [], {}
     for task_id, spec in tasks.items():
         found[task_id] = detection.detect(evidence[task_id], half_duplex=half)
-        task = task_spec(task_id, spec)
+        task = scoring.TaskSpec.from_spec(task_id, spec)
         for kind in scoring.kinds_for(task):
             response = scoring.response_for(
                 kind, full_text=found[task_id].full_text, post_text=found[task_id].post_text
@@ -82,6 +68,8 @@ def requests(tree: Path, tasks: dict, prompts: dict) -> tuple[dict, list]:
 def results(tasks: dict, found: dict, verdicts: dict) -> dict:
     """The benchmark's table from what detection found and the verdicts, task by task."""
     return scoring.aggregate(
-        scoring.TaskOutcome(task_spec(t, s), found[t].spoke, found[t].latency, verdicts[t])
+        scoring.TaskOutcome(
+            scoring.TaskSpec.from_spec(t, s), found[t].spoke, found[t].latency, verdicts[t]
+        )
         for t, s in tasks.items()
     )

@@ -23,7 +23,6 @@ from config.devtools.bench_support import JudgeServer, stages_by_hand
 from evaluation import services
 from evaluation.benchmarks.mpbench import detection, scoring
 from evaluation.benchmarks.mpbench.demo import synthetic
-from evaluation.benchmarks.mpbench.demo.overhead import task_spec
 from evaluation.benchmarks.mpbench.plugin import plugin
 from evaluation.bundles import zip_directory
 from evaluation.models import Judgment, Submission
@@ -116,7 +115,10 @@ class Command(BaseCommand):
                     found = detection.detect(evidence[task_id], half_duplex=half)
                     outcomes.append(
                         scoring.TaskOutcome(
-                            task_spec(task_id, task.spec), found.spoke, found.latency, {}
+                            scoring.TaskSpec.from_spec(task_id, task.spec),
+                            found.spoke,
+                            found.latency,
+                            {},
                         )
                     )
                 return scoring.aggregate(outcomes)
