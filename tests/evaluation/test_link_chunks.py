@@ -451,7 +451,7 @@ def test_a_worker_waiting_on_another_looks_again_soon_then_less_often(
 
 
 def test_each_tasks_requests_are_built_once_per_judging(
-    eager, mpbench, judge_server, examples_bundle, monkeypatch
+    eager, toybench, judge_server, toy_partial, monkeypatch
 ):
     """The spending plan builds every task's judgment requests and linking takes them from it:
     one judging asks the plug-in for each task's requests once, and a re-score once more."""
@@ -461,7 +461,7 @@ def test_each_tasks_requests_are_built_once_per_judging(
     from evaluation.models import Score, TaskResult
     from evaluation.services import pipeline
 
-    plugin_class = type(get_plugin(mpbench.plugin))
+    plugin_class = type(get_plugin(toybench.plugin))
     built = Counter()
     requests = plugin_class.judgment_requests
 
@@ -470,7 +470,7 @@ def test_each_tasks_requests_are_built_once_per_judging(
         return requests(self, task, **kwargs)
 
     monkeypatch.setattr(plugin_class, "judgment_requests", counted)
-    submission = _submit(mpbench, judge_server, examples_bundle, "Built once")
+    submission = _submit(toybench, judge_server, toy_partial, "Built once")
     submission.refresh_from_db()
     assert submission.status == "scored", submission.error
     tasks = set(
