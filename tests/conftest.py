@@ -1,4 +1,5 @@
-"""Shared fixtures: the real MP-Bench data beside the checkout, a local judge server speaking the
+"""Shared fixtures: the example plug-in as the core's benchmark, the real MP-Bench data beside
+the checkout (for MP-Bench's own tests), a local judge server speaking the
 OpenAI chat-completions API, bundle builders, and the services a test may require."""
 
 from __future__ import annotations
@@ -81,6 +82,42 @@ def mpbench(request, db, mpbench_dir):
 def shared_mpbench(shared_db, mpbench_dir):
     """MP-Bench imported once for a module whose tests share rows (see shared_db)."""
     return import_mpbench(mpbench_dir)
+
+
+# --- The example plug-in: the benchmark of core tests ----------------------------------------
+
+
+@pytest.fixture
+def toybench(db, settings, tmp_path):
+    """The example plug-in (tests/toyplugin: six questions, two grades each) registered and its
+    release imported as "toy-bench": the benchmark a core test runs on when any will do, made
+    here with nothing beside the checkout."""
+    from evaluation.services import benchmark_import
+    from tests.toyplugin import toy
+
+    settings.FLOORBOARD_BENCHMARKS = [*settings.FLOORBOARD_BENCHMARKS, "tests.toyplugin"]
+    toy.write_release(tmp_path / "toy-release")
+    return benchmark_import(
+        slug="toy-bench", directory=tmp_path / "toy-release", plugin="toy-bench", name="Toy-Bench"
+    ).benchmark
+
+
+def toy_upload(path: Path, manifest: dict | None = None) -> Path:
+    """A zip for toybench answering its first three tasks (two of them right), each answer
+    spoken beside it, and missing the other three; with ``manifest`` as its manifest.json."""
+    from tests.toyplugin import toy
+
+    toy.write_spoken_answers(path, correct=2, skip=3)
+    if manifest is not None:
+        with zipfile.ZipFile(path, "a") as archive:
+            archive.writestr("manifest.json", json.dumps(manifest))
+    return path
+
+
+@pytest.fixture
+def toy_partial(tmp_path) -> Path:
+    """toy_upload without a manifest, as examples_bundle is for MP-Bench."""
+    return toy_upload(tmp_path / "partial.zip")
 
 
 @pytest.fixture

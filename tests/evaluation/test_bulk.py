@@ -20,8 +20,8 @@ from evaluation.models import JudgeCharge, Judgment, Team
 pytestmark = pytest.mark.django_db
 
 
-def test_inserted_rows_read_back_as_the_orm_stores_them(mpbench):
-    judge = mpbench.judges.get(slug="official")
+def test_inserted_rows_read_back_as_the_orm_stores_them(toybench):
+    judge = toybench.judges.get(slug="official")
     when = timezone.now()
     values = dict(
         judge_id=judge.pk,
@@ -41,8 +41,8 @@ def test_inserted_rows_read_back_as_the_orm_stores_them(mpbench):
     assert instance_values(by_orm, ["calls", "judge_id"]) == [2, judge.pk]
 
 
-def test_a_conflict_keeps_or_updates_the_stored_row_as_asked(mpbench):
-    version = mpbench.prompts.first()
+def test_a_conflict_keeps_or_updates_the_stored_row_as_asked(toybench):
+    version = toybench.prompts.first()
     key = ("identity", "a" * 64)
     columns = (
         "judge_identity",
@@ -77,14 +77,14 @@ def test_a_conflict_keeps_or_updates_the_stored_row_as_asked(mpbench):
 
 
 @pytest.mark.parametrize("batch", [1, 7, 500])
-def test_rows_past_one_statement_are_all_written_once(mpbench, monkeypatch, batch):
+def test_rows_past_one_statement_are_all_written_once(toybench, monkeypatch, batch):
     """More rows than one statement holds (BATCH, and on SQLite its 999 parameters: 1,200 rows of
     four columns plus the defaults need several): every row once, each with its own values, and
     a second write of the same keys updates them in place."""
     from evaluation import bulk
 
     monkeypatch.setattr(bulk, "BATCH", batch)
-    version = mpbench.prompts.first()
+    version = toybench.prompts.first()
     columns = ("judge_identity", "prompt_sha256", "prompt", "prompt_version_id")
     rows = [("identity", f"{n:064d}", f"prompt {n}", version.pk) for n in range(1200)]
     unique = ("judge_identity", "prompt_sha256")
@@ -137,10 +137,10 @@ def _stored(queryset) -> list[dict]:
     return rows
 
 
-def test_awkward_text_and_json_are_stored_as_the_orm_stores_them(mpbench):
+def test_awkward_text_and_json_are_stored_as_the_orm_stores_them(toybench):
     """Every value the ORM stores comes back the same from rows_insert, on either database: a
     column of NULLs only, JSON null beside SQL NULL, quoting characters of every layer."""
-    version = mpbench.prompts.first()
+    version = toybench.prompts.first()
     count = 2 * len(AWKWARD_TEXT) * len(AWKWARD_JSON)
     for n in range(count):
         Judgment.objects.create(**_judgment_values(version, n))
@@ -163,13 +163,13 @@ def test_awkward_text_and_json_are_stored_as_the_orm_stores_them(mpbench):
 
 
 @pytest.mark.parametrize("batch", [1, 500])
-def test_an_update_sets_only_the_rows_its_keys_match(mpbench, monkeypatch, batch):
+def test_an_update_sets_only_the_rows_its_keys_match(toybench, monkeypatch, batch):
     """rows_update sets the given columns of each stored row whose match columns equal the
     row's, as one ORM update per row would; a row whose keys match nothing changes nothing."""
     from evaluation import bulk
 
     monkeypatch.setattr(bulk, "BATCH", batch)
-    version = mpbench.prompts.first()
+    version = toybench.prompts.first()
     made = [Judgment.objects.create(**_judgment_values(version, n)) for n in range(12)]
     for judgment in made[:8]:
         Judgment.objects.filter(pk=judgment.pk).update(status="running", lease_owner="me")
@@ -210,10 +210,10 @@ def test_an_update_sets_only_the_rows_its_keys_match(mpbench, monkeypatch, batch
 
 
 @pytest.mark.parametrize("unique", [(), ("judge_identity", "prompt_sha256")])
-def test_rows_take_ids_in_the_order_given(mpbench, unique):
+def test_rows_take_ids_in_the_order_given(toybench, unique):
     """Readers that go by id (task results in upload order) find the rows as they were given,
     whether or not a conflict has to be settled on the way."""
-    version = mpbench.prompts.first()
+    version = toybench.prompts.first()
     shas = [f"{n:064d}" for n in (5, 1, 9, 3, 7, 2, 8, 0, 6, 4)] * 30
     shas = [f"{n:03d}{sha[3:]}" for n, sha in enumerate(shas)]
     columns = ("judge_identity", "prompt_sha256", "prompt", "prompt_version_id")
@@ -221,10 +221,10 @@ def test_rows_take_ids_in_the_order_given(mpbench, unique):
     assert list(Judgment.objects.order_by("pk").values_list("prompt_sha256", flat=True)) == shas
 
 
-def test_rows_written_are_returned_as_stored_and_rows_left_as_stored_are_not(mpbench):
+def test_rows_written_are_returned_as_stored_and_rows_left_as_stored_are_not(toybench):
     """With returning, every row inserted or updated comes back with the columns asked for,
     as the ORM reads them; a conflict that leaves the stored row returns nothing for it."""
-    version = mpbench.prompts.first()
+    version = toybench.prompts.first()
     columns = ("judge_identity", "prompt_sha256", "prompt", "prompt_version_id")
     unique = ("judge_identity", "prompt_sha256")
     asked = ("id", "judge_identity", "prompt_sha256", "prompt_version", "status")
@@ -250,7 +250,7 @@ def test_rows_written_are_returned_as_stored_and_rows_left_as_stored_are_not(mpb
     assert {prompt for _, prompt in again} == {"p", "new"} and len(again) == 6
     # With no conflict to settle, and without asking.
     charge = ("judge_id", "calls", "charged_at")
-    charges = [(mpbench.judges.get(slug="official").pk, n, timezone.now()) for n in (1, 2)]
+    charges = [(toybench.judges.get(slug="official").pk, n, timezone.now()) for n in (1, 2)]
     made = rows_insert(JudgeCharge, charge, charges, returning=("id", "calls"))
     assert sorted(made) == sorted(JudgeCharge.objects.values_list("pk", "calls"))
     assert rows_insert(JudgeCharge, charge, charges) is None

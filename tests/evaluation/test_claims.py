@@ -17,12 +17,12 @@ from evaluation.services.judging import judgments_claim
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_claims_from_a_list_read_once(eager, mpbench, examples_bundle):
+def test_claims_from_a_list_read_once(eager, toybench, toy_partial):
     submission = submission_create(
-        benchmark=mpbench,
-        bundle_path=examples_bundle,
+        benchmark=toybench,
+        bundle_path=toy_partial,
         system_name="Claimed",
-        judge=mpbench.judges.get(slug="offline"),
+        judge=toybench.judges.get(slug="offline"),
         allow_partial=True,
     )
     used = TaskJudgment.objects.filter(task_result__submission=submission).values("judgment_id")

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.mark.parametrize("batch", [1, 2000])
 def test_judgment_reads_never_join_task_results_with_links_and_read_what_a_join_reads(
-    eager, mpbench, judge_server, examples_bundle, monkeypatch, batch
+    eager, toybench, judge_server, toy_partial, monkeypatch, batch
 ):
     """With one id per batch too (every read merges its batches): no statement names both the
     task results and the links, and each read gives what one join over them gives."""
@@ -29,7 +29,7 @@ def test_judgment_reads_never_join_task_results_with_links_and_read_what_a_join_
     from evaluation.services import judging, pipeline, spending
 
     monkeypatch.setattr(selectors, "ID_BATCH", batch)
-    submission = _submit(mpbench, judge_server, examples_bundle, "Reads")
+    submission = _submit(toybench, judge_server, toy_partial, "Reads")
     judge = submission.judge
     links = TaskJudgment.objects.filter(task_result__submission=submission, judge=judge)
     used = Judgment.objects.filter(pk__in=links.values("judgment_id")).order_by("pk")

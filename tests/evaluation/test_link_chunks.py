@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from evaluation.services import submission_create
-from tests.conftest import _default_answer, submit_offline
+from tests.conftest import completion, submit_offline
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_linking_a_chunk_of_tasks_at_a_time_links_as_all_at_once(
-    eager, mpbench, examples_bundle, monkeypatch
+    eager, toybench, toy_partial, monkeypatch
 ):
     """Judgments are linked a chunk of tasks at a time (only a chunk's prompts in memory): one
     task per chunk links every slot to the same judgments as all tasks in one chunk."""
@@ -19,11 +21,11 @@ def test_linking_a_chunk_of_tasks_at_a_time_links_as_all_at_once(
     from evaluation.services import judging
 
     monkeypatch.setattr(judging, "PREPARE_CHUNK", 1)
-    submission = submit_offline(mpbench, examples_bundle, "Chunked")
+    submission = submit_offline(toybench, toy_partial, "Chunked")
     links = TaskJudgment.objects.filter(task_result__submission=submission)
     one_by_one = sorted(links.values_list("task_result_id", "kind", "slot", "judgment_id"))
     judgments = Judgment.objects.count()
-    assert sum(1 for *_, judgment in one_by_one if judgment) >= 3  # the examples were judged
+    assert sum(1 for *_, judgment in one_by_one if judgment) >= 3  # the answers were judged
 
     monkeypatch.setattr(judging, "PREPARE_CHUNK", 10_000)
     links.delete()
@@ -33,14 +35,14 @@ def test_linking_a_chunk_of_tasks_at_a_time_links_as_all_at_once(
 
 
 def test_the_offline_judge_answers_only_requests_not_stored_yet(
-    eager, mpbench, examples_bundle, monkeypatch
+    eager, toybench, toy_partial, monkeypatch
 ):
     """A second submission asking exactly what the first asked reuses its judgments: the
     offline judge is not asked again; a judgment put back to pending is answered again."""
     from evaluation.benchmarks import get_plugin
     from evaluation.models import Judgment, TaskJudgment
 
-    plugin_class = type(get_plugin("mp-bench"))  # on the class: see test_first_step_after_ingest
+    plugin_class = type(get_plugin("toy-bench"))  # on the class: see test_first_step_after_ingest
     asked = []
     answer = plugin_class.offline_output
 
@@ -49,15 +51,15 @@ def test_the_offline_judge_answers_only_requests_not_stored_yet(
         return answer(self, request, task)
 
     monkeypatch.setattr(plugin_class, "offline_output", counted)
-    offline = mpbench.judges.get(slug="offline")
+    offline = toybench.judges.get(slug="offline")
 
-    first = submit_offline(mpbench, examples_bundle, "First")
+    first = submit_offline(toybench, toy_partial, "First")
     used = TaskJudgment.objects.filter(task_result__submission=first, judgment__isnull=False)
     distinct = used.values("judgment_id").distinct().count()
     assert len(asked) == distinct > 0  # one answer per distinct request
 
     asked.clear()
-    second = submit_offline(mpbench, examples_bundle, "Second")
+    second = submit_offline(toybench, toy_partial, "Second")
     second.refresh_from_db()
     assert second.status == "scored" and asked == []
 
@@ -71,8 +73,14 @@ def test_the_offline_judge_answers_only_requests_not_stored_yet(
     assert Judgment.objects.get(pk=retried.pk).status == Judgment.Status.DONE
 
 
-def _official(mpbench, judge_server, model: str | None = None):
-    judge = mpbench.judges.get(slug="official")
+def _graded(body, call):
+    """The toy's judge: every answer graded 1 (a score the example plug-in parses)."""
+    return 200, {}, completion(json.dumps({"score": 1.0, "why": "graded here"}))
+
+
+def _official(toybench, judge_server, model: str | None = None):
+    judge_server.responder = judge_server.responder or _graded
+    judge = toybench.judges.get(slug="official")
     judge.base_url = judge_server.url
     # A local judge costs nothing; priced at 0, the spending limits let it judge.
     judge.price_input_per_mtok = judge.price_output_per_mtok = 0
@@ -83,19 +91,19 @@ def _official(mpbench, judge_server, model: str | None = None):
     return judge
 
 
-def _submit(mpbench, judge_server, bundle, name: str):
-    """The examples submitted under the official judge, answered by the test's judge server."""
+def _submit(toybench, judge_server, bundle, name: str):
+    """The answers submitted under the official judge, answered by the test's judge server."""
     return submission_create(
-        benchmark=mpbench,
+        benchmark=toybench,
         bundle_path=bundle,
         system_name=name,
-        judge=_official(mpbench, judge_server),
+        judge=_official(toybench, judge_server),
         allow_partial=True,
     )
 
 
 def test_calls_start_while_later_tasks_are_still_being_linked(
-    eager, mpbench, judge_server, examples_bundle, monkeypatch
+    eager, toybench, judge_server, toy_partial, monkeypatch
 ):
     """Linking and calling overlap: with one task per chunk, the judge hears its first request
     before the last chunk's links are written, and the submission is scored all the same."""
@@ -108,11 +116,11 @@ def test_calls_start_while_later_tasks_are_still_being_linked(
 
     def answer(body, call):
         asked_at.append(timezone.now())
-        return 200, {}, _default_answer(body)
+        return _graded(body, call)
 
     judge_server.responder = answer
     monkeypatch.setattr(judging, "PREPARE_CHUNK", 1)
-    submission = _submit(mpbench, judge_server, examples_bundle, "Overlapped")
+    submission = _submit(toybench, judge_server, toy_partial, "Overlapped")
     submission.refresh_from_db()
     assert submission.status == "scored", submission.error
     links = TaskJudgment.objects.filter(task_result__submission=submission)
@@ -121,7 +129,7 @@ def test_calls_start_while_later_tasks_are_still_being_linked(
 
 
 def test_while_linking_calls_take_each_linked_chunk_without_searching_the_submission(
-    eager, mpbench, judge_server, examples_bundle, monkeypatch
+    eager, toybench, judge_server, toy_partial, monkeypatch
 ):
     """The judgments each chunk leaves open go straight to the calls: the submission's
     claimable judgments are searched for only once linking is done. Each is asked once, and
@@ -146,7 +154,7 @@ def test_while_linking_calls_take_each_linked_chunk_without_searching_the_submis
 
     monkeypatch.setattr(judging, "judgments_link", tracked)
     monkeypatch.setattr(judging, "claimable_ids", counted)
-    submission = _submit(mpbench, judge_server, examples_bundle, "Straight")
+    submission = _submit(toybench, judge_server, toy_partial, "Straight")
     submission.refresh_from_db()
     assert submission.status == "scored", submission.error
     assert state["searches"] >= 1 and state["while_linking"] == 0
@@ -156,7 +164,7 @@ def test_while_linking_calls_take_each_linked_chunk_without_searching_the_submis
 
 
 def test_one_task_from_ingest_to_scored_reads_the_upload_directory_once(
-    eager, mpbench, judge_server, examples_bundle, monkeypatch
+    eager, toybench, judge_server, toy_partial, monkeypatch
 ):
     """The first step, the spending plan and linking each open the stored upload as a zip;
     run in turn by the ingest task, they share one archive. A re-score, whose stages run on
@@ -173,7 +181,7 @@ def test_one_task_from_ingest_to_scored_reads_the_upload_directory_once(
         return seekable(name)
 
     monkeypatch.setattr(files, "open_stored_seekable", counted)
-    submission = _submit(mpbench, judge_server, examples_bundle, "Held")
+    submission = _submit(toybench, judge_server, toy_partial, "Held")
     submission.refresh_from_db()
     assert submission.status == "scored", submission.error
     assert opened == [submission.bundle.name]
@@ -188,7 +196,7 @@ def test_one_task_from_ingest_to_scored_reads_the_upload_directory_once(
 
 
 def test_where_the_database_returns_no_ids_the_rows_are_read_back_and_linked_alike(
-    eager, mpbench, examples_bundle, monkeypatch
+    eager, toybench, toy_partial, monkeypatch
 ):
     """Task results and new judgments take their ids from their inserts; a database that
     cannot return them (an SQLite before 3.35) has them read back, and the submission is
@@ -202,12 +210,12 @@ def test_where_the_database_returns_no_ids_the_rows_are_read_back_and_linked_ali
         links = TaskJudgment.objects.filter(task_result__submission=submission)
         return sorted(links.values_list("task_result__task__task_id", "kind", "slot", "judgment"))
 
-    returned = submit_offline(mpbench, examples_bundle, "Returned")
+    returned = submit_offline(toybench, toy_partial, "Returned")
     monkeypatch.setattr(type(connection.features), "can_return_rows_from_bulk_insert", False)
     charge = ("judge_id", "calls", "charged_at")
     row = (returned.judge_id, 1, returned.created_at)
     assert rows_insert(JudgeCharge, charge, [row], returning=("id",)) is None
-    read = submit_offline(mpbench, examples_bundle, "Read back")
+    read = submit_offline(toybench, toy_partial, "Read back")
     read.refresh_from_db()
     assert read.status == "scored", read.error
     assert linked(read) == linked(returned) and len(linked(read)) > 0
@@ -217,7 +225,7 @@ def test_where_the_database_returns_no_ids_the_rows_are_read_back_and_linked_ali
 
 
 def test_the_estimate_read_before_linking_is_what_the_linked_judgments_say(
-    eager, mpbench, judge_server, examples_bundle
+    eager, toybench, judge_server, toy_partial
 ):
     """The spending estimate is made before anything is linked (judgments_plan); once linked,
     the judgments' own lengths and states (calls_to_make) give the same calls, and a judgment
@@ -230,8 +238,8 @@ def test_the_estimate_read_before_linking_is_what_the_linked_judgments_say(
     from evaluation.services import judging
     from evaluation.services.spending import calls_to_make
 
-    submission = _submit(mpbench, judge_server, examples_bundle, "Planned")
-    other = _official(mpbench, judge_server, model="another-model")  # nothing cached under it
+    submission = _submit(toybench, judge_server, toy_partial, "Planned")
+    other = _official(toybench, judge_server, model="another-model")  # nothing cached under it
     plan = judging.judgments_plan(submission=submission, judge=other)
     assert plan.open_count == sum(group["n"] for group in plan.groups) > 0
     assert judging.judgments_prepare(submission=submission, judge=other) == plan.open_count
@@ -249,7 +257,7 @@ def test_the_estimate_read_before_linking_is_what_the_linked_judgments_say(
 
 
 def test_a_calling_thread_that_fails_fails_the_judging(
-    eager, mpbench, judge_server, examples_bundle, monkeypatch
+    eager, toybench, judge_server, toy_partial, monkeypatch
 ):
     """A calling thread that raises (a bug outside the call's own error handling) fails the
     submission's judging with a message for people, instead of leaving its judgment waiting."""
@@ -261,8 +269,8 @@ def test_a_calling_thread_that_fails_fails_the_judging(
 
     monkeypatch.setattr(judging, "_call", broken)
     with pytest.raises(RuntimeError, match="a bug in the calling thread"):
-        _submit(mpbench, judge_server, examples_bundle, "Broken")
-    submission = mpbench.submissions.get(system__name="Broken")
+        _submit(toybench, judge_server, toy_partial, "Broken")
+    submission = toybench.submissions.get(system__name="Broken")
     assert submission.status == "failed"
     assert submission.error.startswith("judging failed (RuntimeError)")
     # What it had claimed is free again for the next try.
@@ -270,34 +278,36 @@ def test_a_calling_thread_that_fails_fails_the_judging(
 
 
 def test_relinking_drops_the_slots_no_rule_asks_for_any_more(
-    eager, mpbench, examples_bundle, monkeypatch
+    eager, toybench, toy_partial, monkeypatch
 ):
     """Linking again after a rule stops asking for a kind of slot (a re-score under a changed
-    rule) drops those slots and keeps every other link as it was."""
+    rule; here the example plug-in's style grade) drops those slots and keeps every other link
+    as it was."""
     from evaluation.benchmarks import get_plugin
     from evaluation.models import TaskJudgment
     from evaluation.services import judging
 
-    submission = submit_offline(mpbench, examples_bundle, "Relinked")
+    submission = submit_offline(toybench, toy_partial, "Relinked")
     links = TaskJudgment.objects.filter(task_result__submission=submission)
     before = sorted(links.values_list("pk", "task_result_id", "kind", "slot", "judgment_id"))
-    dropped = before[0][2]
-    assert any(kind != dropped for _, _, kind, _, _ in before)
+    dropped = "style"
+    assert any(slot == dropped for _, _, _, slot, _ in before)
+    assert any(slot != dropped for _, _, _, slot, _ in before)
 
-    plugin_class = type(get_plugin("mp-bench"))  # on the class: see test_first_step_after_ingest
+    plugin_class = type(get_plugin("toy-bench"))  # on the class: see test_first_step_after_ingest
     requests = plugin_class.judgment_requests
 
-    def without_one_kind(self, task, **kwargs):
-        return [r for r in requests(self, task, **kwargs) if r.kind != dropped]
+    def without_one_slot(self, task, **kwargs):
+        return [r for r in requests(self, task, **kwargs) if r.slot != dropped]
 
-    monkeypatch.setattr(plugin_class, "judgment_requests", without_one_kind)
+    monkeypatch.setattr(plugin_class, "judgment_requests", without_one_slot)
     assert judging.judgments_prepare(submission=submission, judge=submission.judge) == 0
     after = sorted(links.values_list("pk", "task_result_id", "kind", "slot", "judgment_id"))
-    assert after == [link for link in before if link[2] != dropped]
+    assert after == [link for link in before if link[3] != dropped]
 
 
 def test_the_judgments_linking_creates_leased_are_called_without_a_claim(
-    eager, mpbench, judge_server, examples_bundle, monkeypatch
+    eager, toybench, judge_server, toy_partial, monkeypatch
 ):
     """Judgments created leased to the worker that links them are called without a claim;
     claims take the rest (past the room a claim would give). Each is asked once, and each is
@@ -320,7 +330,7 @@ def test_the_judgments_linking_creates_leased_are_called_without_a_claim(
 
     monkeypatch.setattr(judging, "_claim", counted)
     monkeypatch.setattr(judging, "_judgments_store", stored)
-    submission = _submit(mpbench, judge_server, examples_bundle, "Leased")
+    submission = _submit(toybench, judge_server, toy_partial, "Leased")
     submission.refresh_from_db()
     assert submission.status == "scored", submission.error
     used = Judgment.objects.filter(
@@ -334,7 +344,7 @@ def test_the_judgments_linking_creates_leased_are_called_without_a_claim(
     assert set(used.values_list("status", "lease_owner", "lease_until")) == {("done", "", None)}
 
 
-def test_new_judgments_are_stored_leased_up_to_the_room_given(mpbench, monkeypatch):
+def test_new_judgments_are_stored_leased_up_to_the_room_given(toybench, monkeypatch):
     """Up to the room, new judgments are stored running under the worker's lease, each as a
     claim would read it back (its context as JSON); the rest are left pending for a claim, and
     judgments stored before are never leased here. Where the database cannot return the rows
@@ -348,9 +358,9 @@ def test_new_judgments_are_stored_leased_up_to_the_room_given(mpbench, monkeypat
     from evaluation.selectors import current_prompts
     from evaluation.services import judging
 
-    judge = mpbench.judges.get(is_official=True)
-    plugin = get_plugin(mpbench.plugin)
-    prompts = current_prompts(benchmark=mpbench)
+    judge = toybench.judges.get(is_official=True)
+    plugin = get_plugin(toybench.plugin)
+    prompts = current_prompts(benchmark=toybench)
     kind = sorted(prompts)[0]
     identities: dict = {}
 
@@ -392,7 +402,7 @@ def test_new_judgments_are_stored_leased_up_to_the_room_given(mpbench, monkeypat
 
 
 def test_a_worker_waiting_on_another_looks_again_soon_then_less_often(
-    eager, mpbench, judge_server, examples_bundle, monkeypatch
+    eager, toybench, judge_server, toy_partial, monkeypatch
 ):
     """A worker with nothing left to call while another worker holds some of the submission's
     judgments looks again after 50 ms, then twice as long each time up to a second (not a
@@ -406,7 +416,7 @@ def test_a_worker_waiting_on_another_looks_again_soon_then_less_often(
     from evaluation.models import Judgment, TaskJudgment
     from evaluation.services import judging
 
-    submission = _submit(mpbench, judge_server, examples_bundle, "Waiting")
+    submission = _submit(toybench, judge_server, toy_partial, "Waiting")
     used = Judgment.objects.filter(
         pk__in=TaskJudgment.objects.filter(task_result__submission=submission).values("judgment_id")
     )
@@ -441,7 +451,7 @@ def test_a_worker_waiting_on_another_looks_again_soon_then_less_often(
 
 
 def test_each_tasks_requests_are_built_once_per_judging(
-    eager, mpbench, judge_server, examples_bundle, monkeypatch
+    eager, toybench, judge_server, toy_partial, monkeypatch
 ):
     """The spending plan builds every task's judgment requests and linking takes them from it:
     one judging asks the plug-in for each task's requests once, and a re-score once more."""
@@ -451,7 +461,7 @@ def test_each_tasks_requests_are_built_once_per_judging(
     from evaluation.models import Score, TaskResult
     from evaluation.services import pipeline
 
-    plugin_class = type(get_plugin(mpbench.plugin))
+    plugin_class = type(get_plugin(toybench.plugin))
     built = Counter()
     requests = plugin_class.judgment_requests
 
@@ -460,7 +470,7 @@ def test_each_tasks_requests_are_built_once_per_judging(
         return requests(self, task, **kwargs)
 
     monkeypatch.setattr(plugin_class, "judgment_requests", counted)
-    submission = _submit(mpbench, judge_server, examples_bundle, "Built once")
+    submission = _submit(toybench, judge_server, toy_partial, "Built once")
     submission.refresh_from_db()
     assert submission.status == "scored", submission.error
     tasks = set(

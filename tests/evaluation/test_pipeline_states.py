@@ -11,17 +11,17 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from evaluation.benchmarks.mpbench import plugin as mpbench_plugin
 from evaluation.models import Judgment, Membership, Score, Submission, Team
 from evaluation.services import submission_create
 from evaluation.services.pipeline import submissions_sweep
+from tests.toyplugin import toy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def bundle(examples_bundle):
-    return examples_bundle
+def bundle(toy_partial):
+    return toy_partial
 
 
 @pytest.fixture
@@ -34,18 +34,18 @@ def owner(client):
 
 
 def test_a_failed_stage_is_failed_with_a_message_and_retried_from_there(
-    eager, mpbench, bundle, owner, client, monkeypatch
+    eager, toybench, bundle, owner, client, monkeypatch
 ):
     def broken(*args, **kwargs):
         raise RuntimeError("secret internal detail /srv/db")
 
-    monkeypatch.setattr(type(mpbench_plugin), "run_submission_step", broken)
+    monkeypatch.setattr(type(toy.plugin), "run_submission_step", broken)
     with pytest.raises(RuntimeError):
         submission_create(
-            benchmark=mpbench,
+            benchmark=toybench,
             bundle_path=bundle,
             system_name="Broken",
-            judge=mpbench.judges.get(slug="offline"),
+            judge=toybench.judges.get(slug="offline"),
             allow_partial=True,
             team=owner,
         )
@@ -64,12 +64,12 @@ def test_a_failed_stage_is_failed_with_a_message_and_retried_from_there(
     assert Score.objects.filter(submission=submission).exists()
 
 
-def test_the_board_keeps_a_row_while_it_is_rescored(eager, mpbench, bundle, client):
+def test_the_board_keeps_a_row_while_it_is_rescored(eager, toybench, bundle, client):
     submission = submission_create(
-        benchmark=mpbench,
+        benchmark=toybench,
         bundle_path=bundle,
         system_name="Rescored",
-        judge=mpbench.judges.get(slug="offline"),
+        judge=toybench.judges.get(slug="offline"),
         allow_partial=True,
         publish=True,
     )
@@ -77,7 +77,7 @@ def test_the_board_keeps_a_row_while_it_is_rescored(eager, mpbench, bundle, clie
     assert submission.status == "scored"
 
     def board_row():
-        board = client.get("/api/benchmarks/mp-bench/leaderboard/?judge=offline").json()
+        board = client.get("/api/benchmarks/toy-bench/leaderboard/?judge=offline").json()
         return next((e for e in board["entries"] if e["system"] == "Rescored"), None)
 
     before = board_row()
@@ -86,18 +86,18 @@ def test_the_board_keeps_a_row_while_it_is_rescored(eager, mpbench, bundle, clie
     during = board_row()
     assert during is not None and during["results"] == before["results"]
     assert during["flags"]["rescoring"] is True and before["flags"]["rescoring"] is False
-    page = client.get("/benchmarks/mp-bench/?judge=offline").content.decode()
+    page = client.get("/benchmarks/toy-bench/?judge=offline").content.decode()
     assert "re-scoring" in page
 
 
 def test_failed_judgments_are_retried_after_a_pause_and_marked(
-    eager, mpbench, bundle, client, settings
+    eager, toybench, bundle, client, settings
 ):
     submission = submission_create(
-        benchmark=mpbench,
+        benchmark=toybench,
         bundle_path=bundle,
         system_name="Outage",
-        judge=mpbench.judges.get(slug="offline"),
+        judge=toybench.judges.get(slug="offline"),
         allow_partial=True,
         publish=True,
     )
@@ -114,10 +114,10 @@ def test_failed_judgments_are_retried_after_a_pause_and_marked(
     pause = settings.FAILED_RETRY_PAUSE_SECONDS
     assert submission.retry_failed_at > timezone.now() + timedelta(seconds=pause - 30)
 
-    board = client.get("/api/benchmarks/mp-bench/leaderboard/?judge=offline").json()
+    board = client.get("/api/benchmarks/toy-bench/leaderboard/?judge=offline").json()
     row = next(e for e in board["entries"] if e["system"] == "Outage")
     assert row["failed_judgments"] == 2 and row["flags"]["retrying_failed"] is True
-    csv_text = client.get("/benchmarks/mp-bench/leaderboard.csv?judge=offline").content.decode()
+    csv_text = client.get("/benchmarks/toy-bench/leaderboard.csv?judge=offline").content.decode()
     header = csv_text.splitlines()[0].split(",")
     line = next(line for line in csv_text.splitlines() if "Outage" in line).split(",")
     assert line[header.index("failed_judgments")] == "2"
@@ -133,13 +133,15 @@ def test_failed_judgments_are_retried_after_a_pause_and_marked(
     assert submission.failed_retries == 1 and submission.retry_failed_at is None
     row = next(
         e
-        for e in client.get("/api/benchmarks/mp-bench/leaderboard/?judge=offline").json()["entries"]
+        for e in client.get("/api/benchmarks/toy-bench/leaderboard/?judge=offline").json()[
+            "entries"
+        ]
         if e["system"] == "Outage"
     )
     assert row["failed_judgments"] == 0 and row["flags"]["retrying_failed"] is False
 
 
-def test_work_a_dead_worker_held_is_requeued_once_per_lease(eager, mpbench, bundle, monkeypatch):
+def test_work_a_dead_worker_held_is_requeued_once_per_lease(eager, toybench, bundle, monkeypatch):
     """A worker that heartbeats the submission but dies holding a judgment: the sweeper re-queues
     the submission as soon as the lease lapsed, not after a stall period, and not twice within
     one lease period."""
@@ -148,10 +150,10 @@ def test_work_a_dead_worker_held_is_requeued_once_per_lease(eager, mpbench, bund
     from evaluation.services import pipeline
 
     submission = submission_create(
-        benchmark=mpbench,
+        benchmark=toybench,
         bundle_path=bundle,
         system_name="Dead",
-        judge=mpbench.judges.get(slug="offline"),
+        judge=toybench.judges.get(slug="offline"),
         allow_partial=True,
     )
     sent = []

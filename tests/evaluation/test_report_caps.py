@@ -1,15 +1,15 @@
 """Validation reports stay small however many problems a bundle has: every problem is counted,
-the first ones per file and per bundle are kept, and the rest are summed up as "and N more"."""
+the first ones per file and per bundle are kept, and the rest are summed up as "and N more".
+MP-Bench's transcripts: tests/benchmarks/mpbench/test_report_caps.py."""
 
 import json
-import zipfile
 
 import pytest
 
 from evaluation.bundles import BundleRejected, ValidationReport
 from evaluation.services import bundle_validate, submission_create
 
-TASK = "scenario_argument-diag_1001-tier_2-task_0"
+ANSWERS = "answers.jsonl"  # the example plug-in names its answers file so in a report
 
 
 def test_counts_everything_keeps_the_first_per_file_and_per_bundle():
@@ -60,29 +60,26 @@ def test_long_messages_and_names_are_cut():
 
 
 @pytest.mark.django_db
-def test_a_transcript_of_five_thousand_bad_chunks_makes_a_small_report(mpbench, tmp_path, settings):
+def test_five_thousand_bad_lines_make_a_small_report(toybench, tmp_path, settings):
+    """The example plug-in reports each line of its answers file that is not JSON."""
     settings.REPORT_MAX_PER_FILE = 20
     settings.REPORT_MAX_PROBLEMS = 50
-    # The most word chunks a transcript may hold (limits.MAX_WORD_CHUNKS), each with reversed
-    # timestamps; distinct values, so the file does not trip the compression-ratio check.
-    chunks = [{"text": f"w{i}", "timestamp": [i + 0.731, i * 0.37]} for i in range(1, 5_001)]
-    path = tmp_path / "bad.zip"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr(f"{TASK}/all_stitched.json", json.dumps({"text": "x", "chunks": []}))
-        archive.writestr(f"{TASK}/response.json", json.dumps({"text": "", "chunks": chunks}))
-    report, _ = bundle_validate(benchmark=mpbench, path=path, allow_partial=True)
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(f"not JSON {i}\n" for i in range(1, 5_001)))
+    report, _ = bundle_validate(benchmark=toybench, path=path, allow_partial=True)
     data = report.as_dict()
     assert data["problem_count"] == 5_000 and data["problems_omitted"] == 5_000 - 20
     assert len(data["problems"]) == 21
+    assert data["problems"][0] == {"message": "line 1: not JSON", "task": None, "file": ANSWERS}
     assert data["problems"][-1] == {
         "message": "and 4,980 more problem(s) in this file",
-        "task": TASK,
-        "file": "response.json",
+        "task": None,
+        "file": ANSWERS,
     }
     assert len(json.dumps(data)) < 10_000
     with pytest.raises(BundleRejected) as caught:
         submission_create(
-            benchmark=mpbench, bundle_path=path, system_name="Bad", allow_partial=True
+            benchmark=toybench, bundle_path=path, system_name="Bad", allow_partial=True
         )
     message = str(caught.value)
     assert message.startswith("bundle rejected: 5,000 problem(s)")

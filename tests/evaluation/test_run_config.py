@@ -116,17 +116,16 @@ CONFIG = {
 }
 
 
-def _bundle(mpbench_dir, tmp_path, manifest: dict):
+def _bundle(tmp_path, manifest: dict):
+    """The example plug-in's answers to three of its six tasks, with ``manifest``."""
+    from tests.conftest import toy_upload
 
-    from tests.conftest import copy_examples, zip_tree
-
-    tree = copy_examples(mpbench_dir, tmp_path / "tree")
-    (tree / "manifest.json").write_text(json.dumps(manifest))
-    return zip_tree(tree, tmp_path / "bundle.zip")
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    return toy_upload(tmp_path / "bundle.zip", manifest)
 
 
 @pytest.mark.django_db
-def test_the_manifest_carries_the_configuration_and_the_disclosure(mpbench, mpbench_dir, tmp_path):
+def test_the_manifest_carries_the_configuration_and_the_disclosure(toybench, tmp_path):
     from evaluation.services import submission_create
 
     manifest = {
@@ -134,8 +133,8 @@ def test_the_manifest_carries_the_configuration_and_the_disclosure(mpbench, mpbe
         "contamination": {"saw_benchmark_data": "yes", "note": "tuned on the demo split"},
     }
     submission = submission_create(
-        benchmark=mpbench,
-        bundle_path=_bundle(mpbench_dir, tmp_path, manifest),
+        benchmark=toybench,
+        bundle_path=_bundle(tmp_path, manifest),
         system_name="Agent",
         allow_partial=True,
     )
@@ -147,12 +146,12 @@ def test_the_manifest_carries_the_configuration_and_the_disclosure(mpbench, mpbe
 
 
 @pytest.mark.django_db
-def test_given_values_replace_the_manifests(mpbench, mpbench_dir, tmp_path):
+def test_given_values_replace_the_manifests(toybench, tmp_path):
     from evaluation.services import submission_create
 
     submission = submission_create(
-        benchmark=mpbench,
-        bundle_path=_bundle(mpbench_dir, tmp_path, {"run_config": CONFIG}),
+        benchmark=toybench,
+        bundle_path=_bundle(tmp_path, {"run_config": CONFIG}),
         system_name="Agent",
         allow_partial=True,
         run_config={"model": "Other"},
@@ -163,7 +162,7 @@ def test_given_values_replace_the_manifests(mpbench, mpbench_dir, tmp_path):
 
 
 @pytest.mark.django_db
-def test_a_malformed_manifest_is_refused_with_each_problem_named(mpbench, mpbench_dir, tmp_path):
+def test_a_malformed_manifest_is_refused_with_each_problem_named(toybench, tmp_path):
     from evaluation.bundles import BundleRejected
     from evaluation.models import Submission
     from evaluation.services import SubmissionInvalid, submission_create
@@ -174,8 +173,8 @@ def test_a_malformed_manifest_is_refused_with_each_problem_named(mpbench, mpbenc
     }
     with pytest.raises(BundleRejected) as caught:
         submission_create(
-            benchmark=mpbench,
-            bundle_path=_bundle(mpbench_dir, tmp_path, manifest),
+            benchmark=toybench,
+            bundle_path=_bundle(tmp_path, manifest),
             system_name="Agent",
             allow_partial=True,
         )
@@ -186,8 +185,8 @@ def test_a_malformed_manifest_is_refused_with_each_problem_named(mpbench, mpbenc
     assert not Submission.objects.filter(is_reported=False).exists()
     with pytest.raises(SubmissionInvalid, match="run_config.temperature: unknown field"):
         submission_create(
-            benchmark=mpbench,
-            bundle_path=_bundle(mpbench_dir, tmp_path / "b", {}),
+            benchmark=toybench,
+            bundle_path=_bundle(tmp_path / "b", {}),
             system_name="Agent",
             allow_partial=True,
             run_config={"temperature": 0.1},
@@ -196,20 +195,18 @@ def test_a_malformed_manifest_is_refused_with_each_problem_named(mpbench, mpbenc
 
 
 @pytest.mark.django_db
-def test_the_command_line_takes_a_configuration_file_and_a_disclosure(
-    mpbench, mpbench_dir, tmp_path
-):
+def test_the_command_line_takes_a_configuration_file_and_a_disclosure(toybench, tmp_path):
     from django.core.management import CommandError, call_command
 
     from evaluation.models import Submission
 
-    bundle = _bundle(mpbench_dir, tmp_path, {"run_config": {"model": "From manifest"}})
+    bundle = _bundle(tmp_path, {"run_config": {"model": "From manifest"}})
     config = tmp_path / "run.json"
     config.write_text(json.dumps({"model": "Agent-7B", "hardware": "1x H100 80GB"}))
     call_command(
         "submit",
         str(bundle),
-        "--benchmark=mp-bench",
+        "--benchmark=toy-bench",
         "--system=Agent",
         "--judge=offline",
         "--allow-partial",
@@ -230,7 +227,7 @@ def test_the_command_line_takes_a_configuration_file_and_a_disclosure(
         call_command(
             "submit",
             str(bundle),
-            "--benchmark=mp-bench",
+            "--benchmark=toy-bench",
             "--system=Second",
             "--judge=offline",
             "--allow-partial",
@@ -242,7 +239,7 @@ def test_the_command_line_takes_a_configuration_file_and_a_disclosure(
         call_command(
             "submit",
             str(bundle),
-            "--benchmark=mp-bench",
+            "--benchmark=toy-bench",
             "--system=Second",
             f"--run-config={config}",
             stdout=io.StringIO(),

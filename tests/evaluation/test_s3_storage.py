@@ -52,12 +52,12 @@ def test_pipeline_reads_and_writes_through_s3(s3_storage, mpbench, mpbench_dir, 
     assert found["latency"] == 4.8 and found["post_text"].startswith("Sure, the Lamborghini")
 
 
-def test_rejected_bundle_writes_nothing_to_s3(s3_storage, mpbench, tmp_path):
+def test_rejected_bundle_writes_nothing_to_s3(s3_storage, toybench, tmp_path):
     client, bucket = s3_storage
     bad = tmp_path / "bad.zip"
     bad.write_bytes(b"nope")
     from evaluation.bundles import BundleRejected
 
     with pytest.raises(BundleRejected):
-        submission_create(benchmark=mpbench, bundle_path=bad, system_name="Bad")
+        submission_create(benchmark=toybench, bundle_path=bad, system_name="Bad")
     assert client.list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0

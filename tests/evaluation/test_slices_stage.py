@@ -25,12 +25,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def scored(eager, mpbench, examples_bundle):
+def scored(eager, toybench, toy_partial):
     submission = submission_create(
-        benchmark=mpbench,
-        bundle_path=examples_bundle,
+        benchmark=toybench,
+        bundle_path=toy_partial,
         system_name="Sliced",
-        judge=mpbench.judges.get(slug="offline"),
+        judge=toybench.judges.get(slug="offline"),
         allow_partial=True,
         publish=True,
     )
@@ -52,7 +52,7 @@ def queued(monkeypatch):
 def expected_slices(submission):
     """The slice results the stored outcomes give, made in one go from the outcomes."""
     outcomes, _, _ = task_outcomes(submission=submission, judge=submission.judge)
-    return score_slices(get_plugin("mp-bench"), outcomes, {})[1]
+    return score_slices(get_plugin("toy-bench"), outcomes, {})[1]
 
 
 def test_the_score_is_stored_first_and_its_slices_follow(scored, queued):

@@ -7,14 +7,12 @@ team only): it never sees the other submission's times, links or judgments."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from django.contrib.auth.models import User
 
 from evaluation.models import Judgment, Membership, Submission, System, TaskJudgment, Team
 from evaluation.services import submission_create
-from tests.conftest import copy_examples, zip_tree
+from tests.conftest import toy_upload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,19 +28,18 @@ def teams():
     return made
 
 
-def _bundle(mpbench_dir, tmp_path, name: str, manifest: dict):
-    tree = copy_examples(mpbench_dir, tmp_path / name)
-    (tree / "manifest.json").write_text(json.dumps(manifest))
-    return zip_tree(tree, tmp_path / f"{name}.zip")
+def _bundle(tmp_path, name: str, manifest: dict):
+    """The example plug-in's answers to three of its six tasks, with ``manifest``."""
+    return toy_upload(tmp_path / f"{name}.zip", manifest)
 
 
-def _submit(mpbench, bundle, team, *, system_type: str, publish: bool) -> Submission:
+def _submit(toybench, bundle, team, *, system_type: str, publish: bool) -> Submission:
     submission = submission_create(
-        benchmark=mpbench,
+        benchmark=toybench,
         bundle_path=bundle,
         system_name="Agent",
         row_group=system_type,
-        judge=mpbench.judges.get(slug="offline"),
+        judge=toybench.judges.get(slug="offline"),
         allow_partial=True,
         team=team,
         publish=publish,
@@ -53,36 +50,36 @@ def _submit(mpbench, bundle, team, *, system_type: str, publish: bool) -> Submis
 
 
 def test_another_teams_system_name_reaches_a_system_of_ones_own(
-    eager, client, mpbench, mpbench_dir, tmp_path, teams
+    eager, client, toybench, tmp_path, teams
 ):
     victims, _ = teams["victims"]
     attackers, attacker = teams["attackers"]
     theirs = _submit(
-        mpbench,
-        _bundle(mpbench_dir, tmp_path, "v", {"organization": "Victim Lab (private)"}),
+        toybench,
+        _bundle(tmp_path, "v", {"organization": "Victim Lab (private)"}),
         victims,
-        system_type="realtime",
+        system_type="small",
         publish=False,
     )
     ours = _submit(
-        mpbench,
-        _bundle(mpbench_dir, tmp_path, "a", {"organization": "Attacker"}),
+        toybench,
+        _bundle(tmp_path, "a", {"organization": "Attacker"}),
         attackers,
-        system_type="text-llm",
+        system_type="large",
         publish=True,
     )
     assert ours.system_id != theirs.system_id
     victim_system = System.objects.get(pk=theirs.system_id)
     assert victim_system.team == victims and victim_system.organization == "Victim Lab (private)"
     theirs.refresh_from_db()
-    assert theirs.row_group == "realtime"  # not moved to the attacker's group
+    assert theirs.row_group == "small"  # not moved to the attacker's group
 
     client.force_login(attacker)
     # The victim's unpublished system and its manifest stay out of reach.
     assert client.get(f"/api/systems/{victim_system.pk}/").status_code == 404
     page = client.get(f"/systems/{victim_system.pk}/")
     assert page.status_code == 404
-    board = client.get("/api/benchmarks/mp-bench/leaderboard/?judge=offline").json()
+    board = client.get("/api/benchmarks/toy-bench/leaderboard/?judge=offline").json()
     shown = [
         (e["system"], e["system_id"])
         for e in board["entries"]
@@ -93,16 +90,12 @@ def test_another_teams_system_name_reaches_a_system_of_ones_own(
 
 
 def test_requests_matching_another_teams_private_work_get_judgments_of_their_own(
-    eager, client, mpbench, mpbench_dir, tmp_path, teams
+    eager, client, toybench, tmp_path, teams
 ):
     victims, _ = teams["victims"]
     attackers, attacker = teams["attackers"]
-    theirs = _submit(
-        mpbench, _bundle(mpbench_dir, tmp_path, "v", {}), victims, system_type="", publish=False
-    )
-    ours = _submit(
-        mpbench, _bundle(mpbench_dir, tmp_path, "a", {}), attackers, system_type="", publish=False
-    )
+    theirs = _submit(toybench, _bundle(tmp_path, "v", {}), victims, system_type="", publish=False)
+    ours = _submit(toybench, _bundle(tmp_path, "a", {}), attackers, system_type="", publish=False)
     theirs_used = Judgment.objects.filter(uses__task_result__submission=theirs)
     ours_used = Judgment.objects.filter(uses__task_result__submission=ours)
     assert ours_used.exists() and theirs_used.exists()

@@ -15,7 +15,7 @@ from evaluation.services.pipeline import score_slices
 from leaderboard.selectors import BoardSort, leaderboard_entries
 from leaderboard.selectors_compare import board_slice
 from leaderboard.selectors_rows import sliced_entries, with_rank_ranges
-from tests.evaluation.test_slices import _random_outcome
+from tests.benchmarks.mpbench.test_slices_parity import _random_outcome
 
 pytestmark = pytest.mark.django_db
 

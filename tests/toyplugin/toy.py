@@ -53,7 +53,7 @@ from evaluation.benchmarks.base import (
     UploadFormat,
     UploadOption,
 )
-from evaluation.bundles import ValidationReport, member_opener, scan_zip
+from evaluation.bundles import ValidationReport, member_opener, read_manifest, scan_zip
 
 SLOTS = ("accuracy", "style")
 # Bootstrap: tasks resampled with replacement, this many draws, this seed.
@@ -61,6 +61,7 @@ DRAWS = 1000
 SEED = 20260101
 ANSWERS = "answers.jsonl"  # the answers' name in a zip the demo writes (any *.jsonl will do)
 SPOKEN = "answer.wav"  # a task's spoken answer, as stored and played
+MANIFEST = "manifest.json"  # a zip's description of the system (the core reads its fields)
 
 
 class ToyBench(BenchmarkPlugin):
@@ -74,7 +75,8 @@ class ToyBench(BenchmarkPlugin):
             'One JSON object per line and task: {"id": task id, "answer": the text}, and '
             'optionally "words": [{"start", "end", "text"}], the spoken answer\'s words timed in '
             "seconds (the task page draws them). In a zip, each answer may be spoken as "
-            "<task id>.wav beside it: the task page plays it, and it is never scored."
+            "<task id>.wav beside it: the task page plays it, and it is never scored; and "
+            "manifest.json may describe the system."
         ),
         options=(
             UploadOption(
@@ -203,7 +205,7 @@ class ToyBench(BenchmarkPlugin):
         for task_id, info in upload.audio.items():
             if task_id not in answers:
                 report.warn("no answer of this task is in the upload; ignored", file=info.filename)
-        return UploadContents(present=set(answers), missing=missing)
+        return UploadContents(manifest=upload.manifest, present=set(answers), missing=missing)
 
     def ingest(self, handle: IO[bytes], *, tasks, limits) -> Iterator[IngestedTask]:
         report = ValidationReport()
@@ -358,12 +360,14 @@ def _timed_words(words) -> bool:
 
 @dataclass
 class ToyUpload:
-    """What an upload holds: the answers' text (None: none found), and each spoken answer's
-    zip entry by task id, in ``archive`` (None for a lone JSONL), which ``close`` closes."""
+    """What an upload holds: the answers' text (None: none found), each spoken answer's zip
+    entry by task id, in ``archive`` (None for a lone JSONL), which ``close`` closes, and the
+    zip's manifest describing the system ({} without one; the core checks its fields)."""
 
     text: str | None = None
     audio: dict[str, zipfile.ZipInfo] = field(default_factory=dict)
     archive: zipfile.ZipFile | None = None
+    manifest: dict = field(default_factory=dict)
 
     def close(self) -> None:
         if self.archive is not None:
@@ -389,7 +393,9 @@ def read_upload(source: Path | IO[bytes], report: ValidationReport, *, limits) -
     )
     for entry in entries:
         path = PurePosixPath(entry.path)
-        if path.suffix.lower() == ".jsonl" and found.text is None:
+        if entry.path == MANIFEST:
+            found.manifest = read_manifest(found.archive, entry.info, report, file=MANIFEST)
+        elif path.suffix.lower() == ".jsonl" and found.text is None:
             found.text = found.archive.read(entry.info).decode()
         elif path.suffix.lower() == ".jsonl":
             report.add("a second answers file; give one", file=entry.path)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:  # runs without pytest-django (-p no:django), which adds it
     sys.path.insert(0, str(ROOT))
 

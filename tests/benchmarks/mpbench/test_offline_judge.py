@@ -13,7 +13,7 @@ from evaluation.benchmarks.mpbench.demo.offline import offline_verdict, should_r
 from evaluation.benchmarks.mpbench.scoring import TaskSpec
 
 TASKS_FILE = (
-    Path(__file__).resolve().parents[2] / ".." / "shared" / "benchmarks" / "mpbench" / "tasks.jsonl"
+    Path(__file__).resolve().parents[3] / ".." / "shared" / "benchmarks" / "mpbench" / "tasks.jsonl"
 )
 
 
