@@ -72,14 +72,7 @@ def test_submit_json_wait_rescore_and_retry(eager, toybench, toy_partial, capsys
     submission = Submission.objects.get(pk=summary["submission"])
     assert submission.row_group == "small"
 
-    call_command("rescore", "--submission", str(submission.pk))
-    assert "queued 1 submission(s)" in capsys.readouterr().out
-    call_command("rescore", "--benchmark", "toy-bench")
-    assert "queued 1 submission(s)" in capsys.readouterr().out
-    call_command("retry_judgments", str(submission.pk))
-    assert (
-        f"submission {submission.pk}: 0 failed judgment(s) queued again" in capsys.readouterr().out
-    )
+    rescore_and_retry(submission, capsys)
 
 
 def test_submit_rejected_bundle_exits_non_zero_with_the_problems(toybench, toy_partial):
@@ -111,3 +104,16 @@ def test_submit_unknown_judge(toybench, tmp_path):
         call_command(
             "submit", str(tmp_path), "--benchmark", "toy-bench", "--system", "X", "--judge", "gpt-9"
         )
+
+
+def rescore_and_retry(submission, capsys) -> None:
+    """rescore (by submission and by benchmark) and retry_judgments on a scored submission with
+    no failed judgment, each saying what it queued."""
+    call_command("rescore", "--submission", str(submission.pk))
+    assert "queued 1 submission(s)" in capsys.readouterr().out
+    call_command("rescore", "--benchmark", submission.benchmark.slug)
+    assert "queued 1 submission(s)" in capsys.readouterr().out
+    call_command("retry_judgments", str(submission.pk))
+    assert (
+        f"submission {submission.pk}: 0 failed judgment(s) queued again" in capsys.readouterr().out
+    )

@@ -1,7 +1,7 @@
 """What used to be accepted and then fail in the worker, or answer 500: each is refused at
 validation with a message naming the file and the field, on the API, the CLI and the browser
 path alike; and an unexpected failure never shows its exception text. On the example plug-in
-(tests/toyplugin); MP-Bench's transcripts: tests/benchmarks/toybench/test_upfront_validation.py."""
+(tests/toyplugin); MP-Bench's transcripts: tests/benchmarks/mpbench/test_upfront_validation.py."""
 
 from __future__ import annotations
 
@@ -23,10 +23,8 @@ TASK = "q1"  # a folder beside the answers: the core's checks of a zip's paths
 ANSWERS = json.dumps({"id": "q1", "answer": "It is 2"}).encode() + b"\n"
 
 
-def bundle(tmp_path: Path, extra: dict[str, bytes], manifest: bytes | None = None) -> Path:
-    files = {"answers.jsonl": ANSWERS, **extra}
-    if manifest is not None:
-        files["manifest.json"] = manifest
+def zip_of(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    """A new zip in ``tmp_path`` holding ``files`` (name -> bytes)."""
     path = tmp_path / f"b{len(list(tmp_path.iterdir()))}.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, data in files.items():
@@ -34,10 +32,18 @@ def bundle(tmp_path: Path, extra: dict[str, bytes], manifest: bytes | None = Non
     return path
 
 
-def rejected(toybench, path: Path) -> list[str]:
+def bundle(tmp_path: Path, extra: dict[str, bytes], manifest: bytes | None = None) -> Path:
+    files = {"answers.jsonl": ANSWERS, **extra}
+    if manifest is not None:
+        files["manifest.json"] = manifest
+    return zip_of(tmp_path, files)
+
+
+def rejected(benchmark, path: Path) -> list[str]:
+    """The problems an upload of ``path`` is refused with; nothing is left behind."""
     with pytest.raises(BundleRejected) as caught:
         submission_create(
-            benchmark=toybench, bundle_path=path, system_name="Hostile", allow_partial=True
+            benchmark=benchmark, bundle_path=path, system_name="Hostile", allow_partial=True
         )
     assert not Submission.objects.filter(is_reported=False).exists()
     return [str(p) for p in caught.value.report.problems]

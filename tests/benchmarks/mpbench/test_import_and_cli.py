@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 
 from evaluation.models import Benchmark, Judge, PromptVersion, Submission, Task
 from tests.conftest import copy_examples, zip_tree
+from tests.evaluation.test_import_and_cli import rescore_and_retry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -90,14 +91,7 @@ def test_submit_json_wait_rescore_and_retry(eager, mpbench, mpbench_dir, tmp_pat
     submission = Submission.objects.get(pk=summary["submission"])
     assert submission.row_group == "non-realtime"
 
-    call_command("rescore", "--submission", str(submission.pk))
-    assert "queued 1 submission(s)" in capsys.readouterr().out
-    call_command("rescore", "--benchmark", "mp-bench")
-    assert "queued 1 submission(s)" in capsys.readouterr().out
-    call_command("retry_judgments", str(submission.pk))
-    assert (
-        f"submission {submission.pk}: 0 failed judgment(s) queued again" in capsys.readouterr().out
-    )
+    rescore_and_retry(submission, capsys)
 
 
 def test_submit_rejected_bundle_exits_non_zero_with_the_problems(mpbench, mpbench_dir, tmp_path):

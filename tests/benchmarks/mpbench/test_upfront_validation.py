@@ -6,15 +6,12 @@ test_upfront_validation.py."""
 from __future__ import annotations
 
 import json
-import zipfile
 from pathlib import Path
 
 import pytest
 
-from evaluation.bundles import BundleRejected
-from evaluation.models import Submission
-from evaluation.services import submission_create
 from tests.conftest import transcript, words
+from tests.evaluation.test_upfront_validation import rejected, zip_of
 
 pytestmark = pytest.mark.django_db
 
@@ -27,20 +24,7 @@ def bundle(tmp_path: Path, extra: dict[str, bytes], manifest: bytes | None = Non
     files = {f"{TASK}/all_stitched.json": INPUT, f"{TASK}/response.json": OUTPUT, **extra}
     if manifest is not None:
         files["manifest.json"] = manifest
-    path = tmp_path / f"b{len(list(tmp_path.iterdir()))}.zip"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return path
-
-
-def rejected(mpbench, path: Path) -> list[str]:
-    with pytest.raises(BundleRejected) as caught:
-        submission_create(
-            benchmark=mpbench, bundle_path=path, system_name="Hostile", allow_partial=True
-        )
-    assert not Submission.objects.filter(is_reported=False).exists()
-    return [str(p) for p in caught.value.report.problems]
+    return zip_of(tmp_path, files)
 
 
 def test_a_nul_in_transcript_text(mpbench, tmp_path):
