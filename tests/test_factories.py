@@ -152,6 +152,10 @@ def test_states_are_the_ones_the_services_set(db, settings):
     assert hidden.is_published and not hidden.is_public
     assert flagged.is_flagged and flagged.flag_reason == "why" and flagged.is_public
     assert (partial.is_partial, partial.missing_task_count, partial.tasks_ingested) == (True, 1, 1)
+    # A score alone, for a board: every task answered, no task results written.
+    bare = factories.scored_submission(board, system="Bare", results={}, task_rows=False)
+    assert (bare.is_partial, bare.tasks_ingested, bare.task_results.count()) == (False, 2, 0)
+    assert partial.task_results.count() == 1
     # A second judge's score beside the first: its own record and changelog entry.
     second = factories.judge(board, "gpt", models_by_kind={"grade": "m"})
     factories.score_add(shown, judge=second, results={"en": {}})

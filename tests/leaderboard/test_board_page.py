@@ -16,6 +16,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from evaluation.models import Benchmark, Judge, Score, Submission, System
+from tests import factories
 from tests.conftest import fresh, fresh_all
 from tests.evaluation.test_stats import wilson_by_quadratic
 
@@ -26,10 +27,6 @@ SPLITS = {"understanding": 543, "discussion": 128, "turnbased": 256}
 SPK_TOTAL = 99
 
 
-def rate(count: int, total: int) -> dict:
-    return {"count": count, "total": total, "pct": round(100.0 * count / total, 2)}
-
-
 def mp_results(
     overall: int, spk: int, d_tt: int, d_app: int, t_tt: int, t_app: int, lat=(None, None, None)
 ) -> dict:
@@ -37,20 +34,20 @@ def mp_results(
     return {
         "understanding": {
             "n": SPLITS["understanding"],
-            "overall_acc": rate(overall, SPLITS["understanding"]),
-            "spk_name_acc": rate(spk, SPK_TOTAL),
+            "overall_acc": factories.rate(overall, SPLITS["understanding"]),
+            "spk_name_acc": factories.rate(spk, SPK_TOTAL),
             "latency_s": lat[0],
         },
         "discussion": {
             "n": SPLITS["discussion"],
-            "tt_acc": rate(d_tt, SPLITS["discussion"]),
-            "app_acc": rate(d_app, SPLITS["discussion"]),
+            "tt_acc": factories.rate(d_tt, SPLITS["discussion"]),
+            "app_acc": factories.rate(d_app, SPLITS["discussion"]),
             "latency_s": lat[1],
         },
         "turnbased": {
             "n": SPLITS["turnbased"],
-            "tt_acc": rate(t_tt, SPLITS["turnbased"]),
-            "app_acc": rate(t_app, SPLITS["turnbased"]),
+            "tt_acc": factories.rate(t_tt, SPLITS["turnbased"]),
+            "app_acc": factories.rate(t_app, SPLITS["turnbased"]),
             "latency_s": lat[2],
         },
     }
@@ -67,19 +64,20 @@ def scored_row(
     published: bool = True,
     **system_fields,
 ) -> Submission:
-    """A system with one scored submission under `judge` (stored as the pipeline stores it)."""
-    system, _ = System.objects.get_or_create(name=name, team=team, defaults=system_fields)
-    submission = Submission.objects.create(
-        benchmark=benchmark,
-        system=system,
+    """A system with one submission that answered every task of ``benchmark``, scored under
+    ``judge`` with ``results`` (tests/factories.py): its score alone, which is all a board
+    reads, without the task results."""
+    return factories.scored_submission(
+        benchmark,
+        system=name,
+        results=results,
         judge=judge,
         team=team,
+        published=published,
         row_group=system_type,
-        status=Submission.Status.SCORED,
-        is_published=published,
+        system_fields=system_fields,
+        task_rows=False,
     )
-    Score.objects.create(submission=submission, judge=judge, results=results)
-    return submission
 
 
 ROWS = {

@@ -1,6 +1,8 @@
 """The cast of the authorization tests: alice owns Lab A, bob is her teammate, charlie owns
 another team, staff belongs to none; anonymous is a client with no login. Lab A has one
-published and one unpublished submission, both really scored (offline judge, eager Celery)."""
+published and one unpublished submission of MP-Bench's three example tasks, scored under the
+offline judge: written by tests/factories.py (shared_world), or scored by the pipeline from
+the examples' upload (scored_world) for tests of what the pipeline derived from it."""
 
 from __future__ import annotations
 
@@ -10,11 +12,18 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from evaluation.models import Membership, Submission, Team
+from evaluation.models import Submission, Team
 from evaluation.services import submission_create
+from tests import factories
 from tests.conftest import copy_examples, fresh, fresh_all, scoring_here, zip_tree
 
 ROLES = ("alice", "bob", "charlie", "anonymous", "staff")
+# MP-Bench's example folders (../shared/benchmarks/mpbench/examples) and the judge kind of each.
+EXAMPLE_KINDS = {
+    "scenario_argument-diag_1001-tier_1-task_1868": "understanding",
+    "scenario_argument-diag_1001-tier_2-task_0": "discussion",
+    "scenario_turnBasedGame-diag_112-tier_2-task_1": "turnbased",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -47,23 +56,60 @@ class World:
 
 def make_people() -> tuple[dict[str, User | None], Team, Team]:
     users: dict[str, User | None] = {
-        "alice": User.objects.create_user("alice", password="alice-pw-1"),
-        "bob": User.objects.create_user("bob", password="bob-pw-1"),
-        "charlie": User.objects.create_user("charlie", password="charlie-pw-1"),
-        "staff": User.objects.create_user("staff", password="staff-pw-1", is_staff=True),
+        "alice": factories.user("alice", password="alice-pw-1"),
+        "bob": factories.user("bob", password="bob-pw-1"),
+        "charlie": factories.user("charlie", password="charlie-pw-1"),
+        "staff": factories.user("staff", password="staff-pw-1", staff=True),
         "anonymous": None,
     }
-    lab_a = Team.objects.create(name="Lab A", slug="lab-a")
-    lab_c = Team.objects.create(name="Lab C", slug="lab-c")
-    Membership.objects.create(team=lab_a, user=users["alice"], role=Membership.Role.OWNER)
-    Membership.objects.create(team=lab_a, user=users["bob"], role=Membership.Role.MEMBER)
-    Membership.objects.create(team=lab_c, user=users["charlie"], role=Membership.Role.OWNER)
+    lab_a = factories.team("Lab A", owner=users["alice"], members=[users["bob"]])
+    lab_c = factories.team("Lab C", owner=users["charlie"])
     return users, lab_a, lab_c
 
 
 @pytest.fixture(scope="module")
-def shared_world(shared_db, shared_mpbench, mpbench_dir, tmp_path_factory) -> World:
-    """Made once for the module (see shared_db): every test sees it as made."""
+def shared_world(shared_db, shared_mpbench) -> World:
+    """Made once for the module (see shared_db): every test sees it as made. The two
+    submissions are rows written as the pipeline writes them (tests/factories.py): each
+    answered the three example tasks, one judgment each, and misses the others."""
+    users, lab_a, lab_c = make_people()
+    offline = factories.offline_judge(shared_mpbench)
+    results = factories.plugin_results(
+        "mp-bench",
+        {
+            "understanding.overall_acc": (1, 543),
+            "understanding.spk_name_acc": (0, 99),
+            "discussion.tt_acc": (1, 128),
+            "discussion.app_acc": (1, 128),
+            "turnbased.tt_acc": (1, 256),
+            "turnbased.app_acc": (0, 256),
+        },
+    )
+    made = {
+        publish: factories.scored_submission(
+            shared_mpbench,
+            system=name,
+            results=results,
+            judge=offline,
+            team=lab_a,
+            submitted_by=users["alice"],
+            published=publish,
+            tasks=sorted(EXAMPLE_KINDS),
+            judgments=[
+                {"task_id": task_id, "kind": kind, "verdict": True}
+                for task_id, kind in sorted(EXAMPLE_KINDS.items())
+            ],
+        )
+        for name, publish in (("Published Agent", True), ("Private Agent", False))
+    }
+    return World(users, lab_a, lab_c, made[True], made[False])
+
+
+@pytest.fixture(scope="module")
+def scored_world(shared_db, shared_mpbench, mpbench_dir, tmp_path_factory) -> World:
+    """shared_world with both submissions scored by the pipeline from an upload of the example
+    folders (offline judge, every stage run here), made once for the module (see shared_db):
+    for tests of what the pipeline derived from the upload (detection, judge prompts)."""
     users, lab_a, lab_c = make_people()
     folder = tmp_path_factory.mktemp("world")
     bundle = zip_tree(copy_examples(mpbench_dir, folder / "examples"), folder / "bundle.zip")

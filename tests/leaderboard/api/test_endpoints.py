@@ -16,6 +16,13 @@ EXAMPLE_D = "scenario_argument-diag_1001-tier_2-task_0"
 EXAMPLE_T = "scenario_turnBasedGame-diag_112-tier_2-task_1"
 
 
+@pytest.fixture(scope="module")
+def shared_world(scored_world):
+    """These tests read what the pipeline derived from the upload (each task's detection, the
+    judge's prompts, the outcome of a missing task), so the world here is scored by it."""
+    return scored_world
+
+
 def test_benchmark_detail_counts_tasks_per_family(world, mpbench_tasks):
     body = world.client("anonymous").get("/api/benchmarks/mp-bench/").json()
     assert body["task_count"] == len(mpbench_tasks) == 927
