@@ -240,14 +240,21 @@ def board_results(plugin, outcomes: Sequence, *, facts: Mapping) -> dict:
     plug-in overrides it): results_on over all the tasks, absent ones counting as the benchmark
     scores them. A mean's interval is shown on any number of tasks, as a benchmark shows its
     own; a slice holds it back below MIN_TASKS."""
-    found = Contributions.from_json(
+    return board_results_from(
+        plugin,
         contributions_json(
             (outcome.task_id, contributed, outcome.present)
             for outcome, contributed in zip(
                 outcomes, plugin.task_contributions(outcomes, facts=facts), strict=True
             )
-        )
+        ),
     )
+
+
+def board_results_from(plugin, contributions: dict | None) -> dict:
+    """board_results from the contributions already made of the same outcomes (as
+    contributions_json gives them, and a score stores them): {} when there are none."""
+    found = Contributions.from_json(contributions)
     if found is None:
         return {}
     return results_on(plugin, found, found.tasks, min_tasks=1)

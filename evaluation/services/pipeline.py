@@ -28,7 +28,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
-from evaluation.benchmarks.base import JudgedSlot, TaskOutcome
+from evaluation.benchmarks.base import BenchmarkPlugin, JudgedSlot, TaskOutcome
 from evaluation.board_state import board_changed
 from evaluation.bulk import instance_values, rows_insert
 from evaluation.held_out import held_out_ids, held_out_missing
@@ -71,7 +71,12 @@ from evaluation.services.work import (
     stale_before,
     submission_fail,
 )
-from evaluation.slices import Contributions, contributions_json, slice_results
+from evaluation.slices import (
+    Contributions,
+    board_results_from,
+    contributions_json,
+    slice_results,
+)
 from evaluation.stored import open_stored_seekable, read_once
 
 logger = logging.getLogger(__name__)
@@ -419,7 +424,7 @@ def _judging_run(submission: Submission, judge: Judge, rows) -> None:
             # Put back to pending since the plan was read (a retry): called as usual.
             _judge_work_queue(submission_id, judge, open_count)
         else:
-            judging_finish(submission_id=submission_id, judge_id=judge_id)
+            judging_finish(submission_id=submission_id, judge_id=judge_id, rows=rows)
         return
     # This task calls too; more workers join once every slot is linked (before that, one
     # could find nothing open and aggregate too early). The judgments linking creates are
@@ -436,7 +441,7 @@ def _judging_run(submission: Submission, judge: Judge, rows) -> None:
         on_linked=lambda: _judge_work_queue(submission_id, judge, plan.open_count, extra=True),
     )
     if settled:
-        judging_finish(submission_id=submission_id, judge_id=judge_id, settled=True)
+        judging_finish(submission_id=submission_id, judge_id=judge_id, settled=True, rows=rows)
     elif spend_held(submission_id=submission_id, judge_id=judge_id):
         _judging_hold(submission, judge, error=SPEND_STOPPED)  # its charges passed the bound
     else:
@@ -510,10 +515,12 @@ def judge_run(*, submission_id: int, judge_id: int) -> None:
         enqueue_on_commit("judge_work", submission_id, judge_id)  # out of time: carry on
 
 
-def judging_finish(*, submission_id: int, judge_id: int, settled: bool = False) -> Score | None:
+def judging_finish(
+    *, submission_id: int, judge_id: int, settled: bool = False, rows=None
+) -> Score | None:
     """Aggregate once every judgment is settled (``settled``: the caller has just seen them
     all settled). Under the submission's own judge the status goes JUDGING -> AGGREGATING ->
-    SCORED, and only a stored score makes it SCORED."""
+    SCORED, and only a stored score makes it SCORED. ``rows``: see steps_start."""
     if not settled and judgments_open(submission_id=submission_id, judge_id=judge_id):
         return None
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
@@ -524,7 +531,7 @@ def judging_finish(*, submission_id: int, judge_id: int, settled: bool = False) 
     ):
         return None
     with heartbeat(submission_id):
-        score = submission_aggregate(submission=submission, judge=judge)
+        score = submission_aggregate(submission=submission, judge=judge, rows=rows)
     spend_estimate_done(submission_id=submission_id, judge_id=judge_id)
     if primary:
         retry = None
@@ -571,16 +578,20 @@ def judged_slots(*, links, versions: set | None = None) -> tuple[dict[int, dict]
 
 
 def task_outcomes(
-    *, submission: Submission, judge: Judge, versions: set | None = None
+    *, submission: Submission, judge: Judge, versions: set | None = None, rows=None
 ) -> tuple[list[TaskOutcome], int, int]:
     """Every task's outcome under one judge, from stored detections and judgments: (outcomes,
-    judgments used, judgments failed). ``versions``: see judged_slots."""
+    judgments used, judgments failed). ``versions``: see judged_slots. ``rows``: every task
+    result as stored, with its task, held in memory since ingest (see steps_start); then only
+    their order is read back (_outcomes_from_rows)."""
     judged: dict[int, dict] = {}
     total = failed = 0
     for links in submission_links(submission_id=submission.pk, judge_id=judge.pk):
         found, used, failed_here = judged_slots(links=links, versions=versions)
         judged.update(found)
         total, failed = total + used, failed + failed_here
+    if rows is not None:
+        return _outcomes_from_rows(submission, rows, judged), total, failed
     # Values, not model instances: a thousand rows are read at each aggregation.
     rows = submission.task_results.order_by("task__task_id").values_list(
         "pk", "task__task_id", "task__spec", "data", "detection", "files"
@@ -599,15 +610,37 @@ def task_outcomes(
     return outcomes, total, failed
 
 
-def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
+def _outcomes_from_rows(submission: Submission, rows, judged: dict) -> list[TaskOutcome]:
+    """task_outcomes from the task results held in memory: what the read back of every row
+    with its spec would give, in the order the database sorts them (its collation, which
+    Python's sort of the ids need not match), read as their ids alone."""
+    by_pk = {row.pk: row for row in rows}
+    order = submission.task_results.order_by("task__task_id").values_list("pk", flat=True)
+    return [
+        TaskOutcome(
+            task_id=row.task.task_id,
+            spec=row.task.spec,
+            data=row.data,
+            detection=row.detection,
+            judged=judged.get(pk, {}),
+            present=bool(row.files) or bool(row.data),
+        )
+        for pk in order
+        for row in [by_pk[pk]]
+    ]
+
+
+def submission_aggregate(*, submission: Submission, judge: Judge, rows=None) -> Score:
     """Recompute the results from stored detections and judgments; never calls a judge. The
     score also keeps what each task adds to each metric (see evaluation/slices.py), the scorer
     behind it, and the held-out tasks' results apart (see evaluation/held_out.py). Its slice
     results follow in a task of their own (slices_store): the board's numbers do not wait for
-    them, and a slice shows the row as not available meanwhile."""
+    them, and a slice shows the row as not available meanwhile. ``rows``: see steps_start."""
     plugin = get_plugin(submission.benchmark.plugin)
     versions: set[tuple] = set()
-    outcomes, total, failed = task_outcomes(submission=submission, judge=judge, versions=versions)
+    outcomes, total, failed = task_outcomes(
+        submission=submission, judge=judge, versions=versions, rows=rows
+    )
     held = held_out_ids(benchmark=submission.benchmark)
     hidden = [outcome for outcome in outcomes if outcome.task_id in held]
     if hidden:
@@ -627,7 +660,7 @@ def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
         submission=submission,
         judge=judge,
         defaults={
-            "results": plugin.aggregate(outcomes, facts=facts),
+            "results": score_results(plugin, outcomes, facts, contributions),
             "held_out_results": plugin.aggregate(hidden, facts=facts) if whole else None,
             "contributions": contributions,
             # Made from the contributions just replaced: stored again by slices_store.
@@ -654,6 +687,15 @@ def score_contributions(plugin, outcomes, facts) -> dict | None:
             outcomes, plugin.task_contributions(outcomes, facts=facts), strict=True
         )
     )
+
+
+def score_results(plugin, outcomes, facts, contributions: dict | None) -> dict:
+    """plugin.aggregate(outcomes): for a plug-in that keeps the core's (the board from the
+    contributions, BenchmarkPlugin.aggregate), from ``contributions``, what
+    score_contributions has just made of the same outcomes, rather than making them again."""
+    if type(plugin).aggregate is BenchmarkPlugin.aggregate:
+        return board_results_from(plugin, contributions)
+    return plugin.aggregate(outcomes, facts=facts)
 
 
 def contributions_slices(plugin, contributions: dict | None, specs) -> dict | None:

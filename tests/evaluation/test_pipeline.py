@@ -11,6 +11,7 @@ import pytest
 
 from evaluation.models import Judge, Judgment, Score, Submission, TaskResult
 from evaluation.services import failed_judgments_retry, submission_create, submission_rescore
+from evaluation.services.pipeline import task_outcomes
 from tests.conftest import completion, copy_examples, zip_tree
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -324,6 +325,27 @@ def test_offline_judge_needs_no_server(eager, mpbench, mpbench_dir, tmp_path):
     assert submission.status == "scored"
     assert TaskResult.objects.filter(submission=submission, detection__spoke=True).count() == 3
     assert all(j.provider == Judge.Provider.OFFLINE for j in Judgment.objects.all())
+
+
+def test_outcomes_from_rows_held_in_memory_equal_those_read_back(
+    eager, mpbench, mpbench_dir, tmp_path
+):
+    """Aggregation at the end of judging takes the task results the worker holds since ingest:
+    the outcomes it makes of them are the ones read back from the database, in the database's
+    order whatever order the rows are held in."""
+    offline = mpbench.judges.get(slug="offline")
+    bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / "ex"), tmp_path / "b.zip")
+    submission = submission_create(
+        benchmark=mpbench, bundle_path=bundle, system_name="Held", judge=offline, allow_partial=True
+    )
+    read, total, failed = task_outcomes(submission=submission, judge=offline)
+    held = list(submission.task_results.select_related("task").order_by("-task__task_id"))
+    from_rows = task_outcomes(submission=submission, judge=offline, rows=held)
+    assert from_rows == (read, total, failed)
+    assert [outcome.task_id for outcome in read] == sorted(
+        submission.task_results.values_list("task__task_id", flat=True)
+    )
+    assert sum(outcome.present for outcome in read) == 3 < len(read)
 
 
 def test_concurrency_per_judge_is_bounded(eager, official, judge_server, mpbench_dir, tmp_path):
