@@ -7,24 +7,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.contrib.auth.models import User
 
-from evaluation.models import Membership, Team
 from leaderboard.uploads.models import Upload
+from tests.benchmarks.mpbench.conftest import start_fields
 from tests.conftest import copy_examples, zip_tree
-from tests.leaderboard.uploads.conftest import put_chunk, start_fields
+from tests.leaderboard.uploads.conftest import put_chunk
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 CHUNK = 64 * 1024
-
-
-@pytest.fixture
-def alice(db):
-    team = Team.objects.create(name="Alpha Lab", slug="alpha")
-    user = User.objects.create_user("alice", "alice@example.org", "pw")
-    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
-    return user
 
 
 def examples_zip(mpbench_dir, tmp_path) -> bytes:
@@ -35,13 +26,12 @@ def examples_zip(mpbench_dir, tmp_path) -> bytes:
 
 
 def test_missing_tasks_are_listed_in_one_row(
-    client, alice, mpbench, mpbench_dir, tmp_path, settings, eager
+    client, people, mpbench, mpbench_dir, tmp_path, settings, eager
 ):
     settings.UPLOAD_CHUNK_BYTES = CHUNK
     data = examples_zip(mpbench_dir, tmp_path)
-    client.force_login(alice)
-    fields = start_fields(size=len(data), allow_partial="", system_type="realtime")
-    del fields["option_mode"]  # the toy's option; MP-Bench declares none
+    client.force_login(people.alice)
+    fields = start_fields(size=len(data), allow_partial="")
     response = client.post("/benchmarks/mp-bench/submit/start/", fields)
     assert response.status_code == 201, response.content
     state = response.json()
