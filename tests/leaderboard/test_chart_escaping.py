@@ -15,13 +15,13 @@ SHOWN = "&lt;a href=&quot;https://evil.example/&quot;&gt;x&lt;/a&gt;"
 
 
 @pytest.mark.django_db
-def test_board_charts_carry_system_names_as_text(mpbench):
-    columns = board_columns(benchmark=mpbench)
+def test_board_charts_carry_system_names_as_text(toybench):
+    columns = board_columns(benchmark=toybench)
     values = {c.key: 50.0 if c.kind == "rate" else 1.5 for c in columns}
     points = [
         ChartPoint(
             system=EVIL,
-            system_type="realtime",
+            system_type="small",
             url="/systems/1/",
             reported_in_paper=False,
             private=False,
@@ -29,7 +29,7 @@ def test_board_charts_carry_system_names_as_text(mpbench):
             intervals={},
         )
     ]
-    figures = board_figures_json(get_plugin(mpbench.plugin), columns, points)
+    figures = board_figures_json(get_plugin(toybench.plugin), columns, points)
     assert "evil.example" in figures
     assert "<a " not in figures and "<a href" not in json.dumps(json.loads(figures))
     texts = json.dumps(json.loads(figures))

@@ -14,9 +14,10 @@ from django.utils import timezone
 from evaluation.models import Judgment, Submission, TaskJudgment
 from leaderboard import selectors_submissions
 from tests.conftest import copy_examples, submit_offline, zip_tree
-from tests.leaderboard.uploads.conftest import EXAMPLE_TASK
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+EXAMPLE_TASK = "scenario_argument-diag_1001-tier_2-task_0"  # one of MP-Bench's examples
 
 
 @pytest.fixture

@@ -90,3 +90,7 @@ def test_the_word_chunks_of_each_transcript_are_reported_and_the_core_refuses_mo
         (task, "all_stitched.json", 0, "word chunks"),
         (task, "response.json", 5_000, "word chunks"),
     }
+
+
+def test_mpbench_declares_four_gib_a_bundle():
+    assert MPBench.max_upload_bytes == 4 * 1024**3

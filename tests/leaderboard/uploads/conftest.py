@@ -1,11 +1,10 @@
-"""People, teams and bundles for the upload tests.
+"""People, teams and bundles for the upload tests, on the example plug-in (toybench).
 
 alice and alice2 are in team alpha, bob is in team beta, charlie is in no team, staff is staff.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import zipfile
 from dataclasses import dataclass
@@ -17,11 +16,12 @@ from django.contrib.auth.models import User
 from config.celery import app as celery_app
 from evaluation.models import Membership, Team
 from leaderboard.uploads import storage
-from tests.conftest import copy_examples, new_bucket, s3_storage_options, wav_file, zip_tree
+from tests.conftest import new_bucket, s3_storage_options, toy_upload, wav_file
+from tests.toyplugin import toy
 
-EXAMPLE_TASK = "scenario_argument-diag_1001-tier_2-task_0"
+EXAMPLE_TASK = "q1"  # the first of toybench's tasks a bundle answers
 S3_PART = 5 * 1024 * 1024  # the smallest part S3 accepts, so a test bundle spans several
-BROKEN_JSON = '{"text": "cut off", "chunks": ['  # the file ends inside the list
+BROKEN_JSON = '{"id": "q1", "answer": "cut off'  # the line ends inside the string
 
 
 @dataclass
@@ -56,20 +56,26 @@ def wav_bytes(size: int) -> bytes:
 
 
 @pytest.fixture
-def make_bundle(mpbench_dir, tmp_path):
-    """make_bundle(name, audio_bytes=0, broken=False) -> path of a zip of the three example task
-    folders; audio_bytes adds a response.wav of that size to one of them; broken replaces that
-    task's response.json with text that is not JSON."""
+def make_bundle(tmp_path):
+    """make_bundle(name, audio_bytes=0, broken=False) -> path of a toybench zip answering its
+    first three tasks (toy_upload) with manifest {"system": name}; audio_bytes makes the first
+    task's spoken answer a WAV of that size; broken puts a line that is not JSON first in the
+    answers."""
     counter = iter(range(1000))
 
     def build(name: str = "bundle", *, audio_bytes: int = 0, broken: bool = False) -> Path:
-        run = copy_examples(mpbench_dir, tmp_path / f"{name}-{next(counter)}")
-        if audio_bytes:
-            (run / EXAMPLE_TASK / "response.wav").write_bytes(wav_bytes(audio_bytes))
-        if broken:
-            (run / EXAMPLE_TASK / "response.json").write_text(BROKEN_JSON)
-        (run / "manifest.json").write_text(json.dumps({"system": name}))
-        return zip_tree(run, tmp_path / f"{name}.zip")
+        source = toy_upload(tmp_path / f"{name}-{next(counter)}.zip", {"system": name})
+        target = tmp_path / f"{name}.zip"
+        with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w") as new:
+            for info in old.infolist():
+                data = old.read(info)
+                if audio_bytes and info.filename == f"{EXAMPLE_TASK}.wav":
+                    data = wav_bytes(audio_bytes)
+                if broken and info.filename == toy.ANSWERS:
+                    data = BROKEN_JSON.encode() + b"\n" + data
+                new.writestr(info.filename, data, zipfile.ZIP_DEFLATED)
+        source.unlink()
+        return target
 
     return build
 
@@ -83,7 +89,8 @@ def start_fields(team: str = "alpha", **overrides) -> dict:
     fields = {
         "team": team,
         "system_name": "Chunky Agent",
-        "system_type": "realtime",
+        "system_type": "small",
+        "option_mode": "text",
         "judge": "offline",
         "allow_partial": "on",
         "filename": "bundle.zip",

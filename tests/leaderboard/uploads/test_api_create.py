@@ -15,7 +15,6 @@ from evaluation.models import Membership, Submission, System
 from leaderboard.accounts.services import api_token_create
 from leaderboard.uploads.models import Upload
 from leaderboard.uploads.services import upload_finish
-from tests.leaderboard.uploads.conftest import EXAMPLE_TASK
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,7 +27,7 @@ def uploaded():
 
 def post(client, bundle: Path, *, key: str | None = None, token: str | None = None, **fields):
     data = {
-        "benchmark": "mp-bench",
+        "benchmark": "toy-bench",
         "system": "API Agent",
         "team": "alpha",
         "judge": "offline",
@@ -59,10 +58,10 @@ def alice_token(people) -> str:
 
 
 def test_token_create_streams_the_bundle_and_a_worker_makes_the_submission(
-    client, people, mpbench, make_bundle, alice_token, eager
+    client, people, toybench, make_bundle, alice_token, eager
 ):
     bundle = make_bundle(audio_bytes=3 * 1024 * 1024)  # beyond Django's in-memory threshold
-    response = post(client, bundle, token=alice_token, publish="true", system_type="text-llm")
+    response = post(client, bundle, token=alice_token, publish="true", system_type="large")
     # Eager here, as a one-process site runs: the worker has finished by the time it answers.
     assert response.status_code == 202, response.content
     body = response.json()
@@ -77,13 +76,13 @@ def test_token_create_streams_the_bundle_and_a_worker_makes_the_submission(
         "page": f"http://testserver/submissions/{submission.pk}/",
         "status": "scored",
     }
-    assert (body["team"], body["system"], body["benchmark"]) == ("alpha", "API Agent", "mp-bench")
+    assert (body["team"], body["system"], body["benchmark"]) == ("alpha", "API Agent", "toy-bench")
     assert body["size"] == bundle.stat().st_size
     submission.refresh_from_db()
     assert submission.status == "scored" and submission.submitted_by == people.alice
     assert submission.is_published and submission.is_partial
-    assert submission.missing_task_count == 927 - 3
-    assert submission.row_group == "text-llm"
+    assert submission.missing_task_count == 6 - 3  # toybench's six tasks, three answered
+    assert submission.row_group == "large"
     assert submission.bundle_size == bundle.stat().st_size
     # The upload's own bytes are gone; the submission holds its copy.
     assert upload.method in ("chunked", "s3")
@@ -91,7 +90,7 @@ def test_token_create_streams_the_bundle_and_a_worker_makes_the_submission(
     assert polled.json() == body
 
 
-def test_the_request_answers_before_the_bundle_is_checked(client, people, mpbench, make_bundle):
+def test_the_request_answers_before_the_bundle_is_checked(client, people, toybench, make_bundle):
     client.force_login(people.alice)
     response = post(client, make_bundle())
     assert response.status_code == 202
@@ -101,7 +100,7 @@ def test_the_request_answers_before_the_bundle_is_checked(client, people, mpbenc
     assert state["status"] == "accepted" and state["submission"]["id"] == uploaded().get().pk
 
 
-def test_same_key_same_request_returns_the_original(client, people, mpbench, make_bundle):
+def test_same_key_same_request_returns_the_original(client, people, toybench, make_bundle):
     client.force_login(people.alice)
     bundle = make_bundle()
     first = post(client, bundle, key="run-42")
@@ -122,7 +121,7 @@ def test_same_key_same_request_returns_the_original(client, people, mpbench, mak
     assert uploaded().count() == 2
 
 
-def test_same_key_different_request_is_a_conflict(client, people, mpbench, make_bundle):
+def test_same_key_different_request_is_a_conflict(client, people, toybench, make_bundle):
     client.force_login(people.alice)
     bundle = make_bundle()
     assert post(client, bundle, key="run-42").status_code == 202
@@ -133,7 +132,7 @@ def test_same_key_different_request_is_a_conflict(client, people, mpbench, make_
     assert Upload.objects.count() == 1
 
 
-def test_keys_belong_to_one_team(client, people, mpbench, make_bundle):
+def test_keys_belong_to_one_team(client, people, toybench, make_bundle):
     bundle = make_bundle()
     client.force_login(people.alice)
     first = post(client, bundle, key="shared")
@@ -149,24 +148,24 @@ def test_keys_belong_to_one_team(client, people, mpbench, make_bundle):
     assert client.get(first["Location"]).status_code == 404
 
 
-def test_a_key_used_outside_the_api_is_a_conflict(client, people, mpbench, make_bundle):
+def test_a_key_used_outside_the_api_is_a_conflict(client, people, toybench, make_bundle):
     system = System.objects.create(name="By hand")
     Submission.objects.create(
-        benchmark=mpbench, system=system, team=people.alpha, idempotency_key="cli-1"
+        benchmark=toybench, system=system, team=people.alpha, idempotency_key="cli-1"
     )
     client.force_login(people.alice)
     assert post(client, make_bundle(), key="cli-1").status_code == 409
 
 
 def test_a_rejected_bundle_keeps_its_report_and_nothing_else(
-    client, people, mpbench, make_bundle, tmp_path
+    client, people, toybench, make_bundle, tmp_path
 ):
     client.force_login(people.alice)
     state = finished(client, post(client, make_bundle(broken=True), key="try-1"))
     assert state["status"] == "rejected" and state["submission"] is None
     report = state["report"]
     assert report["ok"] is False
-    assert [(p["task"], p["file"]) for p in report["problems"]] == [(EXAMPLE_TASK, "response.json")]
+    assert [(p["task"], p["file"]) for p in report["problems"]] == [(None, "answers.jsonl")]
     assert uploaded().count() == 0
     assert [p for p in (tmp_path / "media").rglob("*") if p.is_file()] == []
     # The key names that request: the fixed bundle goes through under a key of its own.
@@ -177,13 +176,13 @@ def test_a_rejected_bundle_keeps_its_report_and_nothing_else(
 
 
 def test_limits_answer_429_with_the_reason_and_store_nothing(
-    client, people, mpbench, make_bundle, tmp_path
+    client, people, toybench, make_bundle, tmp_path
 ):
     people.alpha.max_submissions_per_day = 1
     people.alpha.save()
     system = System.objects.create(name="Earlier")
     earlier = Submission.objects.create(
-        benchmark=mpbench, system=system, team=people.alpha, status="scored"
+        benchmark=toybench, system=system, team=people.alpha, status="scored"
     )
     made_at = timezone.now() - timedelta(hours=23)
     Submission.objects.filter(pk=earlier.pk).update(created_at=made_at)
@@ -200,14 +199,14 @@ def test_limits_answer_429_with_the_reason_and_store_nothing(
     assert [p for p in (tmp_path / "media").rglob("*") if p.is_file()] == []
 
 
-def test_anonymous_and_bad_tokens_get_401(client, people, mpbench, make_bundle):
+def test_anonymous_and_bad_tokens_get_401(client, people, toybench, make_bundle):
     bundle = make_bundle()
     assert post(client, bundle).status_code == 401
     assert post(client, bundle, token="fb_nonsense").status_code == 401
     assert Upload.objects.count() == 0
 
 
-def test_it_validates_team_membership(client, people, mpbench, make_bundle):
+def test_it_validates_team_membership(client, people, toybench, make_bundle):
     client.force_login(people.alice)
     response = post(client, make_bundle(), team="beta")
     assert response.status_code == 403 and "not a member" in response.json()["error"]
@@ -216,13 +215,13 @@ def test_it_validates_team_membership(client, people, mpbench, make_bundle):
     assert Upload.objects.count() == 0
 
 
-def test_team_may_be_left_out_by_members_of_one_team(client, people, mpbench, make_bundle):
+def test_team_may_be_left_out_by_members_of_one_team(client, people, toybench, make_bundle):
     client.force_login(people.bob)
     bundle = make_bundle()
     with bundle.open("rb") as handle:
         response = client.post(
             URL,
-            {"benchmark": "mp-bench", "system": "Solo", "allow_partial": "true", "bundle": handle},
+            {"benchmark": "toy-bench", "system": "Solo", "allow_partial": "true", "bundle": handle},
         )
     finished(client, response)
     assert uploaded().get().team == people.beta
@@ -232,34 +231,34 @@ def test_team_may_be_left_out_by_members_of_one_team(client, people, mpbench, ma
     assert response.status_code == 400 and "which team" in response.json()["error"]
 
 
-def test_field_errors(client, people, mpbench, make_bundle):
+def test_field_errors(client, people, toybench, make_bundle):
     client.force_login(people.alice)
     bundle = make_bundle()
     assert post(client, bundle, benchmark="nope").status_code == 400
     assert "no judge" in post(client, bundle, judge="nobody").json()["error"]
     assert post(client, bundle, key="k" * 101).status_code == 400
-    missing = client.post(URL, {"benchmark": "mp-bench", "system": "x"})
+    missing = client.post(URL, {"benchmark": "toy-bench", "system": "x"})
     assert missing.status_code == 400 and "bundle" in missing.json()["fields"]
 
 
-def test_reads_on_the_same_path_still_list_submissions(client, people, mpbench):
+def test_reads_on_the_same_path_still_list_submissions(client, people, toybench):
     response = client.get(URL)
     assert response.status_code == 200
 
 
-def test_a_judge_is_required_where_there_is_no_official_one(client, people, mpbench, make_bundle):
-    mpbench.judges.filter(is_official=True).delete()
+def test_a_judge_is_required_where_there_is_no_official_one(client, people, toybench, make_bundle):
+    toybench.judges.filter(is_official=True).delete()
     client.force_login(people.alice)
     bundle = make_bundle()
     with bundle.open("rb") as handle:
         response = client.post(
-            URL, {"benchmark": "mp-bench", "system": "x", "team": "alpha", "bundle": handle}
+            URL, {"benchmark": "toy-bench", "system": "x", "team": "alpha", "bundle": handle}
         )
     assert response.status_code == 400 and "no official judge" in response.json()["error"]
     assert Upload.objects.count() == 0
 
 
-def test_an_upload_state_is_its_teams_only(client, people, mpbench, make_bundle):
+def test_an_upload_state_is_its_teams_only(client, people, toybench, make_bundle):
     client.force_login(people.alice)
     response = post(client, make_bundle())
     for other in (people.charlie, people.bob):

@@ -43,14 +43,14 @@ def logged_in_page(browser, live_server, user):
 def fill_form(page, bundle: Path, system: str) -> None:
     page.select_option("#id_team", "alpha")
     page.fill("#id_system_name", system)
-    page.select_option("#id_system_type", "realtime")
+    page.select_option("#id_system_type", "small")
     page.select_option("#id_judge", "offline")
     page.check("#id_allow_partial")
     page.set_input_files("#bundle-file", str(bundle))
 
 
 def test_upload_in_the_browser_with_progress_and_scoring(
-    browser, live_server, people, mpbench, make_bundle, settings, eager
+    browser, live_server, people, toybench, make_bundle, settings, eager
 ):
     settings.UPLOAD_CHUNK_BYTES = CHUNK
     bundle = make_bundle("browser", audio_bytes=6 * CHUNK + 5000)
@@ -85,7 +85,7 @@ def test_upload_in_the_browser_with_progress_and_scoring(
 
     page.route("**/finish/", on_finish)
 
-    page.goto(f"{live_server.url}/benchmarks/mp-bench/submit/")
+    page.goto(f"{live_server.url}/benchmarks/toy-bench/submit/")
     fill_form(page, bundle, "Browser Agent")
     page.click("#upload-button")
     page.wait_for_url(re.compile(r"/submissions/\d+/$"), timeout=60_000)
@@ -105,7 +105,7 @@ def test_upload_in_the_browser_with_progress_and_scoring(
 
 
 def test_rejected_bundle_in_the_browser_lists_its_problems(
-    browser, live_server, people, mpbench, make_bundle, settings, monkeypatch
+    browser, live_server, people, toybench, make_bundle, settings, monkeypatch
 ):
     """The finish goes to a worker: the page says so and polls the upload's state until the
     worker (here the test, once the page waits) has rejected the bundle."""
@@ -115,7 +115,7 @@ def test_rejected_bundle_in_the_browser_lists_its_problems(
     bundle = make_bundle("broken", broken=True)
     ARTIFACTS.mkdir(exist_ok=True)
     page = logged_in_page(browser, live_server, people.alice)
-    page.goto(f"{live_server.url}/benchmarks/mp-bench/submit/")
+    page.goto(f"{live_server.url}/benchmarks/toy-bench/submit/")
     fill_form(page, bundle, "Broken Agent")
     page.click("#upload-button")
     page.wait_for_function(
@@ -127,8 +127,8 @@ def test_rejected_bundle_in_the_browser_lists_its_problems(
     assert tasks.finish_upload.apply(args=queued[0]).get() == "rejected"
     page.wait_for_selector("#validation-report table", timeout=30_000)
     report = page.inner_text("#validation-report")
-    assert "Bundle rejected" in report and "not valid JSON" in report
-    assert "scenario_argument-diag_1001-tier_2-task_0" in report and "response.json" in report
+    assert "Bundle rejected" in report and "line 1: not JSON" in report
+    assert "(whole bundle)" in report and "answers.jsonl" in report
     assert "rejected and nothing was queued" in page.inner_text("#upload-message")
     page.screenshot(path=str(ARTIFACTS / "upload-rejected-report.png"), full_page=True)
     assert not Submission.objects.filter(is_reported=False).exists()
@@ -138,16 +138,16 @@ def test_rejected_bundle_in_the_browser_lists_its_problems(
     page.click("#upload-page-link")
     page.wait_for_url(f"{live_server.url}/uploads/{upload.pk}/")
     assert "Status: rejected" in page.inner_text("p.status")
-    assert "not valid JSON" in page.inner_text("#validation-report")
+    assert "line 1: not JSON" in page.inner_text("#validation-report")
     page.screenshot(path=str(ARTIFACTS / "upload-rejected-status-page.png"), full_page=True)
 
 
 def test_a_refused_upload_says_why_in_one_sentence(
-    browser, live_server, people, mpbench, make_bundle
+    browser, live_server, people, toybench, make_bundle
 ):
     """The server's reason ends with its own full stop; the page's message adds none."""
     page = logged_in_page(browser, live_server, people.alice)
-    page.goto(f"{live_server.url}/benchmarks/mp-bench/submit/")
+    page.goto(f"{live_server.url}/benchmarks/toy-bench/submit/")
     fill_form(page, make_bundle("good"), "")
     page.evaluate("document.getElementById('id_system_name').removeAttribute('required')")
     page.click("#upload-button")
@@ -160,7 +160,7 @@ def test_a_refused_upload_says_why_in_one_sentence(
 
 
 def test_an_interrupted_upload_resumes_where_the_server_stopped(
-    browser, live_server, people, mpbench, make_bundle, settings, eager
+    browser, live_server, people, toybench, make_bundle, settings, eager
 ):
     settings.UPLOAD_CHUNK_BYTES = CHUNK
     bundle = make_bundle("resume", audio_bytes=4 * CHUNK)
@@ -179,7 +179,7 @@ def test_an_interrupted_upload_resumes_where_the_server_stopped(
     page.route("**/chunk/?offset=*", hold_the_third_chunk)
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.accept()))
-    page.goto(f"{live_server.url}/benchmarks/mp-bench/submit/")
+    page.goto(f"{live_server.url}/benchmarks/toy-bench/submit/")
     fill_form(page, bundle, "Resuming Agent")
     page.click("#upload-button")
     for _ in range(400):
@@ -202,7 +202,7 @@ def test_an_interrupted_upload_resumes_where_the_server_stopped(
 
 
 def test_upload_straight_to_s3_in_the_browser(
-    browser, live_server, people, mpbench, make_bundle, bucket
+    browser, live_server, people, toybench, make_bundle, bucket
 ):
     s3, name = bucket
     # What a production bucket needs for browser uploads: PUT from the site's origin.
@@ -226,7 +226,7 @@ def test_upload_straight_to_s3_in_the_browser(
         "request",
         lambda request: puts.append(request.url) if request.method == "PUT" else None,
     )
-    page.goto(f"{live_server.url}/benchmarks/mp-bench/submit/")
+    page.goto(f"{live_server.url}/benchmarks/toy-bench/submit/")
     fill_form(page, bundle, "Direct Agent")
     page.click("#upload-button")
     page.wait_for_url(re.compile(r"/submissions/\d+/$"), timeout=60_000)
@@ -244,7 +244,7 @@ def test_upload_straight_to_s3_in_the_browser(
 
 
 def test_the_status_page_follows_a_finish_until_the_submission_opens(
-    browser, live_server, people, mpbench, make_bundle, eager, monkeypatch
+    browser, live_server, people, toybench, make_bundle, eager, monkeypatch
 ):
     queued: list[tuple] = []
     monkeypatch.setattr(tasks.finish_upload, "delay", lambda *args: queued.append(args))
@@ -252,7 +252,7 @@ def test_the_status_page_follows_a_finish_until_the_submission_opens(
     client = Client()
     client.force_login(people.alice)
     state = client.post(
-        "/benchmarks/mp-bench/submit/start/", start_fields(size=len(data), filename="polled.zip")
+        "/benchmarks/toy-bench/submit/start/", start_fields(size=len(data), filename="polled.zip")
     ).json()
     assert put_chunk(client, state, data, 0).status_code == 200
     assert client.post(state["urls"]["finish"], HTTP_ACCEPT="application/json").status_code == 202

@@ -51,7 +51,7 @@ def production_policy_bucket(proxied_bucket, live_server, settings, monkeypatch,
 
 
 def test_a_cut_store_keeps_the_upload_and_it_resumes_when_storage_returns(
-    browser, live_server, people, mpbench, make_bundle, production_policy_bucket
+    browser, live_server, people, toybench, make_bundle, production_policy_bucket
 ):
     client, bucket, proxy = production_policy_bucket
     bundle = make_bundle("cut", audio_bytes=2 * S3_PART + 1000)
@@ -75,7 +75,7 @@ def test_a_cut_store_keeps_the_upload_and_it_resumes_when_storage_returns(
     page.on("requestfinished", first_part_landed)
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.accept()))
-    page.goto(f"{live_server.url}/benchmarks/mp-bench/submit/")
+    page.goto(f"{live_server.url}/benchmarks/toy-bench/submit/")
     fill_form(page, bundle, "Cut Agent")
     page.click("#upload-button")
     for _ in range(600):

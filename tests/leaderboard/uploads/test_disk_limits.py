@@ -4,6 +4,7 @@ that killed requests leave behind are swept."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from datetime import timedelta
@@ -20,10 +21,10 @@ from tests.leaderboard.uploads.conftest import start_fields
 
 pytestmark = pytest.mark.django_db
 
-START = "/benchmarks/mp-bench/submit/start/"
+START = "/benchmarks/toy-bench/submit/start/"
 
 
-def test_open_uploads_per_user_are_capped_by_count(client, people, mpbench, settings):
+def test_open_uploads_per_user_are_capped_by_count(client, people, toybench, settings):
     settings.UPLOAD_MAX_OPEN_PER_USER = 3
     client.force_login(people.alice)
     for _ in range(3):
@@ -36,7 +37,7 @@ def test_open_uploads_per_user_are_capped_by_count(client, people, mpbench, sett
     assert client.post(START, start_fields(size=1000)).status_code == 201
 
 
-def test_open_uploads_per_user_are_capped_by_announced_bytes(client, people, mpbench, settings):
+def test_open_uploads_per_user_are_capped_by_announced_bytes(client, people, toybench, settings):
     settings.UPLOAD_MAX_OPEN_BYTES_PER_USER = 3 * 1024**3
     client.force_login(people.alice)
     assert client.post(START, start_fields(size=2 * 1024**3)).status_code == 201
@@ -45,14 +46,14 @@ def test_open_uploads_per_user_are_capped_by_announced_bytes(client, people, mpb
     assert "would pass the limit of 3,221,225,472" in refused.json()["error"]
 
 
-def test_new_teams_do_not_make_room_for_an_account(client, people, mpbench, settings):
+def test_new_teams_do_not_make_room_for_an_account(client, people, toybench, settings):
     settings.MAX_SUBMISSIONS_PER_DAY_PER_ACCOUNT = 2
     system = System.objects.create(name="Many Teams")
     for index in range(2):
         team = Team.objects.create(name=f"Shell {index}", slug=f"shell-{index}")
         Membership.objects.create(team=team, user=people.alice)
         Submission.objects.create(
-            benchmark=mpbench, system=system, team=team, status="scored", submitted_by=people.alice
+            benchmark=toybench, system=system, team=team, status="scored", submitted_by=people.alice
         )
     refusal = account_limit_refusal(user=people.alice)
     assert refusal.limit == "submissions_per_day" and refusal.allowed == 2
@@ -64,11 +65,11 @@ def test_new_teams_do_not_make_room_for_an_account(client, people, mpbench, sett
     assert refused.status_code == 429 and "Your account (alice)" in refused.json()["error"]
 
 
-def test_concurrent_evaluations_are_limited_per_account(people, mpbench, settings):
+def test_concurrent_evaluations_are_limited_per_account(people, toybench, settings):
     settings.MAX_CONCURRENT_EVALUATIONS_PER_ACCOUNT = 1
     system = System.objects.create(name="Busy")
     Submission.objects.create(
-        benchmark=mpbench,
+        benchmark=toybench,
         system=system,
         team=people.beta,
         status="judging",
@@ -101,9 +102,6 @@ def test_api_uploads_are_spooled_to_the_swept_folder(settings):
     assert "sweep-upload-temp-files" in live.CELERY_BEAT_SCHEDULE
 
 
-TASK = "scenario_argument-diag_1001-tier_2-task_0"
-
-
 def _zip(path: Path, files: dict[str, bytes]) -> Path:
     import zipfile
 
@@ -113,34 +111,40 @@ def _zip(path: Path, files: dict[str, bytes]) -> Path:
     return path
 
 
-def test_a_silent_wav_bigger_than_its_header_declares_is_refused(mpbench, tmp_path):
+def _answers(*task_ids: str) -> bytes:
+    return "".join(json.dumps({"id": t, "answer": "4"}) + "\n" for t in task_ids).encode()
+
+
+def test_a_silent_wav_bigger_than_its_header_declares_is_refused(toybench, tmp_path):
     from evaluation.services import bundle_validate
     from tests.conftest import wav_header
 
     one_minute = 16_000 * 2 * 60
     bomb = wav_header(one_minute) + b"\0" * (48 * 1024 * 1024)
     silence = wav_header(one_minute) + b"\0" * one_minute
-    path = _zip(tmp_path / "b.zip", {f"{TASK}/response.wav": bomb, f"{TASK}/combined.wav": silence})
-    report, _ = bundle_validate(benchmark=mpbench, path=path, allow_partial=True)
+    files = {"answers.jsonl": _answers("q1", "q2"), "q1.wav": bomb, "q2.wav": silence}
+    path = _zip(tmp_path / "b.zip", files)
+    report, _ = bundle_validate(benchmark=toybench, path=path, allow_partial=True)
     problems = [str(p) for p in report.problems]
     assert problems == [
-        f"{TASK}/response.wav: not accepted as audio: the file is larger than the audio its "
-        "header declares"
+        "q1.wav: not accepted as audio: the file is larger than the audio its header declares"
     ]
 
 
-def test_bundle_size_limits_are_the_benchmarks_own(mpbench, tmp_path, monkeypatch, settings):
-    from evaluation.benchmarks.mpbench.plugin import MPBench
+def test_bundle_size_limits_are_the_benchmarks_own(toybench, tmp_path, monkeypatch, settings):
     from evaluation.services import bundle_validate, upload_limits
+    from tests.toyplugin.toy import ToyBench
 
-    assert MPBench.max_upload_bytes == 4 * 1024**3
-    assert upload_limits(mpbench).max_bytes == 4 * 1024**3
-    monkeypatch.setattr(MPBench, "max_upload_bytes", 1000)
-    path = _zip(tmp_path / "b.zip", {f"{TASK}/response.json": b'{"text": "' + b"a" * 2000 + b'"}'})
-    report, _ = bundle_validate(benchmark=mpbench, path=path, allow_partial=True)
+    # The toy declares no limit of its own: a plug-in's default is 4 GiB.
+    assert ToyBench.max_upload_bytes == 4 * 1024**3
+    assert upload_limits(toybench).max_bytes == 4 * 1024**3
+    monkeypatch.setattr(ToyBench, "max_upload_bytes", 1000)
+    answer = json.dumps({"id": "q1", "answer": "a" * 2000}).encode()
+    path = _zip(tmp_path / "b.zip", {"answers.jsonl": answer})
+    report, _ = bundle_validate(benchmark=toybench, path=path, allow_partial=True)
     assert "exceeds the limit of 1,000 bytes" in str(report.problems[0])
     settings.BUNDLE_MAX_UNCOMPRESSED_BYTES = 500  # the site-wide ceiling, when smaller, wins
-    assert upload_limits(mpbench).max_bytes == 500
+    assert upload_limits(toybench).max_bytes == 500
 
 
 def test_the_web_process_sweeps_its_own_temporary_files(tmp_path):

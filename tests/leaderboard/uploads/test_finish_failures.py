@@ -23,7 +23,7 @@ SQL_TEXT = 'total size of jsonb array elements exceeds the maximum; INSERT INTO 
 def sent(client, people, make_bundle) -> dict:
     data = make_bundle().read_bytes()
     client.force_login(people.alice)
-    response = client.post("/benchmarks/mp-bench/submit/start/", start_fields(size=len(data)))
+    response = client.post("/benchmarks/toy-bench/submit/start/", start_fields(size=len(data)))
     state = response.json()
     assert put_chunk(client, state, data, 0).status_code == 200
     return state
@@ -34,7 +34,7 @@ def finish(client, state):
 
 
 def test_a_database_error_while_finishing_reopens_the_upload_with_our_message(
-    client, people, mpbench, make_bundle, monkeypatch
+    client, people, toybench, make_bundle, monkeypatch
 ):
     state = sent(client, people, make_bundle)
 
@@ -64,7 +64,7 @@ class UnstorableReport(ValidationReport):
 
 
 def test_a_report_that_cannot_be_stored_still_leaves_the_upload_cancellable(
-    client, people, mpbench, make_bundle, monkeypatch
+    client, people, toybench, make_bundle, monkeypatch
 ):
     state = sent(client, people, make_bundle)
     report = UnstorableReport()
@@ -79,7 +79,7 @@ def test_a_report_that_cannot_be_stored_still_leaves_the_upload_cancellable(
 
 
 def test_cannot_be_finished_again_is_the_answer_not_the_stored_error(
-    client, people, mpbench, make_bundle
+    client, people, toybench, make_bundle
 ):
     state = sent(client, people, make_bundle)
     Upload.objects.filter(pk=state["id"]).update(error="an earlier reason")
@@ -90,7 +90,7 @@ def test_cannot_be_finished_again_is_the_answer_not_the_stored_error(
 
 
 def test_a_finish_whose_process_died_can_be_retried_or_cancelled_once_stale(
-    client, people, mpbench, make_bundle, settings
+    client, people, toybench, make_bundle, settings
 ):
     settings.UPLOAD_VALIDATING_STALE_SECONDS = 600
     state = sent(client, people, make_bundle)

@@ -72,7 +72,7 @@ def waiting(folder) -> dict[str, int]:
     return counts
 
 
-def test_a_finish_runs_while_judging_waits(client, people, mpbench, make_bundle, broker):
+def test_a_finish_runs_while_judging_waits(client, people, toybench, make_bundle, broker):
     # The settings' defaults (README: FLOORBOARD_QUEUE, FLOORBOARD_UPLOAD_QUEUE).
     judging, uploads = "floorboard", "floorboard-uploads"
     assert judging == settings.CELERY_TASK_DEFAULT_QUEUE
@@ -83,7 +83,7 @@ def test_a_finish_runs_while_judging_waits(client, people, mpbench, make_bundle,
 
     data = make_bundle().read_bytes()
     client.force_login(people.alice)
-    state = client.post("/benchmarks/mp-bench/submit/start/", start_fields(size=len(data))).json()
+    state = client.post("/benchmarks/toy-bench/submit/start/", start_fields(size=len(data))).json()
     assert put_chunk(client, state, data, 0).status_code == 200
     response = client.post(state["urls"]["finish"], HTTP_ACCEPT="application/json")
     assert response.status_code == 202, response.content

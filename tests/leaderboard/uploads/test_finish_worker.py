@@ -26,7 +26,7 @@ def uploaded():
 
 def sent(client, people, data: bytes) -> dict:
     client.force_login(people.alice)
-    state = client.post("/benchmarks/mp-bench/submit/start/", start_fields(size=len(data))).json()
+    state = client.post("/benchmarks/toy-bench/submit/start/", start_fields(size=len(data))).json()
     if state["method"] == "chunked":
         assert put_chunk(client, state, data, 0).status_code == 200
     return state
@@ -49,7 +49,7 @@ def queued(monkeypatch):
 
 
 def test_the_request_queues_the_finish_and_a_worker_completes_it(
-    client, people, mpbench, make_bundle, queued, monkeypatch
+    client, people, toybench, make_bundle, queued, monkeypatch
 ):
     data = make_bundle().read_bytes()
     state = sent(client, people, data)
@@ -97,7 +97,7 @@ def test_the_request_queues_the_finish_and_a_worker_completes_it(
     assert "Status: <strong>accepted</strong>" in page and "upload_status.js" not in page
 
 
-def test_the_status_page_polls_while_finishing(client, people, mpbench, make_bundle, queued):
+def test_the_status_page_polls_while_finishing(client, people, toybench, make_bundle, queued):
     state = sent(client, people, make_bundle().read_bytes())
     assert finish(client, state).status_code == 202
     page = client.get(state["urls"]["page"]).content.decode()
@@ -110,7 +110,7 @@ def test_the_status_page_polls_while_finishing(client, people, mpbench, make_bun
 
 
 def test_a_rejected_bundle_leaves_nothing_and_frees_the_users_slot(
-    client, people, mpbench, make_bundle, queued, tmp_path, settings
+    client, people, toybench, make_bundle, queued, tmp_path, settings
 ):
     settings.UPLOAD_MAX_OPEN_PER_USER = 1
     state = sent(client, people, make_bundle(broken=True).read_bytes())
@@ -118,7 +118,7 @@ def test_a_rejected_bundle_leaves_nothing_and_frees_the_users_slot(
     assert open_uploads_refusal(user=people.alice, adding=1) is not None
     assert tasks.finish_upload.apply(args=queued[0]).get() == "rejected"
     outcome = client.get(state["urls"]["state"]).json()["outcome"]
-    assert outcome["status"] == "rejected" and "not valid JSON" in outcome["report_html"]
+    assert outcome["status"] == "rejected" and "line 1: not JSON" in outcome["report_html"]
     assert outcome["redirect"] == state["urls"]["page"]
     assert uploaded().count() == 0
     assert stored_files(tmp_path / "media") == []
@@ -126,7 +126,7 @@ def test_a_rejected_bundle_leaves_nothing_and_frees_the_users_slot(
 
 
 def test_a_failure_after_the_bundle_was_placed_leaves_no_bundle_and_no_submission(
-    client, people, mpbench, make_bundle, queued, tmp_path, monkeypatch
+    client, people, toybench, make_bundle, queued, tmp_path, monkeypatch
 ):
     data = make_bundle().read_bytes()
     state = sent(client, people, data)
@@ -153,7 +153,7 @@ def test_a_failure_after_the_bundle_was_placed_leaves_no_bundle_and_no_submissio
 
 
 def test_a_broker_that_cannot_take_the_message_reopens_the_upload(
-    client, people, mpbench, make_bundle, monkeypatch
+    client, people, toybench, make_bundle, monkeypatch
 ):
     from kombu.exceptions import OperationalError
 
@@ -227,7 +227,7 @@ def under_the_lock(events: list[str]) -> list[str]:
 
 
 def test_the_lock_is_held_only_for_counting_chunked(
-    client, people, mpbench, make_bundle, queued, journal
+    client, people, toybench, make_bundle, queued, journal
 ):
     state = sent(client, people, make_bundle().read_bytes())
     assert finish(client, state).status_code == 202
@@ -242,7 +242,7 @@ def test_the_lock_is_held_only_for_counting_chunked(
 
 
 def test_the_lock_is_held_only_for_counting_s3(
-    client, people, mpbench, make_bundle, bucket, queued, journal
+    client, people, toybench, make_bundle, bucket, queued, journal
 ):
     import httpx
 
@@ -276,7 +276,7 @@ def test_the_lock_is_held_only_for_counting_s3(
 
 
 def test_an_api_upload_is_checked_by_the_worker_as_a_browser_upload_is(
-    client, people, mpbench, make_bundle, queued, journal, tmp_path
+    client, people, toybench, make_bundle, queued, journal, tmp_path
 ):
     """The web request only moves the request's file into place and queues the finish: no
     validation, hashing into bundles/, or storing there happens in it."""
@@ -287,7 +287,7 @@ def test_an_api_upload_is_checked_by_the_worker_as_a_browser_upload_is(
         response = client.post(
             "/api/submissions/",
             {
-                "benchmark": "mp-bench",
+                "benchmark": "toy-bench",
                 "system": "API Agent",
                 "team": "alpha",
                 "judge": "offline",
@@ -309,7 +309,7 @@ def test_an_api_upload_is_checked_by_the_worker_as_a_browser_upload_is(
 
 
 def test_an_api_create_refused_at_the_limit_leaves_no_bundle(
-    client, people, mpbench, make_bundle, tmp_path
+    client, people, toybench, make_bundle, tmp_path
 ):
     from leaderboard.accounts.services import api_token_create
 
@@ -320,7 +320,7 @@ def test_an_api_create_refused_at_the_limit_leaves_no_bundle(
         response = client.post(
             "/api/submissions/",
             {
-                "benchmark": "mp-bench",
+                "benchmark": "toy-bench",
                 "system": "API Agent",
                 "team": "alpha",
                 "allow_partial": "true",

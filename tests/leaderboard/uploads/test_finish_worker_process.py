@@ -13,6 +13,7 @@ import uuid
 import pytest
 
 from tests.conftest import REPO, embedded_env
+from tests.toyplugin import toy
 
 # The web side: start the upload, send its bytes, ask for the finish (which only queues it).
 WEB = """
@@ -26,10 +27,10 @@ bundle = Path(sys.argv[1])
 user = User.objects.create_user("alice", "alice@example.org", "pw")
 team = Team.objects.create(name="Alpha Lab", slug="alpha")
 Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
-benchmark = Benchmark.objects.get(slug="mp-bench")
+benchmark = Benchmark.objects.get(slug="toy-bench")
 upload = services.upload_start(
     user=user, team=team, benchmark=benchmark, filename="bundle.zip",
-    size=bundle.stat().st_size, system_name="Worker Agent", system_type="realtime",
+    size=bundle.stat().st_size, system_name="Worker Agent", system_type="small",
     judge=benchmark.judges.get(slug="offline"), allow_partial=True,
 )
 with bundle.open("rb") as stream:
@@ -42,7 +43,7 @@ print(upload.pk, upload.status)
 
 
 @pytest.mark.services
-def test_a_worker_process_finishes_a_browser_upload(tmp_path, make_bundle, mpbench_dir):
+def test_a_worker_process_finishes_a_browser_upload(tmp_path, make_bundle):
     var = tmp_path / "var"
     queue = f"uploads-{uuid.uuid4().hex[:8]}"
     env = embedded_env(
@@ -50,6 +51,7 @@ def test_a_worker_process_finishes_a_browser_upload(tmp_path, make_bundle, mpben
         DJANGO_SETTINGS_MODULE="config.settings",
         FLOORBOARD_QUEUE=queue,
         FLOORBOARD_UPLOAD_QUEUE=f"{queue}-finish",
+        FLOORBOARD_BENCHMARKS="tests.toyplugin",  # the example plug-in, in both processes
     )
 
     def run(*args):
@@ -58,7 +60,8 @@ def test_a_worker_process_finishes_a_browser_upload(tmp_path, make_bundle, mpben
         )
 
     run("manage.py", "migrate", "--noinput")
-    run("manage.py", "import_benchmark", "mp-bench", str(mpbench_dir))
+    toy.write_release(tmp_path / "toy-release")
+    run("manage.py", "import_benchmark", "toy-bench", str(tmp_path / "toy-release"))
     bundle = make_bundle()
     web = run("manage.py", "shell", "-c", WEB.replace("sys.argv[1]", repr(str(bundle))))
     upload_id, status = web.stdout.strip().splitlines()[-1].split()

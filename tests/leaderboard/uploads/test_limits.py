@@ -36,13 +36,13 @@ def limits(team, *, per_day: int | None, concurrent: int | None) -> None:
     team.save()
 
 
-def test_daily_limit_names_the_limit_and_when_it_frees(people, mpbench):
+def test_daily_limit_names_the_limit_and_when_it_frees(people, toybench):
     team = people.alpha
     limits(team, per_day=2, concurrent=10)
-    made(mpbench, team, status="scored", at=NOW - timedelta(hours=30))  # outside the window
-    made(mpbench, team, status="scored", at=NOW - timedelta(hours=23))
-    made(mpbench, team, status="scored", at=NOW - timedelta(hours=1))
-    made(mpbench, team, status="failed", at=NOW - timedelta(hours=2))  # does not count
+    made(toybench, team, status="scored", at=NOW - timedelta(hours=30))  # outside the window
+    made(toybench, team, status="scored", at=NOW - timedelta(hours=23))
+    made(toybench, team, status="scored", at=NOW - timedelta(hours=1))
+    made(toybench, team, status="failed", at=NOW - timedelta(hours=2))  # does not count
     refusal = team_limit_refusal(team=team, now=NOW)
     assert refusal.limit == "submissions_per_day" and refusal.allowed == 2
     # Of the two counted, the older (made 23 h ago) leaves the 24 h window in 1 h.
@@ -56,26 +56,26 @@ def test_daily_limit_names_the_limit_and_when_it_frees(people, mpbench):
     assert team_limit_refusal(team=people.beta, now=NOW) is None
 
 
-def test_far_over_the_limit_a_slot_frees_when_enough_have_left(people, mpbench):
+def test_far_over_the_limit_a_slot_frees_when_enough_have_left(people, toybench):
     # The limit was lowered to 1 with three counted: the count must fall below 1, so all three
     # must leave the window; the newest (made 3 h ago) leaves in 21 h.
     limits(people.alpha, per_day=1, concurrent=10)
     for hours in (20, 10, 3):
-        made(mpbench, people.alpha, status="scored", at=NOW - timedelta(hours=hours))
+        made(toybench, people.alpha, status="scored", at=NOW - timedelta(hours=hours))
     refusal = team_limit_refusal(team=people.alpha, now=NOW)
     assert refusal.retry_after == NOW + timedelta(hours=21)
 
 
-def test_failed_submissions_count_against_neither_limit(people, mpbench):
+def test_failed_submissions_count_against_neither_limit(people, toybench):
     limits(people.alpha, per_day=1, concurrent=1)
-    made(mpbench, people.alpha, status="failed", at=NOW - timedelta(minutes=5))
-    made(mpbench, people.alpha, status="failed", at=NOW - timedelta(minutes=1))
+    made(toybench, people.alpha, status="failed", at=NOW - timedelta(minutes=5))
+    made(toybench, people.alpha, status="failed", at=NOW - timedelta(minutes=1))
     assert team_limit_refusal(team=people.alpha, now=NOW) is None
 
 
-def test_concurrent_limit_counts_unfinished_evaluations(people, mpbench):
+def test_concurrent_limit_counts_unfinished_evaluations(people, toybench):
     limits(people.alpha, per_day=10, concurrent=1)
-    running = made(mpbench, people.alpha, status="judging", at=NOW - timedelta(minutes=5))
+    running = made(toybench, people.alpha, status="judging", at=NOW - timedelta(minutes=5))
     refusal = team_limit_refusal(team=people.alpha, now=NOW)
     assert refusal.limit == "concurrent_evaluations" and refusal.retry_after is None
     assert f"(#{running.pk}) is scored or fails" in refusal.message
@@ -84,11 +84,11 @@ def test_concurrent_limit_counts_unfinished_evaluations(people, mpbench):
     assert team_limit_refusal(team=people.alpha, now=NOW) is None
 
 
-def test_site_defaults_apply_when_the_team_sets_none(people, mpbench, settings):
+def test_site_defaults_apply_when_the_team_sets_none(people, toybench, settings):
     settings.MAX_SUBMISSIONS_PER_DAY = 1
     settings.MAX_CONCURRENT_EVALUATIONS = 5
     assert team_limit_refusal(team=people.alpha, now=NOW) is None
-    made(mpbench, people.alpha, status="scored", at=NOW - timedelta(hours=2))
+    made(toybench, people.alpha, status="scored", at=NOW - timedelta(hours=2))
     refusal = team_limit_refusal(team=people.alpha, now=NOW)
     assert refusal.limit == "submissions_per_day" and refusal.allowed == 1
     settings.MAX_SUBMISSIONS_PER_DAY = 5
@@ -96,11 +96,11 @@ def test_site_defaults_apply_when_the_team_sets_none(people, mpbench, settings):
     assert team_limit_refusal(team=people.alpha, now=NOW).limit == "concurrent_evaluations"
 
 
-def test_the_page_refuses_to_start_at_the_limit(client, people, mpbench):
+def test_the_page_refuses_to_start_at_the_limit(client, people, toybench):
     limits(people.alpha, per_day=10, concurrent=1)
-    made(mpbench, people.alpha, status="queued", at=datetime.now(UTC))
+    made(toybench, people.alpha, status="queued", at=datetime.now(UTC))
     client.force_login(people.alice)
-    response = client.post("/benchmarks/mp-bench/submit/start/", start_fields(size=1000))
+    response = client.post("/benchmarks/toy-bench/submit/start/", start_fields(size=1000))
     assert response.status_code == 429
     assert response.json()["limit"] == "concurrent_evaluations"
     assert "concurrent evaluations" in response.json()["error"]
@@ -108,16 +108,16 @@ def test_the_page_refuses_to_start_at_the_limit(client, people, mpbench):
 
 
 def test_finish_at_the_limit_keeps_the_upload_for_later(
-    client, people, mpbench, make_bundle, eager, settings
+    client, people, toybench, make_bundle, eager, settings
 ):
     settings.UPLOAD_CHUNK_BYTES = 1024 * 1024
     limits(people.alpha, per_day=10, concurrent=1)
     data = make_bundle().read_bytes()
     client.force_login(people.alice)
-    state = client.post("/benchmarks/mp-bench/submit/start/", start_fields(size=len(data))).json()
+    state = client.post("/benchmarks/toy-bench/submit/start/", start_fields(size=len(data))).json()
     assert put_chunk(client, state, data, 0).status_code == 200
     # A teammate's submission starts meanwhile and takes the only slot.
-    blocker = made(mpbench, people.alpha, status="judging", at=datetime.now(UTC))
+    blocker = made(toybench, people.alpha, status="judging", at=datetime.now(UTC))
     refused = client.post(state["urls"]["finish"], HTTP_ACCEPT="application/json")
     assert refused.status_code == 429
     assert f"#{blocker.pk}" in refused.json()["error"]
@@ -142,7 +142,7 @@ def test_finish_at_the_limit_keeps_the_upload_for_later(
 def test_ten_simultaneous_creates_never_exceed_the_limit(
     postgres,
     people,
-    mpbench,
+    toybench,
     make_bundle,
     monkeypatch,
     settings,
@@ -158,7 +158,7 @@ def test_ten_simultaneous_creates_never_exceed_the_limit(
     # Nothing is queued: the submissions stay "queued", which counts as in progress.
     monkeypatch.setattr(submission_services, "enqueue_on_commit", lambda *args: None)
     bundle = make_bundle()
-    judge = mpbench.judges.get(slug="offline")
+    judge = toybench.judges.get(slug="offline")
     start = threading.Barrier(10)
     outcomes: list[str] = []
 
@@ -167,7 +167,7 @@ def test_ten_simultaneous_creates_never_exceed_the_limit(
             start.wait()
             submission_create_within_limits(
                 team=people.alpha,
-                benchmark=mpbench,
+                benchmark=toybench,
                 bundle_path=bundle,
                 system_name=f"Racer {index}",
                 system_type="",
@@ -196,7 +196,7 @@ def test_ten_simultaneous_creates_never_exceed_the_limit(
 
 @pytest.mark.services
 def test_simultaneous_creates_through_two_teams_keep_the_account_limit(
-    postgres, people, mpbench, make_bundle, monkeypatch, settings
+    postgres, people, toybench, make_bundle, monkeypatch, settings
 ):
     """The account's limit holds across its teams under the user row lock."""
     settings.MAX_SUBMISSIONS_PER_DAY_PER_ACCOUNT = 3
@@ -207,7 +207,7 @@ def test_simultaneous_creates_through_two_teams_keep_the_account_limit(
         limits(team, per_day=100, concurrent=100)
     monkeypatch.setattr(submission_services, "enqueue_on_commit", lambda *args: None)
     bundle = make_bundle()
-    judge = mpbench.judges.get(slug="offline")
+    judge = toybench.judges.get(slug="offline")
     start = threading.Barrier(10)
     outcomes: list[str] = []
 
@@ -216,7 +216,7 @@ def test_simultaneous_creates_through_two_teams_keep_the_account_limit(
             start.wait()
             submission_create_within_limits(
                 team=people.alpha if index % 2 else second,
-                benchmark=mpbench,
+                benchmark=toybench,
                 bundle_path=bundle,
                 system_name=f"Racer {index}",
                 system_type="",

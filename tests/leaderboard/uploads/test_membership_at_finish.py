@@ -37,7 +37,7 @@ def sent_and_queued(client, user, data: bytes, queued, **fields) -> dict:
     queue."""
     client.force_login(user)
     response = client.post(
-        "/benchmarks/mp-bench/submit/start/", start_fields(size=len(data), **fields)
+        "/benchmarks/toy-bench/submit/start/", start_fields(size=len(data), **fields)
     )
     assert response.status_code == 201, response.content
     state = response.json()
@@ -49,7 +49,7 @@ def sent_and_queued(client, user, data: bytes, queued, **fields) -> dict:
 
 
 def test_a_member_removed_while_the_finish_waits_gets_nothing_submitted(
-    client, people, mpbench, make_bundle, queued, tmp_path
+    client, people, toybench, make_bundle, queued, tmp_path
 ):
     state = sent_and_queued(client, people.alice2, make_bundle().read_bytes(), queued)
     membership = Membership.objects.get(team=people.alpha, user=people.alice2)
@@ -68,7 +68,7 @@ def test_a_member_removed_while_the_finish_waits_gets_nothing_submitted(
 
 
 def test_an_owner_demoted_while_a_publishing_finish_waits_gets_nothing_submitted(
-    client, people, mpbench, make_bundle, queued, tmp_path
+    client, people, toybench, make_bundle, queued, tmp_path
 ):
     state = sent_and_queued(client, people.alice, make_bundle().read_bytes(), queued, publish="on")
     Membership.objects.filter(team=people.alpha, user=people.alice2).update(
@@ -88,7 +88,7 @@ def test_an_owner_demoted_while_a_publishing_finish_waits_gets_nothing_submitted
 
 
 def test_a_member_still_in_the_team_submits_without_publishing(
-    client, people, mpbench, make_bundle, queued
+    client, people, toybench, make_bundle, queued
 ):
     state = sent_and_queued(client, people.alice2, make_bundle().read_bytes(), queued)
     assert tasks.finish_upload.apply(args=queued[-1]).get() == "accepted"
@@ -97,30 +97,32 @@ def test_a_member_still_in_the_team_submits_without_publishing(
     assert Upload.objects.get(pk=state["id"]).error == ""
 
 
-def test_only_owners_may_ask_to_publish_when_starting(client, people, mpbench, tmp_path):
+def test_only_owners_may_ask_to_publish_when_starting(client, people, toybench, tmp_path):
     client.force_login(people.alice2)
-    refused = client.post("/benchmarks/mp-bench/submit/start/", start_fields(size=10, publish="on"))
+    refused = client.post(
+        "/benchmarks/toy-bench/submit/start/", start_fields(size=10, publish="on")
+    )
     assert refused.status_code == 403
     assert refused.json()["error"] == (
         "only owners of team Alpha Lab may publish a submission; leave publishing off and ask "
         "an owner to publish it once it is scored"
     )
     assert not Upload.objects.exists()
-    assert client.post("/benchmarks/mp-bench/submit/start/", start_fields(size=10)).status_code == (
-        201
-    )
+    assert client.post(
+        "/benchmarks/toy-bench/submit/start/", start_fields(size=10)
+    ).status_code == (201)
     client.force_login(people.alice)
-    owner = client.post("/benchmarks/mp-bench/submit/start/", start_fields(size=10, publish="on"))
+    owner = client.post("/benchmarks/toy-bench/submit/start/", start_fields(size=10, publish="on"))
     assert owner.status_code == 201
 
 
-def test_only_owners_may_ask_to_publish_through_the_api(client, people, mpbench, make_bundle):
+def test_only_owners_may_ask_to_publish_through_the_api(client, people, toybench, make_bundle):
     secret = api_token_create(user=people.alice2, name="ci")[1]
     with make_bundle().open("rb") as handle:
         response = client.post(
             "/api/submissions/",
             {
-                "benchmark": "mp-bench",
+                "benchmark": "toy-bench",
                 "system": "API Agent",
                 "team": "alpha",
                 "judge": "offline",

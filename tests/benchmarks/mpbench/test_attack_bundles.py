@@ -1,7 +1,9 @@
 """The attack pass's hostile bundles (timeline, report size, memory, up-front validation),
 built here by code, driven through the real upload paths of a live server: the browser's
 chunked upload and POST /api/submissions/. Each is refused with a clear message naming what is
-wrong, and the server's peak memory grows by less than 200 MB over all of them."""
+wrong, and the server's peak memory grows by less than 200 MB over all of them. The bundles are
+MP-Bench's (its transcripts and their bounds): the test reads the MP-Bench data beside the
+checkout (../shared) and skips without it."""
 
 from __future__ import annotations
 
@@ -18,8 +20,8 @@ from django.test import Client
 from evaluation.models import Submission
 from leaderboard.accounts.services import api_token_create
 from leaderboard.uploads.models import Upload
+from tests.benchmarks.mpbench.conftest import start_fields
 from tests.conftest import peak_rss_growth, wav_header
-from tests.leaderboard.uploads.conftest import start_fields
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -2,9 +2,10 @@
 memory barely moving: neither the server nor the worker holds the bundle whole. The finish
 request only queues the work and answers at once, however long the worker then takes (at a few
 GB, longer than gunicorn's 120 s request timeout on a small machine). Opt-in, as it writes
-several GB:
+several GB; the bundle is MP-Bench's examples with one huge response.wav, so it also reads the
+MP-Bench data beside the checkout (../shared) and skips without it:
 
-    FLOORBOARD_LARGE_UPLOAD_GB=3 .venv/bin/pytest tests/leaderboard/uploads/test_large_upload.py -s
+    FLOORBOARD_LARGE_UPLOAD_GB=3 .venv/bin/pytest tests/benchmarks/mpbench/test_large_upload.py -s
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ from evaluation.benchmarks.mpbench.plugin import MPBench
 from evaluation.models import Submission
 from leaderboard.uploads import tasks
 from leaderboard.uploads.models import Upload
+from tests.benchmarks.mpbench.conftest import start_fields
 from tests.conftest import copy_examples, wav_header
-from tests.leaderboard.uploads.conftest import EXAMPLE_TASK, start_fields
 
 GIGABYTES = float(os.environ.get("FLOORBOARD_LARGE_UPLOAD_GB", "0"))
 PIECE = 8 * 1024 * 1024
 # gunicorn's --timeout (docker/Dockerfile): no request may take this long.
 REQUEST_TIMEOUT_SECONDS = 120
+EXAMPLE_TASK = "scenario_argument-diag_1001-tier_2-task_0"
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
