@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -152,8 +153,15 @@ def test_while_linking_calls_take_each_linked_chunk_without_searching_the_submis
         state["while_linking"] += state["linking"]
         return search(**kwargs)
 
+    def slow(body, call):
+        # Answers still under way when the last chunk is linked: the loop then claims, and
+        # searches, once (a judge answering faster leaves nothing open, and no search).
+        time.sleep(1.0)
+        return _graded(body, call)
+
     monkeypatch.setattr(judging, "judgments_link", tracked)
     monkeypatch.setattr(judging, "claimable_ids", counted)
+    judge_server.responder = slow
     submission = _submit(toybench, judge_server, toy_partial, "Straight")
     submission.refresh_from_db()
     assert submission.status == "scored", submission.error
