@@ -28,7 +28,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from evaluation.benchmarks import get_plugin
-from evaluation.benchmarks.base import BenchmarkPlugin, JudgedSlot, TaskOutcome
+from evaluation.benchmarks.base import JudgedSlot, TaskOutcome
 from evaluation.board_state import board_changed
 from evaluation.bulk import instance_values, rows_insert
 from evaluation.held_out import held_out_ids, held_out_missing
@@ -583,19 +583,28 @@ def task_outcomes(
     """Every task's outcome under one judge, from stored detections and judgments: (outcomes,
     judgments used, judgments failed). ``versions``: see judged_slots. ``rows``: every task
     result as stored, with its task, held in memory since ingest (see steps_start); then only
-    their order is read back (_outcomes_from_rows)."""
+    their order is read back."""
     judged: dict[int, dict] = {}
     total = failed = 0
     for links in submission_links(submission_id=submission.pk, judge_id=judge.pk):
         found, used, failed_here = judged_slots(links=links, versions=versions)
         judged.update(found)
         total, failed = total + used, failed + failed_here
-    if rows is not None:
-        return _outcomes_from_rows(submission, rows, judged), total, failed
-    # Values, not model instances: a thousand rows are read at each aggregation.
-    rows = submission.task_results.order_by("task__task_id").values_list(
-        "pk", "task__task_id", "task__spec", "data", "detection", "files"
-    )
+    order = submission.task_results.order_by("task__task_id")
+    if rows is None:
+        # Values, not model instances: a thousand rows are read at each aggregation.
+        stored = order.values_list(
+            "pk", "task__task_id", "task__spec", "data", "detection", "files"
+        )
+    else:
+        # Held since ingest: only their order is read, the database's (its collation, which
+        # Python's sort of the task ids need not match).
+        by_pk = {row.pk: row for row in rows}
+        stored = (
+            (pk, row.task.task_id, row.task.spec, row.data, row.detection, row.files)
+            for pk in order.values_list("pk", flat=True)
+            for row in [by_pk[pk]]
+        )
     outcomes = [
         TaskOutcome(
             task_id=task_id,
@@ -605,29 +614,9 @@ def task_outcomes(
             judged=judged.get(pk, {}),
             present=bool(files) or bool(data),
         )
-        for pk, task_id, spec, data, detection, files in rows
+        for pk, task_id, spec, data, detection, files in stored
     ]
     return outcomes, total, failed
-
-
-def _outcomes_from_rows(submission: Submission, rows, judged: dict) -> list[TaskOutcome]:
-    """task_outcomes from the task results held in memory: what the read back of every row
-    with its spec would give, in the order the database sorts them (its collation, which
-    Python's sort of the ids need not match), read as their ids alone."""
-    by_pk = {row.pk: row for row in rows}
-    order = submission.task_results.order_by("task__task_id").values_list("pk", flat=True)
-    return [
-        TaskOutcome(
-            task_id=row.task.task_id,
-            spec=row.task.spec,
-            data=row.data,
-            detection=row.detection,
-            judged=judged.get(pk, {}),
-            present=bool(row.files) or bool(row.data),
-        )
-        for pk in order
-        for row in [by_pk[pk]]
-    ]
 
 
 def submission_aggregate(*, submission: Submission, judge: Judge, rows=None) -> Score:
@@ -693,7 +682,7 @@ def score_results(plugin, outcomes, facts, contributions: dict | None) -> dict:
     """plugin.aggregate(outcomes): for a plug-in that keeps the core's (the board from the
     contributions, BenchmarkPlugin.aggregate), from ``contributions``, what
     score_contributions has just made of the same outcomes, rather than making them again."""
-    if type(plugin).aggregate is BenchmarkPlugin.aggregate:
+    if not plugin.overrides("aggregate"):
         return board_results_from(plugin, contributions)
     return plugin.aggregate(outcomes, facts=facts)
 
