@@ -3,7 +3,8 @@ README.md ("Adding a benchmark"). It exercises every hook of the interface with 
 the core: a JSONL release, a JSONL upload, one per-submission processing step, one judged kind
 with two slots per task, a mean-type metric with bootstrap intervals, splits, and rating units.
 
-Registered by adding "tests.toyplugin" to the FLOORBOARD_BENCHMARKS setting. It is also the
+A Django app (apps.py, label "toybench"), as every plug-in is; registered by adding
+"tests.toyplugin" to the FLOORBOARD_BENCHMARKS setting. It is also the
 benchmark of the core's tests that need one: tests/conftest.py imports its release (``toybench``)
 and writes its uploads (``toy_partial``, ``toy_upload``), made on the spot.
 """
