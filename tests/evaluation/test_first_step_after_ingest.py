@@ -1,17 +1,16 @@
 """A first step over the whole submission runs right after ingest, on the task results ingest
 holds in memory (pipeline.steps_start with ``rows``), and judging after the last such step,
-instead of stages that read them back."""
+instead of stages that read them back. On the example plug-in: its one step over the whole
+submission measures each answer's length and counts the answered tasks."""
 
 from __future__ import annotations
-
-import math
 
 import pytest
 from django.db import OperationalError
 
 from evaluation.benchmarks import get_plugin
 from evaluation.models import TaskJudgment
-from evaluation.services.judging import FIRST_CHUNK, PREPARE_CHUNK
+from evaluation.services import judging
 from tests.conftest import submit_offline
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -32,7 +31,7 @@ def _links(submission) -> list:
 
 
 def test_the_step_run_after_ingest_stores_what_its_own_stage_stores(
-    eager, mpbench, examples_bundle
+    eager, toybench, toy_partial, monkeypatch
 ):
     """Run on the rows ingest holds, or as stages that read them back: the same detections,
     facts, marks, judged slots and results, and the stages read the task results the
@@ -42,8 +41,12 @@ def test_the_step_run_after_ingest_stores_what_its_own_stage_stores(
 
     from evaluation.services import pipeline
 
+    # Chunks of 2, then 3: the six tasks are linked in three (2, 3, 1), as a large benchmark's
+    # are in many.
+    monkeypatch.setattr(judging, "FIRST_CHUNK", 2)
+    monkeypatch.setattr(judging, "PREPARE_CHUNK", 3)
     with CaptureQueriesContext(connection) as queries:
-        fused = submit_offline(mpbench, examples_bundle, "Fused")
+        fused = submit_offline(toybench, toy_partial, "Fused")
     fused.refresh_from_db()
     assert fused.status == "scored" and fused.steps_done == 1
     reads = [
@@ -54,9 +57,10 @@ def test_the_step_run_after_ingest_stores_what_its_own_stage_stores(
     detections = _stored(fused)
     links = _links(fused)
     results = fused.scores.get().results
-    # Every task is detected, the missing ones as silent; the three examples have text.
-    assert len(detections) == mpbench.tasks.count() and all(detections.values())
-    assert sum(bool(found["full_text"]) for found in detections.values()) == 3
+    # Every task is measured, the missing ones as empty: "It is 2", "It is 4", "Maybe 74".
+    lengths = {"q1": 7, "q2": 7, "q3": 8, "q4": 0, "q5": 0, "q6": 0}
+    assert detections == {task: {"length": n} for task, n in lengths.items()}
+    assert fused.facts == {"answered": 3}
 
     # The same step again as a stage of its own, from the stored rows.
     fused.task_results.update(detection={}, steps_done=0, detected=False)
@@ -66,7 +70,7 @@ def test_the_step_run_after_ingest_stores_what_its_own_stage_stores(
     staged = type(fused).objects.get(pk=fused.pk)
     assert staged.status == "scored"
     assert _stored(staged) == detections
-    assert staged.facts == fused.facts and "half_duplex" in staged.facts
+    assert staged.facts == fused.facts == {"answered": 3}
     assert not staged.task_results.filter(detected=False).exists()
     staged_reads = [
         q["sql"]
@@ -76,7 +80,7 @@ def test_the_step_run_after_ingest_stores_what_its_own_stage_stores(
     # The stage read the rows with their tasks for the step, then judging's own stage read them
     # for linking (the order, then a chunk at a time) and to aggregate, last; ingest's run held
     # them through all three, and read back only their order (their ids) to aggregate.
-    chunks = 1 + math.ceil((mpbench.tasks.count() - FIRST_CHUNK) / PREPARE_CHUNK)
+    chunks = 3
     assert len(reads) == 1 and reads[0].startswith(
         'SELECT "evaluation_taskresult"."id" AS "pk" FROM '
     )
@@ -97,12 +101,12 @@ def test_the_step_run_after_ingest_stores_what_its_own_stage_stores(
     ]
     assert len(writes) == len(staged_writes) >= 1
     # The same judged slots, linked to the same judgments, and the same results.
-    assert _links(staged) == links and len(links) >= 3
+    assert _links(staged) == links and len(links) == 6 * 2
     assert staged.scores.get().results == results
 
 
 def test_a_database_error_in_the_step_after_ingest_leaves_it_to_its_own_stage(
-    eager, mpbench, examples_bundle, monkeypatch
+    eager, toybench, toy_partial, monkeypatch
 ):
     """A dropped connection is worth another try, not a failure. Failing in ingest, the task
     results are written as ingested and the step runs again on them in memory; failing there
@@ -110,7 +114,7 @@ def test_a_database_error_in_the_step_after_ingest_leaves_it_to_its_own_stage(
     is scored, with the detections of an undisturbed run."""
     # Patched on the class: patching the shared plug-in instance would leave an attribute of
     # its own behind, hiding later tests' patches of the class.
-    plugin_class = type(get_plugin("mp-bench"))
+    plugin_class = type(get_plugin("toy-bench"))
     run = plugin_class.run_submission_step
     calls = []
 
@@ -122,26 +126,24 @@ def test_a_database_error_in_the_step_after_ingest_leaves_it_to_its_own_stage(
 
     failures = 0
     monkeypatch.setattr(plugin_class, "run_submission_step", flaky)
-    steady = submit_offline(mpbench, examples_bundle, "Steady")
-    assert calls == [mpbench.tasks.count()]
+    steady = submit_offline(toybench, toy_partial, "Steady")
+    assert calls == [6]
 
     calls.clear()
     failures = 2
-    submission = submit_offline(mpbench, examples_bundle, "Flaky")
+    submission = submit_offline(toybench, toy_partial, "Flaky")
     submission.refresh_from_db()
-    assert calls == [mpbench.tasks.count()] * 3
+    assert calls == [6] * 3
     assert submission.status == "scored" and submission.error == ""
     assert _stored(submission) == _stored(steady)
     assert submission.facts == type(submission).objects.get(pk=steady.pk).facts
 
 
 def test_a_database_error_in_judging_after_ingest_leaves_it_to_its_own_stage(
-    eager, mpbench, examples_bundle, monkeypatch
+    eager, toybench, toy_partial, monkeypatch
 ):
     """Judging on the held rows fails after it took the stage: its own stage is queued, takes
     the stage at once (no worker is on it any more), and the submission is scored."""
-    from evaluation.services import judging
-
     link = judging.judgments_link
     calls = []
 
@@ -152,23 +154,22 @@ def test_a_database_error_in_judging_after_ingest_leaves_it_to_its_own_stage(
         return link(**kwargs)
 
     monkeypatch.setattr(judging, "judgments_link", flaky)
-    submission = submit_offline(mpbench, examples_bundle, "Flaky judging")
+    submission = submit_offline(toybench, toy_partial, "Flaky judging")
     submission.refresh_from_db()
     # Held rows the first time, read back by the stage the second.
     assert calls == [True, False]
     assert submission.status == "scored" and submission.error == ""
-    assert len(_links(submission)) >= 3
+    assert len(_links(submission)) == 6 * 2
 
 
 def test_a_database_error_in_judging_leaves_the_stage_to_its_retry(
-    eager, mpbench, examples_bundle, monkeypatch
+    eager, toybench, toy_partial, monkeypatch
 ):
     """The judging stage itself (a re-score here), failing after it took the submission: its
     retry takes the stage at once rather than after a stall period, and scores it."""
-    from evaluation.services import judging
     from evaluation.services.pipeline import submission_judge
 
-    submission = submit_offline(mpbench, examples_bundle, "Retried judging")
+    submission = submit_offline(toybench, toy_partial, "Retried judging")
     link = judging.judgments_link
     calls = []
 

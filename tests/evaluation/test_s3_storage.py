@@ -5,7 +5,8 @@ import pytest
 from config.celery import app as celery_app
 from evaluation.models import TaskResult
 from evaluation.services import submission_create
-from tests.conftest import copy_examples, new_bucket, s3_storage_options, wav_file, zip_tree
+from tests.conftest import new_bucket, s3_storage_options
+from tests.toyplugin import toy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,35 +22,30 @@ def s3_storage(s3_server, settings, monkeypatch):
     celery_app.conf.task_always_eager = False
 
 
-def test_pipeline_reads_and_writes_through_s3(s3_storage, mpbench, mpbench_dir, tmp_path):
+def test_pipeline_reads_and_writes_through_s3(s3_storage, toybench, toy_partial):
+    """The example plug-in's upload of three answers, each spoken: the bundle and every spoken
+    answer are stored on S3, and ingest and its step read the answers back from there."""
     client, bucket = s3_storage
-    run = copy_examples(mpbench_dir, tmp_path / "run")
-    (run / "scenario_argument-diag_1001-tier_2-task_0" / "response.wav").write_bytes(
-        wav_file(b"\x01" * 64)
-    )
-    bundle = zip_tree(run, tmp_path / "bundle.zip")
     submission = submission_create(
-        benchmark=mpbench,
-        bundle_path=bundle,
+        benchmark=toybench,
+        bundle_path=toy_partial,
         system_name="On S3",
-        judge=mpbench.judges.get(slug="offline"),
+        judge=toybench.judges.get(slug="offline"),
         allow_partial=True,
     )
     submission.refresh_from_db()
     assert submission.status == "scored", submission.error
     keys = {obj["Key"] for obj in client.list_objects_v2(Bucket=bucket)["Contents"]}
     assert submission.bundle.name in keys
-    assert (
-        f"submissions/{submission.pk}/scenario_argument-diag_1001-tier_2-task_0/response.wav"
-        in keys
-    )
+    spoken = {f"submissions/{submission.pk}/{task}/answer.wav" for task in ("q1", "q2", "q3")}
+    assert spoken <= keys
     stored = client.get_object(Bucket=bucket, Key=submission.bundle.name)["Body"].read()
-    assert stored == bundle.read_bytes()
-    row = TaskResult.objects.get(
-        submission=submission, task__task_id="scenario_argument-diag_1001-tier_2-task_0"
-    )
-    found = row.detection
-    assert found["latency"] == 4.8 and found["post_text"].startswith("Sure, the Lamborghini")
+    assert stored == toy_partial.read_bytes()
+    # q1's answer, "It is 2", spoken as the upload has it.
+    q1 = client.get_object(Bucket=bucket, Key=f"submissions/{submission.pk}/q1/answer.wav")
+    assert q1["Body"].read() == toy.spoken("It is 2")
+    row = TaskResult.objects.get(submission=submission, task__task_id="q1")
+    assert row.data == {"answer": "It is 2"} and row.detection == {"length": 7}
 
 
 def test_rejected_bundle_writes_nothing_to_s3(s3_storage, toybench, tmp_path):

@@ -1,6 +1,6 @@
 """End to end through real services with the shipped settings: a Celery worker process and beat
-(the sweeper), a local judge server answering in 200 ms, all 927 real tasks submitted with the
-CLI. The worker is SIGKILLed mid-judging (what an OOM kill or a lost machine does) and a new one
+(the sweeper), a local judge server answering in 200 ms, an answer to every one of the example
+plug-in's tasks in a release of 500 (1,000 graded slots) submitted with the CLI. The worker is SIGKILLed mid-judging (what an OOM kill or a lost machine does) and a new one
 is started: the dead worker's judgments are taken up within two minutes, the submission finishes
 with the numbers counted by hand, no judgment is asked for again once stored, and the calls
 asked again (those the dead worker had asked and not stored) are at most the judge's bound.
@@ -22,19 +22,25 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.conf import settings
 from django.db import connection
 
 from config.celery import app as celery_app
-from evaluation.benchmarks.mpbench.demo.synthetic import GOOD, write_bundle_tree
 from evaluation.models import Judgment
-from tests.conftest import REPO, SHARED_MPBENCH, completion, embedded_env, require_service
+from tests.conftest import REPO, completion, embedded_env, require_service
+from tests.toyplugin import toy
 
 BROKER = os.environ.get("FLOORBOARD_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
 JUDGE_DELAY = 0.2
 KILL_AFTER = 400  # judgments stored
 RECOVERY_LIMIT = 120.0  # seconds from the kill until every judgment the dead worker held is done
+TASKS = 500  # the example plug-in's release: q1-q3 in English, q4-q500 in German
+RIGHT = 250  # answers right: q1-q250 ("It is <2i>"); the rest wrong ("Maybe <50-99>")
+JUDGMENTS = 2 * TASKS  # every task answered, graded for accuracy and for style
+STYLE = 0.5  # the judge's style grade, whatever the answer
+TOY = "evaluation.benchmarks.mpbench,tests.toyplugin"
 
 
 class Process:
@@ -84,41 +90,39 @@ def beat(env, log, tmp_path):
     return Process(env, log, "beat", "--loglevel=INFO", "-s", str(tmp_path / "beat-schedule"))
 
 
-def expected_table(tasks: dict[str, dict], outcomes: dict[str, str]) -> dict:
-    """Counted by hand from each task's outcome and the rules in DESIGN.md."""
-    latency_of = {"good": 1.25, "bad": 0.5, "good_slow": 3.0}
-    good = {"good", "good_slow"}
+def bootstrap(scores: list[float]) -> list[float]:
+    """The toy's documented interval, redrawn here: 1,000 resamples of the tasks with numpy's
+    default generator seeded 20260101, 2.5th and 97.5th percentiles of the means, in percent."""
+    rng = np.random.default_rng(20260101)
+    values = np.array(scores)
+    draws = rng.integers(0, len(values), size=(1000, len(values)))
+    means = values[draws].mean(axis=1)
+    return [round(100 * float(np.percentile(means, q)), 2) for q in (2.5, 97.5)]
+
+
+def expected_table() -> dict:
+    """Counted by hand from the toy's rules: a right answer's grades are 1.0 and 0.5 (task score
+    0.75), a wrong one's 0 and 0.5 (0.25); a language's quality is the mean task score."""
+    score = {f"q{i}": 0.75 if i <= RIGHT else 0.25 for i in range(1, TASKS + 1)}
+    languages = {"en": ["q1", "q2", "q3"], "de": [f"q{i}" for i in range(4, TASKS + 1)]}
     table = {}
-    for family in ("understanding", "discussion", "turnbased"):
-        ids = [k for k, t in tasks.items() if t["family"] == family]
-        spoke = {k: outcomes[k] in latency_of for k in ids}
-        lats = [latency_of[outcomes[k]] for k in ids if spoke[k]]
-        right = sum(outcomes[k] in good for k in ids)
-
-        def rate(k, n):
-            return {"count": k, "total": n, "pct": round(100.0 * k / n, 2) if n else None}
-
-        if family == "understanding":
-            spk = [k for k in ids if tasks[k]["is_speaker_name"]]
-            table[family] = {
-                "n": len(ids),
-                "overall_acc": rate(right, len(ids)),
-                "spk_name_acc": rate(sum(outcomes[k] in good for k in spk), len(spk)),
-                "latency_s": round(sum(lats) / len(lats), 1),
-            }
-        else:
-            tt = sum(spoke[k] == tasks[k]["should_speak"] for k in ids)
-            table[family] = {
-                "n": len(ids),
-                "tt_acc": rate(tt, len(ids)),
-                "app_acc": rate(right, len(ids)),
-                "latency_s": round(sum(lats) / len(lats), 1),
-            }
+    for language, ids in languages.items():
+        # The interval resamples the tasks as the core lists them: by task id, as text (q10
+        # before q2), which sets which task each drawn index is.
+        part = [score[task] for task in sorted(ids)]
+        n = len(part)
+        table[language] = {
+            "quality": {"pct": round(100 * sum(part) / n, 2), "n": n, "ci": bootstrap(part)},
+            "answered": {"count": n, "total": n, "pct": 100.0},
+        }
+    # en: three right, 75%; de: 247 right of 497, (247 x 0.75 + 250 x 0.25) / 497 = 49.85%.
+    assert (table["en"]["quality"]["pct"], table["de"]["quality"]["pct"]) == (75.0, 49.85)
     return table
 
 
 class Arrivals:
-    """When each prompt reached the judge; answers after 200 ms as a marker-reading judge."""
+    """When each prompt reached the judge; answers after 200 ms as a marker-reading judge:
+    accuracy 1.0 for a right answer ("It is ..."), 0 otherwise; style 0.5 always."""
 
     def __init__(self):
         self.times: dict[str, list[float]] = {}
@@ -129,14 +133,18 @@ class Arrivals:
         with self.lock:
             self.times.setdefault(prompt, []).append(time.time())
         time.sleep(JUDGE_DELAY)
-        verdict = GOOD in prompt
-        answer = {
-            "correct": verdict,
-            "consistent": verdict,
-            "reasoning": "m",
-            "extracted_name": "Ben",
-        }
-        return 200, {}, completion(json.dumps(answer))
+        if "Grade the style" in prompt:
+            score = STYLE
+        else:
+            score = 1.0 if "\nAnswer: It is " in prompt else 0.0
+        return 200, {}, completion(json.dumps({"score": score, "why": "m"}))
+
+
+def write_run(tmp_path: Path) -> tuple[Path, Path]:
+    """The release of TASKS tasks and an answer to each, RIGHT of them right."""
+    toy.write_release(tmp_path / "release", count=TASKS)
+    toy.write_answers(tmp_path / "answers.jsonl", correct=RIGHT, count=TASKS)
+    return tmp_path / "release", tmp_path / "answers.jsonl"
 
 
 def submit_command(bundle: Path) -> list[str]:
@@ -146,11 +154,11 @@ def submit_command(bundle: Path) -> list[str]:
         "submit",
         str(bundle),
         "--benchmark",
-        "mp-bench",
+        "toy-bench",
         "--system",
-        "Synthetic 927",
+        "Synthetic 500",
         "--system-type",
-        "realtime",
+        "large",
         "--json",
         "--publish",
     ]
@@ -210,11 +218,16 @@ def assert_asked_once(arrivals: Arrivals, stored: list[tuple[str, float]]):
 
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
-def test_killed_worker_on_redis_and_postgresql(
-    postgres, mpbench, mpbench_tasks, judge_server, tmp_path, client
-):
+def test_killed_worker_on_redis_and_postgresql(postgres, settings, judge_server, tmp_path, client):
     require_service("Redis", "127.0.0.1", 6379)
-    judge = mpbench.judges.get(slug="official")
+    from evaluation.services import benchmark_import
+
+    settings.FLOORBOARD_BENCHMARKS = [*settings.FLOORBOARD_BENCHMARKS, "tests.toyplugin"]
+    release, answers = write_run(tmp_path)
+    benchmark = benchmark_import(
+        slug="toy-bench", directory=release, plugin="toy-bench", name="Toy-Bench"
+    ).benchmark
+    judge = benchmark.judges.get(slug="official")
     judge.base_url = judge_server.url
     # A local judge costs nothing; priced at 0, the spending limits let it judge.
     judge.price_input_per_mtok = judge.price_output_per_mtok = 0
@@ -230,16 +243,14 @@ def test_killed_worker_on_redis_and_postgresql(
         f"{db['PORT'] or 5432}/{db['NAME']}",
         "CELERY_BROKER_URL": BROKER,
         "FLOORBOARD_QUEUE": queue,
+        "FLOORBOARD_BENCHMARKS": TOY,
         "FLOORBOARD_MEDIA_ROOT": str(tmp_path / "media"),
         "FLOORBOARD_VAR_DIR": str(tmp_path / "var"),
     }
     previous = (celery_app.conf.broker_url, celery_app.conf.task_default_queue)
     celery_app.conf.broker_url, celery_app.conf.task_default_queue = BROKER, queue
     try:
-        outcomes = write_bundle_tree(tmp_path / "bundle", list(mpbench_tasks))
-        subprocess.run(
-            submit_command(tmp_path / "bundle"), cwd=REPO, env=env, check=True, capture_output=True
-        )
+        subprocess.run(submit_command(answers), cwd=REPO, env=env, check=True, capture_output=True)
         recovered, done_at_kill = kill_and_recover(
             env,
             tmp_path / "worker.log",
@@ -253,11 +264,11 @@ def test_killed_worker_on_redis_and_postgresql(
     finally:
         celery_app.conf.broker_url, celery_app.conf.task_default_queue = previous
     assert recovered <= RECOVERY_LIMIT, f"recovered after {recovered:.0f} s"
-    board = client.get("/api/benchmarks/mp-bench/leaderboard/").json()
-    entry = next(e for e in board["entries"] if e["system"] == "Synthetic 927")
-    assert entry["results"] == expected_table(mpbench_tasks, outcomes)
+    board = client.get("/api/benchmarks/toy-bench/leaderboard/").json()
+    entry = next(e for e in board["entries"] if e["system"] == "Synthetic 500")
+    assert entry["results"] == expected_table()
     assert entry["failed_judgments"] == 0
-    assert done_at_kill < Judgment.objects.filter(status="done").count() == 1074
+    assert done_at_kill < Judgment.objects.filter(status="done").count() == JUDGMENTS
     assert_asked_once(
         arrivals,
         [(j.prompt, j.completed_at.timestamp()) for j in Judgment.objects.filter(status="done")],
@@ -274,11 +285,9 @@ def _scored_pg() -> bool:
 
 
 @pytest.mark.services
-def test_killed_worker_on_the_embedded_default(tmp_path, judge_server, mpbench_tasks):
+def test_killed_worker_on_the_embedded_default(tmp_path, judge_server):
     """Everything out of this process: a SQLite file, the filesystem broker under a var folder,
     the CLI to import and submit, sqlite3 to watch."""
-    if not (SHARED_MPBENCH / "tasks.jsonl").is_file():
-        pytest.skip("the MP-Bench data is not beside this checkout")
     arrivals = Arrivals()
     judge_server.responder = arrivals
     var = tmp_path / "var"
@@ -286,6 +295,7 @@ def test_killed_worker_on_the_embedded_default(tmp_path, judge_server, mpbench_t
     env = embedded_env(
         var,
         FLOORBOARD_QUEUE="floorboard",
+        FLOORBOARD_BENCHMARKS=TOY,
         OPENAI_BASE_URL=judge_server.url,
         DJANGO_DEBUG="1",
         # The official judge is imported without a price: with no spending limit it judges
@@ -305,11 +315,9 @@ def test_killed_worker_on_the_embedded_default(tmp_path, judge_server, mpbench_t
         )
 
     manage("migrate", "--noinput")
-    manage("import_benchmark", "mp-bench", str(SHARED_MPBENCH))
-    outcomes = write_bundle_tree(tmp_path / "bundle", list(mpbench_tasks))
-    subprocess.run(
-        submit_command(tmp_path / "bundle"), cwd=REPO, env=env, check=True, capture_output=True
-    )
+    release, answers = write_run(tmp_path)
+    manage("import_benchmark", "toy-bench", str(release))
+    subprocess.run(submit_command(answers), cwd=REPO, env=env, check=True, capture_output=True)
 
     def query(sql):
         with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30) as db:
@@ -335,9 +343,9 @@ def test_killed_worker_on_the_embedded_default(tmp_path, judge_server, mpbench_t
         "SELECT s.results FROM evaluation_score s JOIN evaluation_submission m "
         "ON m.id = s.submission_id WHERE m.is_reported = 0"
     )
-    assert json.loads(results) == expected_table(mpbench_tasks, outcomes)
+    assert json.loads(results) == expected_table()
     stored = query("SELECT prompt, completed_at FROM evaluation_judgment WHERE status='done'")
-    assert len(stored) == 1074 and done_at_kill < 1074
+    assert len(stored) == JUDGMENTS and done_at_kill < JUDGMENTS
     assert_asked_once(
         arrivals,
         [
