@@ -1,5 +1,7 @@
 """Fixtures of the board tests that share their scored rows per module (tests/conftest.py
-shared_db): the cast, made once, and each test's fresh copies of it and of the module's runs."""
+shared_db): the cast, made once, and each test's fresh copies of it and of the module's runs;
+and MP-Bench imported from its plug-in's own demo release, for board tests that need its
+metrics and the paper's rows but none of its data."""
 
 from pathlib import Path
 
@@ -42,6 +44,8 @@ def mpbench_demo_import(folder: Path):
 
 @pytest.fixture
 def mpbench_demo(request, db, tmp_path):
+    """MP-Bench from its demo release (mpbench_demo_import); in a module sharing rows, the one
+    the module imported, read afresh."""
     if "shared_db" in request.fixturenames:
         return fresh(request.getfixturevalue("shared_mpbench_demo"))  # imported once
     return mpbench_demo_import(tmp_path / "mpbench-demo")
