@@ -22,10 +22,10 @@ ARTIFACTS = REPO / "test-artifacts" / "leaderboard"
 
 
 @pytest.fixture
-def rows(mpbench):
+def rows(mpbench_demo):
     cache.clear()
     judge = Judge.objects.create(
-        benchmark=mpbench,
+        benchmark=mpbench_demo,
         slug="gpt",
         name="GPT judge",
         provider=Judge.Provider.OPENAI,
@@ -35,7 +35,7 @@ def rows(mpbench):
     )
     for name, (system_type, facets, counts, latencies) in ROWS.items():
         scored_row(
-            mpbench,
+            mpbench_demo,
             judge,
             name,
             mp_results(*counts, lat=latencies),
@@ -146,7 +146,7 @@ def test_browse_sort_filter_switch_judge_and_charts(browser, live_server, rows):
     ]
 
 
-def test_staff_add_judge_in_the_browser(browser, live_server, mpbench):
+def test_staff_add_judge_in_the_browser(browser, live_server, mpbench_demo):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     staff = User.objects.create_user("sam", is_staff=True)
     client = Client()

@@ -26,12 +26,12 @@ def _fresh_cache():
 
 
 @pytest.fixture
-def board(mpbench, judge):  # noqa: F811
+def board(mpbench_demo, judge):  # noqa: F811
     rows = [
-        scored_row(mpbench, judge, "Alpha", mp_results(300, 50, 120, 64, 130, 72)),
-        scored_row(mpbench, judge, "Beta", mp_results(200, 40, 100, 50, 120, 60)),
+        scored_row(mpbench_demo, judge, "Alpha", mp_results(300, 50, 120, 64, 130, 72)),
+        scored_row(mpbench_demo, judge, "Beta", mp_results(200, 40, 100, 50, 120, 60)),
     ]
-    return mpbench, rows
+    return mpbench_demo, rows
 
 
 def header(page: str, key: str) -> str:

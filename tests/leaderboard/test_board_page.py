@@ -20,7 +20,8 @@ from tests import factories
 from tests.conftest import fresh, fresh_all
 from tests.evaluation.test_stats import wilson_by_quadratic
 
-# Every test sees the same rows: MP-Bench with the paper's, and five scored under a second judge.
+# Every test sees the same rows: MP-Bench (its plug-in's demo release) with the paper's, and five
+# scored under a second judge.
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("shared_db", "shared_board")]
 
 SPLITS = {"understanding": 543, "discussion": 128, "turnbased": 256}
@@ -30,7 +31,8 @@ SPK_TOTAL = 99
 def mp_results(
     overall: int, spk: int, d_tt: int, d_app: int, t_tt: int, t_app: int, lat=(None, None, None)
 ) -> dict:
-    """An MP-Bench results structure from correct counts (splits of the real benchmark)."""
+    """An MP-Bench results structure from correct counts, out of the real benchmark's split
+    sizes (the board reads the counts and totals from the score, not the benchmark's tasks)."""
     return {
         "understanding": {
             "n": SPLITS["understanding"],
@@ -144,14 +146,14 @@ def second_judge(benchmark: Benchmark) -> Judge:
 
 
 @pytest.fixture(scope="module")
-def shared_board(shared_mpbench):
+def shared_board(shared_mpbench_demo):
     """A second judge and five systems scored under it, made once for the module (see
     shared_db); the official judge has only the paper's rows."""
-    judge = second_judge(shared_mpbench)
+    judge = second_judge(shared_mpbench_demo)
     made = {}
     for name, (system_type, facets, counts, latencies) in ROWS.items():
         made[name] = scored_row(
-            shared_mpbench,
+            shared_mpbench_demo,
             judge,
             name,
             mp_results(*counts, lat=latencies),
@@ -308,7 +310,7 @@ def test_filters(client, board, query, expected):
         assert (f'data-system="{name}"' in page) == (name in expected)
 
 
-def test_filters_apply_to_paper_rows(client, mpbench):
+def test_filters_apply_to_paper_rows(client, mpbench_demo):
     everything = api(client, judge="official")
     assert len(everything["entries"]) == 14
     realtime = api(client, "type=realtime", judge="official")
@@ -348,7 +350,7 @@ def test_json_carries_wilson_intervals_and_facets(client, board):
     assert all(v is None for e in paper for v in e["intervals"].values())
 
 
-def test_page_layout_badges_chance_and_hover(client, board, mpbench):
+def test_page_layout_badges_chance_and_hover(client, board, mpbench_demo):
     alpha = board["Alpha"]
     alpha.is_verified = True
     alpha.save()
@@ -503,7 +505,7 @@ def test_bad_parameters_are_named(client, board, query, problem):
     assert client.get("/benchmarks/mp-bench/leaderboard.csv?judge=nobody").status_code == 404
 
 
-def test_judge_selector_appears_once_two_judges_have_scores(client, mpbench, board):
+def test_judge_selector_appears_once_two_judges_have_scores(client, mpbench_demo, board):
     page = client.get("/benchmarks/mp-bench/").content.decode()
     assert '<select name="judge">' in page
     assert '<option value="gpt">GPT judge</option>' in page
@@ -583,7 +585,7 @@ def _queries(client, url: str) -> tuple[int, int]:
 @pytest.mark.parametrize("url", URLS)
 @pytest.mark.parametrize("viewer", ["anonymous", "member", "staff"])
 def test_queries_do_not_grow_with_rows(
-    client, mpbench, gpt_judge, url, viewer, django_assert_max_num_queries
+    client, mpbench_demo, gpt_judge, url, viewer, django_assert_max_num_queries
 ):
     from evaluation.models import Membership, Team
 
@@ -592,9 +594,9 @@ def test_queries_do_not_grow_with_rows(
         team = Team.objects.create(name="T", slug="t")
         Membership.objects.create(team=team, user=user)
         client.force_login(user)
-    _add_rows(mpbench, gpt_judge, 0, 5)
+    _add_rows(mpbench_demo, gpt_judge, 0, 5)
     small, shown_small = _queries(client, url)
-    _add_rows(mpbench, gpt_judge, 5, 60)
+    _add_rows(mpbench_demo, gpt_judge, 5, 60)
     large, shown_large = _queries(client, url)
     if "official" not in url:
         assert shown_large > shown_small  # the second size really shows more rows
@@ -666,7 +668,7 @@ def test_chart_figures(client, board):
     assert "Spk Name Acc chance 33.3%" in texts and "T Acc chance 50.0%" in texts
 
 
-def test_chart_cache_changes_when_scores_change(client, board, mpbench, gpt_judge):
+def test_chart_cache_changes_when_scores_change(client, board, mpbench_demo, gpt_judge):
     cache.clear()
     url = "/benchmarks/mp-bench/charts.json?judge=gpt"
     first = client.get(url).json()
@@ -679,7 +681,10 @@ def test_chart_cache_changes_when_scores_change(client, board, mpbench, gpt_judg
     assert len(cached) < len(fresh)
 
     scored_row(
-        mpbench, gpt_judge, "Zeta", mp_results(500, 98, 128, 120, 250, 250, lat=(0.5, 0.5, 0.5))
+        mpbench_demo,
+        gpt_judge,
+        "Zeta",
+        mp_results(500, 98, 128, 120, 250, 250, lat=(0.5, 0.5, 0.5)),
     )
     assert client.get(url).json()["points"] == 6
     # A recomputed score (same rows, new numbers) shows at once too.
@@ -719,7 +724,7 @@ def test_page_points_at_the_local_plotly(client, board):
 # --- System page -----------------------------------------------------------------------------
 
 
-def test_system_page(client, board, mpbench, gpt_judge):
+def test_system_page(client, board, mpbench_demo, gpt_judge):
     beta = System.objects.get(name="Beta")
     beta.organization = "Beta Labs"
     beta.parameters = "70B"

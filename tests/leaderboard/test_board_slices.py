@@ -1,5 +1,7 @@
 """The board on a slice, and rank ranges. Rows are scored as the pipeline stores them (results,
-contributions, slice results) from seeded random outcomes on MP-Bench's 927 real tasks; the
+contributions, slice results) from seeded random outcomes on MP-Bench's plug-in with 927 tasks
+written here in the real benchmark's shape (its families, speaker-name and should-speak counts;
+no conversation, which no test here slices by), so nothing beside the checkout is read; the
 expected numbers come from MP-Bench's own aggregation run on each subset, the expected ranks
 from sorting those by hand, and the expected rank ranges from scipy's binomial test."""
 
@@ -15,25 +17,62 @@ from evaluation.services.pipeline import score_slices
 from leaderboard.selectors import BoardSort, leaderboard_entries
 from leaderboard.selectors_compare import board_slice
 from leaderboard.selectors_rows import sliced_entries, with_rank_ranges
+from tests import factories
 from tests.benchmarks.mpbench.test_slices_parity import _random_outcome
 
 pytestmark = pytest.mark.django_db
 
 SKILL = {"Ace": 0.9, "Bee": 0.6, "Cay": 0.58, "Dee": 0.3}
 
+# MP-Bench's tasks by (family, should_speak, is_speaker_name), as many as the real release has.
+SHAPE = {
+    ("understanding", True, True): 396,
+    ("understanding", True, False): 147,
+    ("discussion", True, False): 128,
+    ("turnbased", True, False): 128,
+    ("turnbased", False, False): 128,
+}
+
+
+def shaped_tasks() -> dict[str, dict]:
+    """Task id -> MP-Bench spec, SHAPE's counts of each kind."""
+    tasks = {}
+    for (family, should_speak, is_speaker_name), count in SHAPE.items():
+        for n in range(count):
+            tasks[f"{family}-{int(should_speak)}{int(is_speaker_name)}-{n:03d}"] = {
+                "family": family,
+                "should_speak": should_speak,
+                "is_speaker_name": is_speaker_name,
+                "metatranscript": "",
+            }
+    return tasks
+
 
 @pytest.fixture
-def board(mpbench, mpbench_tasks):
+def mpbench_tasks() -> dict[str, dict]:
+    return shaped_tasks()
+
+
+@pytest.fixture
+def board(db, mpbench_tasks):
     cache.clear()
     plugin = get_plugin("mp-bench")
-    judge = mpbench.judges.get(is_official=True)
+    mpbench = factories.benchmark("mp-bench", slug="mp-bench", tasks=mpbench_tasks)
+    defaults = plugin.official_judge
+    judge = factories.judge(
+        mpbench,
+        defaults.slug,
+        provider=defaults.provider,
+        official=True,
+        models_by_kind=defaults.models_by_kind,
+        name=defaults.name,
+    )
     outcomes = {}
     for name, skill in SKILL.items():
         rng = random.Random(name)
         found = []
         for task_id, task in sorted(mpbench_tasks.items()):
-            spec = {k: v for k, v in task.items() if k != "task_dir"}
-            outcome = _random_outcome(rng, task_id, spec)
+            outcome = _random_outcome(rng, task_id, task)
             # Shift the verdicts towards the system's skill.
             judged = {
                 slot: type(value)(value.state, rng.random() < skill, {})

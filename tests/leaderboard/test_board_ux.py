@@ -33,9 +33,9 @@ def _fresh_cache():
 
 
 @pytest.fixture
-def judge(mpbench) -> Judge:
+def judge(mpbench_demo) -> Judge:
     return Judge.objects.create(
-        benchmark=mpbench,
+        benchmark=mpbench_demo,
         slug="gpt",
         name="GPT judge",
         provider=Judge.Provider.OPENAI,
@@ -43,11 +43,11 @@ def judge(mpbench) -> Judge:
     )
 
 
-def many_rows(mpbench, judge, count: int) -> None:
+def many_rows(mpbench_demo, judge, count: int) -> None:
     # Overall accuracy k of 543 for row k: every row ranks apart, best last made.
     for k in range(count):
         scored_row(
-            mpbench,
+            mpbench_demo,
             judge,
             f"Row {k:03d}",
             mp_results(k, 0, 0, 0, 0, 0),
@@ -58,13 +58,15 @@ def many_rows(mpbench, judge, count: int) -> None:
 # --- 2. Ranking, said and done -------------------------------------------------------------------
 
 
-def test_exact_ties_share_a_rank_and_the_page_says_how_ranks_are_given(client, mpbench, judge):
+def test_exact_ties_share_a_rank_and_the_page_says_how_ranks_are_given(client, mpbench_demo, judge):
     # Two rows with the same counts everywhere; a third differs only at the third decimal of a
     # percentage that rounds the same (2 of 543 vs 2 of 543 is a tie; 100/128 vs 100/128 too).
-    scored_row(mpbench, judge, "Tied A", mp_results(300, 50, 120, 64, 130, 72))
-    scored_row(mpbench, judge, "Tied B", mp_results(300, 50, 120, 64, 130, 72))
-    scored_row(mpbench, judge, "Below", mp_results(299, 50, 120, 64, 130, 72))
-    scored_row(mpbench, judge, "Other group", mp_results(10, 0, 0, 0, 0, 0), system_type="text-llm")
+    scored_row(mpbench_demo, judge, "Tied A", mp_results(300, 50, 120, 64, 130, 72))
+    scored_row(mpbench_demo, judge, "Tied B", mp_results(300, 50, 120, 64, 130, 72))
+    scored_row(mpbench_demo, judge, "Below", mp_results(299, 50, 120, 64, 130, 72))
+    scored_row(
+        mpbench_demo, judge, "Other group", mp_results(10, 0, 0, 0, 0, 0), system_type="text-llm"
+    )
     entries = client.get("/api/benchmarks/mp-bench/leaderboard/?judge=gpt&group=none").json()[
         "entries"
     ]
@@ -88,9 +90,9 @@ def test_exact_ties_share_a_rank_and_the_page_says_how_ranks_are_given(client, m
 
 
 def test_the_first_screen_shows_the_best_rows_and_the_whole_table_is_one_click_away(
-    client, mpbench, judge
+    client, mpbench_demo, judge
 ):
-    many_rows(mpbench, judge, FIRST_ROWS + 7)
+    many_rows(mpbench_demo, judge, FIRST_ROWS + 7)
     page = client.get("/benchmarks/mp-bench/?judge=gpt&group=none").content.decode()
     shown = re.findall(r'data-system="(Row \d+)"', page)
     assert len(shown) == FIRST_ROWS
@@ -107,8 +109,8 @@ def test_the_first_screen_shows_the_best_rows_and_the_whole_table_is_one_click_a
     assert len(csv_rows.strip().splitlines()) == FIRST_ROWS + 7 + 1
 
 
-def test_a_name_search_keeps_the_boards_ranks(client, mpbench, judge):
-    many_rows(mpbench, judge, 12)
+def test_a_name_search_keeps_the_boards_ranks(client, mpbench_demo, judge):
+    many_rows(mpbench_demo, judge, 12)
     data = client.get("/api/benchmarks/mp-bench/leaderboard/?judge=gpt&group=none&q=row 00").json()
     # Rows 000-009 match; row 009 is third best of twelve overall, and keeps rank 3.
     assert [(e["system"], e["rank"]) for e in data["entries"][:2]] == [
@@ -122,23 +124,23 @@ def test_a_name_search_keeps_the_boards_ranks(client, mpbench, judge):
     assert "1 row matches these filters" in page
 
 
-def test_the_rendered_table_is_cached_until_a_score_changes(client, mpbench, judge):
-    many_rows(mpbench, judge, 5)
+def test_the_rendered_table_is_cached_until_a_score_changes(client, mpbench_demo, judge):
+    many_rows(mpbench_demo, judge, 5)
     url = "/benchmarks/mp-bench/?judge=gpt"
     with CaptureQueriesContext(connection) as cold:
         first = client.get(url).content.decode()
     with CaptureQueriesContext(connection) as warm:
         again = client.get(url).content.decode()
     assert again == first and len(warm) < len(cold)
-    scored_row(mpbench, judge, "Newcomer", mp_results(540, 0, 0, 0, 0, 0))
+    scored_row(mpbench_demo, judge, "Newcomer", mp_results(540, 0, 0, 0, 0, 0))
     assert 'data-system="Newcomer"' in client.get(url).content.decode()
 
 
 # --- Compressed responses ------------------------------------------------------------------------
 
 
-def test_pages_json_and_plotly_js_go_out_compressed(client, mpbench, judge):
-    many_rows(mpbench, judge, 30)
+def test_pages_json_and_plotly_js_go_out_compressed(client, mpbench_demo, judge):
+    many_rows(mpbench_demo, judge, 30)
     page = client.get("/benchmarks/mp-bench/?judge=gpt", HTTP_ACCEPT_ENCODING="gzip")
     assert page["Content-Encoding"] == "gzip"
     plain = client.get("/benchmarks/mp-bench/?judge=gpt").content
@@ -160,13 +162,13 @@ def test_pages_json_and_plotly_js_go_out_compressed(client, mpbench, judge):
 
 
 def test_the_home_page_shows_each_benchmark_with_its_size_systems_and_leader(
-    client, mpbench, judge
+    client, mpbench_demo, judge
 ):
     page = client.get("/").content.decode()
     card = page[page.index('data-benchmark="mp-bench"') :].split("</article>")[0]
     plugin = get_plugin("mp-bench")
     assert plugin.description[:40] in card
-    assert f'class="tasks">{mpbench.tasks.count()}<' in card
+    assert f'class="tasks">{mpbench_demo.tasks.count()}<' in card
     assert "0 scored here · 14 reported in a paper" in card
     # Under the official judge the paper's best row leads (87.48 overall accuracy).
     assert "Gemini-3.1-Pro (SpkD-ASR)" in card and "reported in paper" in card
@@ -177,7 +179,7 @@ def test_the_home_page_shows_each_benchmark_with_its_size_systems_and_leader(
     assert "(not imported yet)" in card and "none yet" in card
 
 
-def test_every_page_names_its_icon_and_favicon_ico_finds_it(client, mpbench):
+def test_every_page_names_its_icon_and_favicon_ico_finds_it(client, mpbench_demo):
     page = client.get("/").content.decode()
     assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in page
     response = client.get("/favicon.ico")
@@ -189,7 +191,7 @@ def test_every_page_names_its_icon_and_favicon_ico_finds_it(client, mpbench):
 # --- 5. About each benchmark, from its declarations -----------------------------------------------
 
 
-def test_the_about_page_says_what_the_plugin_declares(client, mpbench):
+def test_the_about_page_says_what_the_plugin_declares(client, mpbench_demo):
     plugin = get_plugin("mp-bench")
     page = html.unescape(client.get("/benchmarks/mp-bench/about/").content.decode())
     assert plugin.description in page
@@ -213,18 +215,8 @@ def test_the_about_page_says_what_the_plugin_declares(client, mpbench):
     assert 'href="/benchmarks/mp-bench/about/"' in board and 'id="bibtex"' in board
 
 
-def test_the_citation_is_the_one_the_benchmark_readme_gives(mpbench_dir):
-    readme = (mpbench_dir / "README.upstream.md").read_text()
-    given = readme.split("```bibtex", 1)[1].split("```", 1)[0].strip()
-
-    def squeeze(text: str) -> str:
-        return re.sub(r"\s+", "", text)
-
-    assert squeeze(get_plugin("mp-bench").citation) == squeeze(given)
-
-
 def test_the_example_upload_is_the_plugins_demo_run_and_passes_on_the_demo_board(
-    client, mpbench, settings, tmp_path
+    client, mpbench_demo, settings, tmp_path
 ):
     from evaluation.benchmarks.mpbench import demo
     from evaluation.services import benchmark_import, bundle_validate
@@ -274,7 +266,7 @@ def test_a_benchmark_not_imported_says_what_to_do_and_form_errors_name_their_fie
     assert all(":" in message for message in body["messages"])
 
 
-def test_one_team_means_no_empty_team_choice(client, mpbench):
+def test_one_team_means_no_empty_team_choice(client, mpbench_demo):
     from django.contrib.auth.models import User
 
     from evaluation.models import Membership, Team
@@ -314,7 +306,7 @@ def test_the_schema_shows_the_create_body_the_board_parameters_and_the_docs_show
     assert "<td><code>bundle</code> <strong>required</strong></td><td>file</td>" in docs
 
 
-def test_a_wrong_judge_lists_the_valid_ones(client, mpbench):
+def test_a_wrong_judge_lists_the_valid_ones(client, mpbench_demo):
     from django.contrib.auth.models import User
 
     from evaluation.models import Membership, Team
@@ -348,7 +340,7 @@ def io_file():
 # --- 3. Charts: what the legend says, where the names go ---------------------------------------------
 
 
-def test_chart_legends_say_paper_rows_have_no_interval(client, mpbench, judge):
+def test_chart_legends_say_paper_rows_have_no_interval(client, mpbench_demo, judge):
     figures = client.get("/benchmarks/mp-bench/charts.json").json()  # the official board
     for figure in figures["figures"]:
         notes = [t["name"] for t in figure["data"] if t.get("legendgroup") == "note"]

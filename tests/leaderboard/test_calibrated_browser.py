@@ -19,13 +19,13 @@ def _params(page) -> dict:
     return parse_qs(urlsplit(page.url).query)
 
 
-def test_the_calibrated_switch_in_the_browser(browser, live_server, rows, mpbench):  # noqa: F811
-    key = get_plugin(mpbench.plugin).rank_keys[0]
+def test_the_calibrated_switch_in_the_browser(browser, live_server, rows, mpbench_demo):  # noqa: F811
+    key = get_plugin(mpbench_demo.plugin).rank_keys[0]
     judge = rows
     for name, value in (("Gamma", 10.0), ("Delta", 90.0)):
         CalibratedScore.objects.create(
             submission=Submission.objects.get(
-                benchmark=mpbench, system__name=name, is_reported=False
+                benchmark=mpbench_demo, system__name=name, is_reported=False
             ),
             judge=judge,
             metric=key,

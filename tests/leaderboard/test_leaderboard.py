@@ -1,4 +1,6 @@
-"""The first leaderboard: Table 3 layout, ranking, paper rows, offline scores kept apart."""
+"""The first leaderboard: Table 3 layout, ranking, paper rows, offline scores kept apart. MP-Bench
+is its plug-in's demo release (18 tasks) with the paper's rows; the uploads the pipeline takes
+are the example plug-in's."""
 
 import pytest
 from django.contrib.auth.models import User
@@ -6,36 +8,36 @@ from django.contrib.auth.models import User
 from evaluation.models import Judgment, Score, Submission
 from evaluation.services import submission_create
 from tests import factories
-from tests.conftest import copy_examples, scoring_here, submit_offline, zip_tree
+from tests.conftest import scoring_here, submit_offline
 from tests.leaderboard.test_board_page import mp_results
 
 pytestmark = pytest.mark.django_db
 
-# The three task folders of MP-Bench's examples (../shared/benchmarks/mpbench/examples).
+# Three tasks of the demo release's 18 (write_demo_source), the ones a scored row answered.
 EXAMPLE_TASKS = [
-    "scenario_argument-diag_1001-tier_1-task_1868",
-    "scenario_argument-diag_1001-tier_2-task_0",
-    "scenario_turnBasedGame-diag_112-tier_2-task_1",
+    "scenario_demo-discussion-1",
+    "scenario_demo-discussion-2",
+    "scenario_demo-turnbased-1",
 ]
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _one_import(shared_mpbench):
+def _one_import(shared_mpbench_demo):
     """MP-Bench is imported once for the module (tests/conftest.py shared_db)."""
 
 
 @pytest.fixture
-def scored_offline(mpbench):
-    """The examples (three tasks of 927) scored under the offline judge and published."""
+def scored_offline(mpbench_demo):
+    """Three tasks of 18 scored under the offline judge and published."""
     return factories.scored_submission(
-        mpbench,
+        mpbench_demo,
         system="Offline Agent",
         results=mp_results(300, 50, 120, 64, 130, 72),
         tasks=EXAMPLE_TASKS,
     )
 
 
-def test_official_board_shows_paper_rows_ranked(client, mpbench):
+def test_official_board_shows_paper_rows_ranked(client, mpbench_demo):
     data = client.get("/api/benchmarks/mp-bench/leaderboard/?group=none").json()
     assert data["judge"]["slug"] == "official"
     assert data["chance_pct"] == {"understanding.spk_name_acc": 33.3, "turnbased.tt_acc": 50.0}
@@ -106,9 +108,9 @@ def test_offline_scores_are_labelled_and_never_mixed(client, scored_offline):
     assert client.get("/benchmarks/mp-bench/?judge=nobody").status_code == 404
 
 
-def test_newest_submission_per_system(client, mpbench, scored_offline):
+def test_newest_submission_per_system(client, mpbench_demo, scored_offline):
     newer = factories.scored_submission(
-        mpbench,
+        mpbench_demo,
         system=scored_offline.system,
         results=mp_results(10, 5, 12, 6, 13, 7),
         tasks=EXAMPLE_TASKS,
@@ -118,42 +120,39 @@ def test_newest_submission_per_system(client, mpbench, scored_offline):
     assert [e["submission"] for e in entries] == [newer.pk]
 
 
-def test_unfinished_submissions_are_not_ranked(client, mpbench, mpbench_dir, tmp_path):
-    bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / "ex"), tmp_path / "b.zip")
+def test_unfinished_submissions_are_not_ranked(client, toybench, toy_partial):
     queued = submission_create(
-        benchmark=mpbench,
-        bundle_path=bundle,
+        benchmark=toybench,
+        bundle_path=toy_partial,
         system_name="Queued",
-        judge=mpbench.judges.get(slug="offline"),
+        judge=toybench.judges.get(slug="offline"),
         allow_partial=True,
     )
     assert Submission.objects.get(pk=queued.pk).status == "queued"
     # The offline judge has scored nothing yet, so it is not even offered.
-    assert client.get("/api/benchmarks/mp-bench/leaderboard/?judge=offline").status_code == 404
-    official = client.get("/api/benchmarks/mp-bench/leaderboard/").json()
+    assert client.get("/api/benchmarks/toy-bench/leaderboard/?judge=offline").status_code == 404
+    official = client.get("/api/benchmarks/toy-bench/leaderboard/").json()
     assert "Queued" not in [e["system"] for e in official["entries"]]
 
 
 def test_submission_page_shows_progress_scores_and_audio(client, scored_offline):
     page = client.get(f"/submissions/{scored_offline.pk}/").content.decode()
     assert "Status: <strong>scored</strong>" in page
-    assert "Tasks ingested: 3 / 927" in page
-    assert "incomplete bundle: 924 tasks missing" in page
-    assert "scenario_argument-diag_1001-tier_2-task_0" in page
+    assert "Tasks ingested: 3 / 18" in page
+    assert "incomplete bundle: 15 tasks missing" in page
+    assert "scenario_demo-discussion-2" in page
     assert client.get("/submissions/999999/").status_code == 404
 
 
-def test_benchmark_list(client, mpbench):
+def test_benchmark_list(client, mpbench_demo):
     page = client.get("/").content.decode()
     assert 'href="/benchmarks/mp-bench/"' in page
 
 
-def test_admin_retry_action(
-    client, mpbench, mpbench_dir, tmp_path, django_capture_on_commit_callbacks
-):
-    bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / "ex"), tmp_path / "b.zip")
-    with scoring_here():  # the pipeline scores the examples: retrying re-runs its judging
-        scored_offline = submit_offline(mpbench, bundle, "Offline Agent")
+def test_admin_retry_action(client, toybench, toy_partial, django_capture_on_commit_callbacks):
+    # The pipeline scores the upload (three tasks, two grades each): retrying re-runs judging.
+    with scoring_here():
+        scored_offline = submit_offline(toybench, toy_partial, "Offline Agent")
     assert Submission.objects.get(pk=scored_offline.pk).status == Submission.Status.SCORED
     admin = User.objects.create_superuser("staff", "staff@example.org", "pw")
     client.force_login(admin)

@@ -1,48 +1,46 @@
-"""A task's drill-down is read from the upload and laid out once, then kept while nothing it
-shows changes: another view reads nothing again, and a judgment of the task settling anew (or
+"""A task's drill-down is read (from its rows, and from the upload where a plug-in keeps a file
+of the task in it) and laid out once, then kept while nothing it shows changes: another view
+reads nothing again, and a judgment of the task settling anew (or
 the submission's judge changing) reads it afresh. That is the page as computed (for a signed-in
 reader, or before a visitor's copy is stored); whole stored responses, which the services'
-changes re-key, are tests/leaderboard/test_response_cache.py's."""
+changes re-key, are tests/leaderboard/test_response_cache.py's. On the example plug-in, whose
+task pages are made of their rows: each reading of the task for its page is counted."""
 
 from __future__ import annotations
-
-import contextlib
 
 import pytest
 from django.utils import timezone
 
 from evaluation.models import Judgment, Submission, TaskJudgment
 from leaderboard import selectors_submissions
-from tests.conftest import copy_examples, submit_offline, zip_tree
+from tests.conftest import submit_offline
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-EXAMPLE_TASK = "scenario_argument-diag_1001-tier_2-task_0"  # one of MP-Bench's examples
+EXAMPLE_TASK = "q1"  # the example plug-in's first task, which toy_partial answers
 
 
 @pytest.fixture
 def opened(monkeypatch) -> list[int]:
-    """Each opening of a submission's upload by the task page, by submission id."""
+    """Each reading of a task for its page (its rows, and the upload when a file of it is
+    kept there), by submission id."""
     calls: list[int] = []
-    real = selectors_submissions.open_upload
+    real = selectors_submissions.task_input
 
-    @contextlib.contextmanager
-    def counted(submission):
-        calls.append(submission.pk)
-        with real(submission) as archive:
-            yield archive
+    def counted(row, archive=None):
+        calls.append(row.submission_id)
+        return real(row, archive)
 
-    monkeypatch.setattr(selectors_submissions, "open_upload", counted)
+    monkeypatch.setattr(selectors_submissions, "task_input", counted)
     return calls
 
 
 def test_the_drill_down_is_read_once_until_a_judgment_changes(
-    client, mpbench, mpbench_dir, tmp_path, eager, opened, settings
+    client, toybench, toy_partial, eager, opened, settings
 ):
     # The judgment below changes behind the services' backs: every read computes the page.
     settings.RESPONSE_CACHE = False
-    run = copy_examples(mpbench_dir, tmp_path / "run")
-    submission = submit_offline(mpbench, zip_tree(run, tmp_path / "run.zip"), "Kept")
+    submission = submit_offline(toybench, toy_partial, "Kept")
     Submission.objects.filter(pk=submission.pk).update(is_published=True)
     url = f"/submissions/{submission.pk}/tasks/{EXAMPLE_TASK}/"
     first = client.get(url)
