@@ -102,6 +102,26 @@ def toybench(db, settings, tmp_path):
     ).benchmark
 
 
+@pytest.fixture(scope="module")
+def shared_toybench(shared_db, tmp_path_factory):
+    """toybench imported once for a module whose tests share rows (see shared_db); the example
+    plug-in stays registered while the module runs."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    from evaluation.services import benchmark_import
+    from tests.toyplugin import toy
+
+    release = tmp_path_factory.mktemp("toy-release")
+    toy.write_release(release)
+    with override_settings(
+        FLOORBOARD_BENCHMARKS=[*settings.FLOORBOARD_BENCHMARKS, "tests.toyplugin"]
+    ):
+        yield benchmark_import(
+            slug="toy-bench", directory=release, plugin="toy-bench", name="Toy-Bench"
+        ).benchmark
+
+
 def toy_upload(path: Path, manifest: dict | None = None) -> Path:
     """A zip for toybench answering its first three tasks (two of them right), each answer
     spoken beside it, and missing the other three; with ``manifest`` as its manifest.json."""

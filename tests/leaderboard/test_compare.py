@@ -1,8 +1,9 @@
-"""Comparing two systems through the real pipeline (offline judge) on MP-Bench's three example
-folders: A as recorded, B silent on every task. B fails every pass/fail unit, so McNemar's b is
-the number of units A passed (read from A's stored detections and verdicts), c is 0 and the
-p-value is min(1, 2 / 2**b). A third, unpublished system must never be comparable by anyone
-outside its team."""
+"""Comparing two systems through the real pipeline (offline judge) on the example plug-in's
+benchmark (toy-bench): A answers q1 to q3 as toy_upload does, B gives an empty answer to each.
+B fails every unit, so McNemar's b is the number of units A passed (read from A's stored
+answers and grades by the toy's rules), c is 0, and with three tasks there is no test. A third,
+unpublished system must never be comparable by anyone outside its team. MP-Bench's own units
+are compared in tests/benchmarks/mpbench/test_compare.py."""
 
 import json
 
@@ -11,12 +12,13 @@ from django.core.cache import cache
 from django.urls import reverse
 
 from evaluation.models import Score, Submission, System, TaskJudgment
-from tests.conftest import copy_examples, scoring_here
-from tests.leaderboard.cast import lab_run
+from evaluation.services import submission_create
+from tests.conftest import scoring_here, toy_upload
+from tests.toyplugin import toy
 
 pytestmark = pytest.mark.django_db
 
-SILENT = {"text": "", "chunks": []}
+SUBMITTED = ("q1", "q2", "q3")  # the tasks toy_upload answers
 
 
 @pytest.fixture(autouse=True)
@@ -24,72 +26,77 @@ def _fresh_cache():
     cache.clear()
 
 
-def make_runs(benchmark, mpbench_dir, folders, people) -> dict[str, Submission]:
-    """Through the real pipeline (offline judge): Talker as recorded, Mute silent on every
-    task (both published), and an unpublished Secret, all of team Lab."""
+def make_runs(benchmark, folder, people) -> dict[str, Submission]:
+    """Through the real pipeline (offline judge): Talker answering as toy_upload does (q1 and
+    q2 right, q3 wrong, q4 to q6 missing), Mute giving an empty answer to the same three
+    tasks (both published), and an unpublished Secret answering as Talker, all of team Lab."""
+    lab, users = people
+    silent = folder / "silent.jsonl"
+    silent.write_text("".join(json.dumps({"id": t, "answer": ""}) + "\n" for t in SUBMITTED))
 
-    def submit(name: str, folder: str, *, publish: bool, silent: bool = False) -> Submission:
-        tree = copy_examples(mpbench_dir, folders / folder)
-        if silent:
-            for response in tree.glob("*/response.json"):
-                response.write_text(json.dumps(SILENT))
-        return lab_run(benchmark, tree, name=name, people=people, publish=publish)
+    def submit(name: str, bundle, *, publish: bool) -> Submission:
+        submission = submission_create(
+            benchmark=benchmark,
+            bundle_path=bundle,
+            system_name=name,
+            judge=benchmark.judges.get(slug="offline"),
+            allow_partial=True,
+            team=lab,
+            submitted_by=users["owner"],
+            publish=publish,
+        )
+        submission.refresh_from_db()
+        assert submission.status == Submission.Status.SCORED, submission.error
+        return submission
 
     return {
-        "a": submit("Talker", "a", publish=True),
-        "b": submit("Mute", "b", publish=True, silent=True),
-        "secret": submit("Secret", "c", publish=False),
+        "a": submit("Talker", toy_upload(folder / "talker.zip"), publish=True),
+        "b": submit("Mute", silent, publish=True),
+        "secret": submit("Secret", toy_upload(folder / "secret.zip"), publish=False),
     }
 
 
 @pytest.fixture(scope="module")
-def shared_runs(shared_mpbench, mpbench_dir, tmp_path_factory, shared_people):
+def shared_runs(shared_toybench, tmp_path_factory, shared_people):
     with scoring_here():
-        return make_runs(
-            shared_mpbench, mpbench_dir, tmp_path_factory.mktemp("runs"), shared_people
-        )
+        return make_runs(shared_toybench, tmp_path_factory.mktemp("runs"), shared_people)
 
 
-def passed_units(submission: Submission, mpbench_tasks) -> dict[str, dict[str, bool]]:
-    """Each submitted task's pass/fail units, by MP-Bench's rules written out here: turn-taking is
-    spoke == should_speak; appropriateness is the judge's verdict (for turn-based games with
-    no verdict: silent where silence was right)."""
+def passed_units(submission: Submission) -> dict[str, dict[str, bool]]:
+    """Each submitted task's units on the board's split (English: q1 to q3 are English), by
+    the toy's rules written out here: answered is a non-empty answer; quality is the mean of
+    the task's two grades, passed when both are 1."""
     units = {}
     for row in submission.task_results.select_related("task"):
-        if not row.files:
-            continue  # left out of the bundle: not compared
-        spec = mpbench_tasks[row.task.task_id]
-        verdicts = {
-            link.kind: (link.judgment.verdict if link.judgment else link.fixed.get("verdict"))
+        if not row.data:
+            continue  # left out of the upload: not compared
+        scores = [
+            (link.judgment.output if link.judgment else link.fixed)["score"]
             for link in TaskJudgment.objects.filter(task_result=row).select_related("judgment")
+        ]
+        assert len(scores) == 2, scores  # accuracy and style
+        units[row.task.task_id] = {
+            "en.quality": sum(scores) / 2 == 1,
+            "en.answered": bool(row.data["answer"].strip()),
         }
-        spoke = bool(row.detection.get("spoke"))
-        family = spec["family"]
-        found = {}
-        if family == "understanding":
-            found["understanding.overall_acc"] = verdicts.get("understanding") is True
-            if spec["is_speaker_name"]:
-                found["understanding.spk_name_acc"] = verdicts.get("speaker_name") is True
-        else:
-            found[f"{family}.tt_acc"] = spoke == spec["should_speak"]
-            verdict = verdicts.get(family)
-            if verdict is None and family == "turnbased":
-                found[f"{family}.app_acc"] = not spoke and not spec["should_speak"]
-            else:
-                found[f"{family}.app_acc"] = verdict is True
-        units[row.task.task_id] = found
     return units
 
 
 def compare_url(a, b, **extra):
     query = "&".join(f"{k}={v}" for k, v in {"a": a.pk, "b": b.pk, **extra}.items())
-    return f"{reverse('api-benchmark-compare', args=['mp-bench'])}?{query}"
+    return f"{reverse('api-benchmark-compare', args=['toy-bench'])}?{query}"
 
 
-def test_comparison_counts_and_tests_by_hand(client, runs, mpbench_tasks):
+def test_comparison_counts_and_tests_by_hand(client, runs):
     a, b = runs["a"], runs["b"]
-    expected_a = passed_units(a, mpbench_tasks)
-    expected_b = passed_units(b, mpbench_tasks)
+    expected_a = passed_units(a)
+    expected_b = passed_units(b)
+    # By hand: q1 and q2 answered right (both units), q3 answered wrong (answered only).
+    assert expected_a == {
+        "q1": {"en.quality": True, "en.answered": True},
+        "q2": {"en.quality": True, "en.answered": True},
+        "q3": {"en.quality": False, "en.answered": True},
+    }
     assert not any(ok for found in expected_b.values() for ok in found.values()), expected_b
     assert any(ok for found in expected_a.values() for ok in found.values())
 
@@ -111,16 +118,10 @@ def test_comparison_counts_and_tests_by_hand(client, runs, mpbench_tasks):
         assert m["note"].startswith(f"n = {units} task"), key
         assert m["a"] == round(100 * passed / units, 2) and m["b"] == 0.0
         assert m["difference"] == pytest.approx(100 * passed / units)
-    # Latency: B never spoke, so it has no latency and no difference.
-    assert metrics["discussion.latency_s"]["b"] is None
-    assert metrics["discussion.latency_s"]["difference"] is None
     disagreeing = sorted(t for t, found in expected_a.items() if any(found.values()))
-    assert [d["task_id"] for d in body["disagreements"]] == disagreeing
-    assert {s["slice"] for s in body["by_slice"]} >= {
-        "family=understanding",
-        "family=discussion",
-        "family=turnbased",
-    }
+    assert [d["task_id"] for d in body["disagreements"]] == disagreeing == ["q1", "q2", "q3"]
+    # Topics of the three: q1 and q3 math, q2 fact.
+    assert {s["slice"]: s["tasks"] for s in body["by_slice"]} == {"topic=math": 2, "topic=fact": 1}
     # Every slice cell has its difference and its n (its test below the minimum n: none).
     for chosen in body["by_slice"]:
         for m in chosen["metrics"]:
@@ -132,16 +133,15 @@ def test_comparison_counts_and_tests_by_hand(client, runs, mpbench_tasks):
 
 def test_slice_limits_the_tasks_and_unknown_slices_are_named(client, runs):
     a, b = runs["a"], runs["b"]
-    body = client.get(compare_url(a, b, slice="family=turnbased")).json()
-    assert body["overall"]["slice"] == "family=turnbased"
-    assert body["overall"]["tasks"] == 1
+    body = client.get(compare_url(a, b, slice="topic=fact")).json()
+    assert body["overall"]["slice"] == "topic=fact"
+    assert body["overall"]["tasks"] == 1  # q2, the one fact task both submitted
     assert body["by_slice"] == []
-    counted = {m["key"] for m in body["overall"]["metrics"] if m["units_a"]}
-    assert {"turnbased.tt_acc", "turnbased.app_acc"} <= counted
-    assert counted <= {"turnbased.tt_acc", "turnbased.app_acc", "turnbased.latency_s"}
-    response = client.get(compare_url(a, b, slice="family=karaoke"))
+    counted = {m["key"]: (m["units_a"], m["b_only_a"]) for m in body["overall"]["metrics"]}
+    assert counted == {"en.quality": (1, 1), "en.answered": (1, 1)}
+    response = client.get(compare_url(a, b, slice="topic=karaoke"))
     assert response.status_code == 400
-    assert "family has no value 'karaoke'" in response.json()["detail"]
+    assert "topic has no value 'karaoke'" in response.json()["detail"]
     response = client.get(compare_url(a, b, slice="colour=red"))
     assert "no attribute 'colour'" in response.json()["detail"]
 
@@ -154,10 +154,9 @@ def test_private_submissions_are_never_compared_for_outsiders(client, people, ru
     may_see = viewer in ("teammate", "staff")
     a, secret = runs["a"], runs["secret"]
     api = client.get(compare_url(a, secret))
-    page = client.get(reverse("compare", args=["mp-bench"]) + f"?a={a.pk}&b={secret.pk}")
+    page = client.get(reverse("compare", args=["toy-bench"]) + f"?a={a.pk}&b={secret.pk}")
     task = client.get(
-        reverse("compare-task", args=["mp-bench", "scenario_argument-diag_1001-tier_2-task_0"])
-        + f"?a={a.pk}&b={secret.pk}"
+        reverse("compare-task", args=["toy-bench", "q1"]) + f"?a={a.pk}&b={secret.pk}"
     )
     missing = client.get(compare_url(a, Submission(pk=987654)))
     if may_see:
@@ -172,20 +171,20 @@ def test_private_submissions_are_never_compared_for_outsiders(client, people, ru
         for response in (page, task):
             assert b"Secret" not in response.content
         # Nor is it offered in the page's pickers.
-        picker = client.get(reverse("compare", args=["mp-bench"])).content.decode()
+        picker = client.get(reverse("compare", args=["toy-bench"])).content.decode()
         assert "Secret" not in picker and "Talker" in picker
 
 
-def test_compare_page_and_side_by_side_task(client, runs, mpbench_tasks):
+def test_compare_page_and_side_by_side_task(client, runs):
     a, b = runs["a"], runs["b"]
-    page = client.get(reverse("compare", args=["mp-bench"]) + f"?a={a.pk}&b={b.pk}")
+    page = client.get(reverse("compare", args=["toy-bench"]) + f"?a={a.pk}&b={b.pk}")
     html = page.content.decode()
     assert page.status_code == 200
     assert "3 tasks both were scored on count" in html
     assert 'id="disagreement-table"' in html and 'id="slice-table"' in html
-    task_id = "scenario_argument-diag_1001-tier_2-task_0"
+    task_id = "q1"
     side = client.get(
-        reverse("compare-task", args=["mp-bench", task_id]) + f"?a={a.pk}&b={b.pk}&judge=offline"
+        reverse("compare-task", args=["toy-bench", task_id]) + f"?a={a.pk}&b={b.pk}&judge=offline"
     )
     text = side.content.decode()
     assert side.status_code == 200
@@ -197,7 +196,7 @@ def test_compare_page_and_side_by_side_task(client, runs, mpbench_tasks):
 
 def test_ticking_two_rows_on_the_board_compares_them(client, runs):
     a, b = runs["a"], runs["b"]
-    url = reverse("compare", args=["mp-bench"])
+    url = reverse("compare", args=["toy-bench"])
     ticked = client.get(f"{url}?judge=offline&pick={a.pk}&pick={b.pk}")
     # The permalink names them as a and b, and keeps the rest of the query.
     assert ticked.status_code == 302
@@ -212,20 +211,20 @@ def test_ticking_two_rows_on_the_board_compares_them(client, runs):
     assert "tick exactly two rows to compare (3 ticked)" in three.content.decode()
 
 
-def test_scores_carry_contributions_and_slices(runs, mpbench_tasks):
+def test_scores_carry_contributions_and_slices(runs):
     score = Score.objects.get(submission=runs["a"], judge__slug="offline")
     assert score.contributions["tasks"] == sorted(score.contributions["tasks"])
-    assert set(score.slices["values"]) >= {"family=understanding", "should_speak=yes"}
+    assert set(score.slices["values"]) == {"topic=math", "topic=fact"}
     # A partial bundle is scored on every task (the missing ones count as wrong), so are its
-    # slices; a comparison counts only the tasks both submitted.
-    understanding = sum(t["family"] == "understanding" for t in mpbench_tasks.values())
-    assert score.slices["values"]["family=understanding"]["tasks"] == understanding
+    # slices; a comparison counts only the tasks both submitted. Math: q1, q3 and q5.
+    math = sum(task["topic"] == "math" for task in toy.TASKS)
+    assert score.slices["values"]["topic=math"]["tasks"] == math == 3
     assert len(score.contributions["tasks"]) - len(score.contributions["absent"]) == 3
 
 
 def test_the_rendered_comparison_is_reused_and_follows_a_rename(client, runs):
     a, b = runs["a"], runs["b"]
-    url = f"{reverse('compare', args=['mp-bench'])}?a={a.pk}&b={b.pk}"
+    url = f"{reverse('compare', args=['toy-bench'])}?a={a.pk}&b={b.pk}"
     first = client.get(url).content.decode()
     assert first == client.get(url).content.decode()
     System.objects.filter(pk=a.system_id).update(name="Talker Two")

@@ -1,7 +1,8 @@
 """A researcher in headless Chromium: picks a slice on the board, ticks two rows, compares them
-and opens a task they disagree on. The runs are those of test_compare (A as recorded, B silent
-on every task, both scored by the offline judge); the slice is the family of a task where A
-passed a unit B failed, found from the stored outcomes by MP-Bench's rules."""
+and opens a task they disagree on. The runs are those of test_compare on the example plug-in's
+benchmark (A answers q1 to q3 as toy_upload does, B gives empty answers, both scored by the
+offline judge); the slice is the topic of a task where A passed a unit B failed, found from the
+stored outcomes by the toy's rules."""
 
 from __future__ import annotations
 
@@ -12,42 +13,40 @@ import pytest
 from tests.conftest import REPO
 from tests.leaderboard.cast import lab_and_rivals
 from tests.leaderboard.test_compare import _fresh_cache, make_runs, passed_units  # noqa: F401
+from tests.toyplugin import toy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ARTIFACTS = REPO / "test-artifacts" / "compare"
+TOPICS = {task["id"]: task["topic"] for task in toy.TASKS}  # odd tasks math, even ones fact
 
 
 @pytest.fixture
-def runs(eager, mpbench, mpbench_dir, tmp_path):
+def runs(eager, toybench, tmp_path):
     """test_compare's runs, committed here for the live server."""
-    return make_runs(mpbench, mpbench_dir, tmp_path, lab_and_rivals())
+    return make_runs(toybench, tmp_path, lab_and_rivals())
 
 
-def test_slice_tick_two_rows_compare_and_open_a_disagreement(
-    browser,
-    live_server,
-    runs,
-    mpbench_tasks,
-):
+def test_slice_tick_two_rows_compare_and_open_a_disagreement(browser, live_server, runs):
     a, b = runs["a"], runs["b"]
-    won = [task for task, found in passed_units(a, mpbench_tasks).items() if any(found.values())]
+    submitted = passed_units(a)
+    won = [task for task, found in submitted.items() if any(found.values())]
     assert won, "A passed no unit: nothing to disagree on"
-    family = mpbench_tasks[won[0]]["family"]
-    submitted = passed_units(a, mpbench_tasks)
-    in_family = {task for task in submitted if mpbench_tasks[task]["family"] == family}
-    benchmark_wide = sum(spec["family"] == family for spec in mpbench_tasks.values())
+    topic = TOPICS[won[0]]
+    in_topic = {task for task in submitted if TOPICS[task] == topic}
+    benchmark_wide = sum(value == topic for value in TOPICS.values())
+    assert (topic, sorted(in_topic), benchmark_wide) == ("math", ["q1", "q3"], 3)  # by hand
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
 
-    page.goto(f"{live_server.url}/benchmarks/mp-bench/?judge=offline")
+    page.goto(f"{live_server.url}/benchmarks/toy-bench/?judge=offline")
     # Choosing a slice applies it at once; the URL holds it.
     with page.expect_navigation():
-        page.select_option("#board-slice", f"family={family}")
+        page.select_option("#board-slice", f"topic={topic}")
     query = parse_qs(urlsplit(page.url).query)
-    assert query["slice"] == [f"family={family}"] and query["judge"] == ["offline"]
+    assert query["slice"] == [f"topic={topic}"] and query["judge"] == ["offline"]
     note = page.inner_text("#slice-note")
     assert f"({benchmark_wide} task{'s' if benchmark_wide != 1 else ''})" in note, note
     systems = page.eval_on_selector_all(
@@ -63,12 +62,12 @@ def test_slice_tick_two_rows_compare_and_open_a_disagreement(
         page.click("#compare-ticked")
     query = parse_qs(urlsplit(page.url).query)
     assert {query["a"][0], query["b"][0]} == {str(a.pk), str(b.pk)}, page.url
-    assert query["slice"] == [f"family={family}"]
-    assert page.inner_text("#compare-tasks").startswith(f"{len(in_family)} task")
+    assert query["slice"] == [f"topic={topic}"]
+    assert page.inner_text("#compare-tasks").startswith(f"{len(in_topic)} task")
     shown = page.eval_on_selector_all(
         "#disagreement-table tbody th a", "links => links.map(a => a.textContent)"
     )
-    expected = sorted(task for task in won if task in in_family)
+    expected = sorted(task for task in won if task in in_topic)
     assert sorted(shown) == expected
     page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
 

@@ -12,11 +12,11 @@ from evaluation.models import Score, Submission
 from evaluation.services import submission_create
 from evaluation.services.held_out import held_out_mark
 from evaluation.services.pipeline import task_outcomes
-from tests.conftest import copy_examples, scoring_here, zip_tree
+from tests.conftest import scoring_here, toy_upload
 
 pytestmark = pytest.mark.django_db
 
-HELD = "scenario_argument-diag_1001-tier_2-task_0"  # an example folder: held out
+HELD = "q1"  # answered right by toy_upload (both grades 1): held out
 
 
 @pytest.mark.parametrize(
@@ -37,34 +37,39 @@ def test_a_percentage_of_100_falls_in_the_top_band(settings):
 
 
 def test_an_upload_with_every_held_out_task_is_scored_on_them_and_shown_in_bands(
-    mpbench, mpbench_dir, tmp_path, client
+    toybench, tmp_path, client
 ):
-    held_out_mark(benchmark=mpbench, task_ids=[HELD])
-    tree = copy_examples(mpbench_dir, tmp_path / "run")
+    held_out_mark(benchmark=toybench, task_ids=[HELD])
     with scoring_here():
         submission = submission_create(
-            benchmark=mpbench,
-            bundle_path=zip_tree(tree, tmp_path / "run.zip"),
+            benchmark=toybench,
+            bundle_path=toy_upload(tmp_path / "run.zip"),
             system_name="Whole",
-            judge=mpbench.judges.get(slug="offline"),
+            judge=toybench.judges.get(slug="offline"),
             allow_partial=True,
             publish=True,
         )
     submission.refresh_from_db()
     assert submission.status == Submission.Status.SCORED, submission.error
-    offline = mpbench.judges.get(slug="offline")
+    offline = toybench.judges.get(slug="offline")
     score = Score.objects.get(submission=submission, judge=offline)
     outcomes, _, _ = task_outcomes(submission=submission, judge=offline)
     hidden = [o for o in outcomes if o.task_id == HELD]
-    assert score.held_out_results == get_plugin("mp-bench").aggregate(hidden, facts={})
+    assert score.held_out_results == get_plugin("toy-bench").aggregate(hidden, facts={})
 
     exact = score.held_out_results
     detail = client.get(f"/api/submissions/{submission.pk}/").json()
     shown = next(s for s in detail["scores"] if s["judge"] == "offline")["held_out_results"]
     assert set(shown) == {"bands"} and "count" not in str(shown) and "total" not in str(shown)
-    # Hand-computed from the example's held-out task: 1 of 1 (100%) and 4.8 s. Over one task
-    # a band would be the result itself: the rank alone is shown.
-    assert exact["discussion"]["tt_acc"] == {"count": 1, "total": 1, "pct": 100.0}
+    # Hand-computed from the held-out task, q1 (English, "It is 2": both grades 1): quality
+    # 100%, 1 of 1 answered, and no German task held out; the public results are q2 and q3
+    # (grades 1 and 0: 50%) and German's three missing tasks (0 of 3). Over one task a band
+    # would be the result itself: the rank alone is shown.
+    assert exact["en"]["answered"] == {"count": 1, "total": 1, "pct": 100.0}
+    assert exact["en"]["quality"]["pct"] == 100.0 and "de" not in exact
+    assert score.results["en"]["quality"]["pct"] == 50.0
+    assert score.results["en"]["answered"] == {"count": 2, "total": 2, "pct": 100.0}
+    assert score.results["de"]["answered"] == {"count": 0, "total": 3, "pct": 0.0}
     assert set(shown["bands"].values()) == {""}
     staff = User.objects.create_user("st", password="pw-staff-1234", is_staff=True)
     client.force_login(staff)

@@ -1,8 +1,9 @@
 """The cast of the authorization tests: alice owns Lab A, bob is her teammate, charlie owns
 another team, staff belongs to none; anonymous is a client with no login. Lab A has one
-published and one unpublished submission of MP-Bench's three example tasks, scored under the
-offline judge: written by tests/factories.py (shared_world), or scored by the pipeline from
-the examples' upload (scored_world) for tests of what the pipeline derived from it."""
+published and one unpublished submission on the example plug-in's benchmark (toy-bench),
+answering its first three tasks (two of them right), scored under the offline judge: written
+by tests/factories.py (shared_world), or scored by the pipeline from toy_upload's zip
+(scored_world) for tests of what the pipeline derived from it."""
 
 from __future__ import annotations
 
@@ -15,15 +16,12 @@ from rest_framework.test import APIClient
 from evaluation.models import Submission, Team
 from evaluation.services import submission_create
 from tests import factories
-from tests.conftest import copy_examples, fresh, fresh_all, scoring_here, zip_tree
+from tests.conftest import fresh, fresh_all, scoring_here, toy_upload
 
 ROLES = ("alice", "bob", "charlie", "anonymous", "staff")
-# MP-Bench's example folders (../shared/benchmarks/mpbench/examples) and the judge kind of each.
-EXAMPLE_KINDS = {
-    "scenario_argument-diag_1001-tier_1-task_1868": "understanding",
-    "scenario_argument-diag_1001-tier_2-task_0": "discussion",
-    "scenario_turnBasedGame-diag_112-tier_2-task_1": "turnbased",
-}
+# The tasks toy_upload answers (q1 and q2 right, q3 wrong; q4 to q6 missing), each graded twice.
+ANSWERED = ("q1", "q2", "q3")
+SLOTS = ("accuracy", "style")
 
 
 @pytest.fixture(autouse=True)
@@ -68,36 +66,36 @@ def make_people() -> tuple[dict[str, User | None], Team, Team]:
 
 
 @pytest.fixture(scope="module")
-def shared_world(shared_db, shared_mpbench) -> World:
+def shared_world(shared_db, shared_toybench) -> World:
     """Made once for the module (see shared_db): every test sees it as made. The two
     submissions are rows written as the pipeline writes them (tests/factories.py): each
-    answered the three example tasks, one judgment each, and misses the others."""
+    answered toy_upload's three tasks, both grades of each judged, and misses the others.
+    By the toy's rules: English (q1 to q3) has quality (1 + 1 + 0) / 3 = 66.67% and 3 of 3
+    answered; German (q4 to q6) quality 0 and 0 of 3 answered."""
     users, lab_a, lab_c = make_people()
-    offline = factories.offline_judge(shared_mpbench)
-    results = factories.plugin_results(
-        "mp-bench",
-        {
-            "understanding.overall_acc": (1, 543),
-            "understanding.spk_name_acc": (0, 99),
-            "discussion.tt_acc": (1, 128),
-            "discussion.app_acc": (1, 128),
-            "turnbased.tt_acc": (1, 256),
-            "turnbased.app_acc": (0, 256),
-        },
-    )
+    offline = factories.offline_judge(shared_toybench)
+    results = {
+        **factories.plugin_results(
+            "toy-bench", {"quality": 66.67, "answered": (3, 3)}, splits=["en"]
+        ),
+        **factories.plugin_results(
+            "toy-bench", {"quality": 0.0, "answered": (0, 3)}, splits=["de"]
+        ),
+    }
     made = {
         publish: factories.scored_submission(
-            shared_mpbench,
+            shared_toybench,
             system=name,
             results=results,
             judge=offline,
             team=lab_a,
             submitted_by=users["alice"],
             published=publish,
-            tasks=sorted(EXAMPLE_KINDS),
+            tasks=ANSWERED,
             judgments=[
-                {"task_id": task_id, "kind": kind, "verdict": True}
-                for task_id, kind in sorted(EXAMPLE_KINDS.items())
+                {"task_id": task_id, "kind": "grade", "slot": slot, "verdict": task_id != "q3"}
+                for task_id in ANSWERED
+                for slot in SLOTS
             ],
         )
         for name, publish in (("Published Agent", True), ("Private Agent", False))
@@ -106,19 +104,18 @@ def shared_world(shared_db, shared_mpbench) -> World:
 
 
 @pytest.fixture(scope="module")
-def scored_world(shared_db, shared_mpbench, mpbench_dir, tmp_path_factory) -> World:
-    """shared_world with both submissions scored by the pipeline from an upload of the example
-    folders (offline judge, every stage run here), made once for the module (see shared_db):
-    for tests of what the pipeline derived from the upload (detection, judge prompts)."""
+def scored_world(shared_db, shared_toybench, tmp_path_factory) -> World:
+    """shared_world with both submissions scored by the pipeline from toy_upload's zip
+    (offline judge, every stage run here), made once for the module (see shared_db): for tests
+    of what the pipeline derived from the upload (measurements, judge prompts)."""
     users, lab_a, lab_c = make_people()
-    folder = tmp_path_factory.mktemp("world")
-    bundle = zip_tree(copy_examples(mpbench_dir, folder / "examples"), folder / "bundle.zip")
-    offline = shared_mpbench.judges.get(slug="offline")
+    bundle = toy_upload(tmp_path_factory.mktemp("world") / "bundle.zip")
+    offline = shared_toybench.judges.get(slug="offline")
     made = {}
     for name, publish in (("Published Agent", True), ("Private Agent", False)):
         with scoring_here():
             made[publish] = submission_create(
-                benchmark=shared_mpbench,
+                benchmark=shared_toybench,
                 bundle_path=bundle,
                 system_name=name,
                 judge=offline,

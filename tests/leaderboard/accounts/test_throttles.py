@@ -204,13 +204,13 @@ def test_team_creation_per_account(client, settings):
     assert refused.status_code == 429 and "Too many teams" in refused.content.decode()
 
 
-def test_html_exports_are_throttled_like_the_api(client, settings, monkeypatch, mpbench):
+def test_html_exports_are_throttled_like_the_api(client, settings, monkeypatch, toybench):
     settings.REST_FRAMEWORK = {
         **settings.REST_FRAMEWORK,
         "DEFAULT_THROTTLE_RATES": {"anon": "3/minute", "user": "5/minute"},
     }
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", api_settings.DEFAULT_THROTTLE_RATES)
-    for path in ("/benchmarks/mp-bench/leaderboard.csv", "/benchmarks/mp-bench/charts.json"):
+    for path in ("/benchmarks/toy-bench/leaderboard.csv", "/benchmarks/toy-bench/charts.json"):
         cache.clear()
         codes = [client.get(path).status_code for _ in range(4)]
         assert codes == [200, 200, 200, 429], path

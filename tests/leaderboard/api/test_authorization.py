@@ -10,7 +10,7 @@ from evaluation.models import Submission
 
 pytestmark = pytest.mark.django_db
 
-DISCUSSION_TASK = "scenario_argument-diag_1001-tier_2-task_0"
+ANSWERED_TASK = "q1"  # a task both submissions answered (accounts/people.py)
 SEES_ALL = dict.fromkeys(("alice", "bob", "charlie", "anonymous", "staff"), 200)
 TEAM_AND_STAFF = {"alice": 200, "bob": 200, "charlie": 404, "anonymous": 404, "staff": 200}
 EXPECTED_READ = {"published": SEES_ALL, "private": TEAM_AND_STAFF}
@@ -18,7 +18,7 @@ EXPECTED_READ = {"published": SEES_ALL, "private": TEAM_AND_STAFF}
 READ_PATHS = {
     "detail": "/api/submissions/{pk}/",
     "tasks": "/api/submissions/{pk}/tasks/",
-    "judgments": "/api/submissions/{pk}/tasks/" + DISCUSSION_TASK + "/judgments/",
+    "judgments": "/api/submissions/{pk}/tasks/" + ANSWERED_TASK + "/judgments/",
     "system": "/api/systems/{system}/",
 }
 
@@ -42,7 +42,7 @@ def test_reads_follow_visibility(world, endpoint, which):
 
 def test_lists_hold_exactly_what_each_user_may_see(world):
     reported = set(Submission.objects.filter(is_reported=True).values_list("pk", flat=True))
-    assert len(reported) == 14  # the paper's Table 3 rows
+    assert len(reported) == 1  # the toy paper's one row (tests/toyplugin/toy.py)
     public = reported | {world.published.pk}
     team = public | {world.private.pk}
     expected = {"anonymous": public, "charlie": public, "alice": team, "bob": team, "staff": team}
@@ -56,7 +56,7 @@ def test_lists_hold_exactly_what_each_user_may_see(world):
         systems = world.client(role).get("/api/systems/?page_size=1000").json()["results"]
         names = {s["name"] for s in systems}
         assert ("Private Agent" in names) == (world.private.pk in ids), role
-        assert "Published Agent" in names and "Moshi" in names, role
+        assert "Published Agent" in names and "Toy Paper Model" in names, role
 
 
 def test_system_page_lists_only_visible_submissions(world):
@@ -85,7 +85,7 @@ def test_a_private_submission_answers_like_a_missing_one(world):
     missing = charlie.get("/api/submissions/987654/")
     assert private.status_code == missing.status_code == 404
     assert private.json() == missing.json()
-    for suffix in ("tasks/", f"tasks/{DISCUSSION_TASK}/judgments/", "publish/", "retry-failed/"):
+    for suffix in ("tasks/", f"tasks/{ANSWERED_TASK}/judgments/", "publish/", "retry-failed/"):
         method = charlie.post if suffix.endswith(("publish/", "retry-failed/")) else charlie.get
         assert (
             method(f"/api/submissions/{world.private.pk}/{suffix}").json()
@@ -96,8 +96,8 @@ def test_a_private_submission_answers_like_a_missing_one(world):
 def test_benchmarks_and_judges_are_public(world):
     for path in (
         "/api/benchmarks/",
-        "/api/benchmarks/mp-bench/",
-        "/api/benchmarks/mp-bench/judges/",
+        "/api/benchmarks/toy-bench/",
+        "/api/benchmarks/toy-bench/judges/",
     ):
         assert answers(world, "get", path) == SEES_ALL, path
     for path in ("/api/benchmarks/nope/", "/api/benchmarks/nope/judges/", "/api/systems/987654/"):

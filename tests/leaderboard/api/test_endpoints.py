@@ -1,80 +1,62 @@
-"""What the endpoints say, checked against the benchmark's own tasks.jsonl and the stored rows."""
+"""What the endpoints say, checked against the benchmark's own tasks (the example plug-in's
+release, tests/toyplugin/toy.py) and the stored rows. MP-Bench's own declaration, filters and
+judge rules are checked on its data in tests/benchmarks/mpbench/test_api_endpoints.py."""
 
 from __future__ import annotations
 
-from collections import Counter
 from datetime import UTC, datetime
 
 import pytest
 
 from evaluation.models import Judgment, Score, Submission
+from tests.toyplugin import toy
 
 pytestmark = pytest.mark.django_db
 
-EXAMPLE_U = "scenario_argument-diag_1001-tier_1-task_1868"
-EXAMPLE_D = "scenario_argument-diag_1001-tier_2-task_0"
-EXAMPLE_T = "scenario_turnBasedGame-diag_112-tier_2-task_1"
+TASKS = {task["id"]: task for task in toy.TASKS}  # q1 to q6
+ANSWERED = "q1"  # answered right by toy_upload: "It is 2"
+MISSING = "q4"  # left out of toy_upload
 
 
 @pytest.fixture(scope="module")
 def shared_world(scored_world):
-    """These tests read what the pipeline derived from the upload (each task's detection, the
-    judge's prompts, the outcome of a missing task), so the world here is scored by it."""
+    """These tests read what the pipeline derived from the upload (each task's measurement,
+    the judge's prompts, the outcome of a missing task), so the world here is scored by it."""
     return scored_world
 
 
-def test_benchmark_detail_counts_tasks_per_family(world, mpbench_tasks):
-    body = world.client("anonymous").get("/api/benchmarks/mp-bench/").json()
-    assert body["task_count"] == len(mpbench_tasks) == 927
+def test_benchmark_detail_counts_tasks_and_declares_the_plugin(world):
+    body = world.client("anonymous").get("/api/benchmarks/toy-bench/").json()
+    assert body["task_count"] == len(TASKS) == 6
     declared = body["declaration"]
-    # What a client needs to read the results: Table 3's columns, its groups and filters.
-    assert [m["key"] for m in declared["metrics"]] == [
-        "understanding.overall_acc",
-        "understanding.spk_name_acc",
-        "understanding.latency_s",
-        "discussion.tt_acc",
-        "discussion.app_acc",
-        "discussion.latency_s",
-        "turnbased.tt_acc",
-        "turnbased.app_acc",
-        "turnbased.latency_s",
+    # What a client needs to read the results: the toy's columns, splits, groups and filters.
+    assert [m["key"] for m in declared["metrics"]] == ["quality", "answered"]
+    assert [(m["type"], m["interval"]) for m in declared["metrics"]] == [
+        ("mean", "bootstrap"),
+        ("rate", "wilson"),
     ]
-    assert [g["key"] for g in declared["row_groups"]] == ["text-llm", "non-realtime", "realtime"]
-    assert {f["name"] for f in declared["task_filters"]} == {
-        "family",
-        "should_speak",
-        "spoke",
-        "turn_taking",
-    }
-    assert declared["upload"]["suffixes"] == [".zip"]
+    assert [s["key"] for s in declared["splits"]] == ["en", "de"]
+    assert [g["key"] for g in declared["row_groups"]] == ["small", "large"]
+    assert {f["name"] for f in declared["task_filters"]} == {"topic"}
+    assert declared["upload"]["suffixes"] == [".zip", ".jsonl"]
     assert [j["slug"] for j in body["judges"]] == ["official", "offline"]
-    assert body["leaderboard_url"].endswith("/api/benchmarks/mp-bench/leaderboard/")
+    assert body["leaderboard_url"].endswith("/api/benchmarks/toy-bench/leaderboard/")
     listing = world.client("anonymous").get("/api/benchmarks/").json()
-    assert listing["count"] == 1 and listing["results"][0]["task_count"] == 927
+    assert listing["count"] == 1 and listing["results"][0]["task_count"] == 6
 
 
 def test_judges_show_their_identity(world):
-    judges = world.client("anonymous").get("/api/benchmarks/mp-bench/judges/").json()["results"]
+    judges = world.client("anonymous").get("/api/benchmarks/toy-bench/judges/").json()["results"]
     official = judges[0]
     assert official["slug"] == "official" and official["official"] is True
-    # The benchmark's official models (its README): gpt-5.4, and gpt-5.2 for speaker names.
-    assert official["models"] == {
-        "understanding": "gpt-5.4",
-        "discussion": "gpt-5.4",
-        "turnbased": "gpt-5.4",
-        "speaker_name": "gpt-5.2",
-    }
+    # The toy's official judge (ToyBench.official_judge): toy-1 grades.
+    assert official["models"] == {"grade": "toy-1"}
     assert official["sampling"] == {
         "temperature": 0.0,
         "top_p": 1.0,
         "max_completion_tokens": 4096,
     }
-    assert set(official["prompt_versions"]) == {
-        "understanding",
-        "speaker_name",
-        "discussion",
-        "turnbased",
-    }
+    assert set(official["prompt_versions"]) == {"grade"}
     assert all(
         v["version"] == 1 and len(v["sha256"]) == 64 for v in official["prompt_versions"].values()
     )
@@ -85,8 +67,8 @@ def test_submission_detail_has_status_progress_and_scores(world):
     body = world.client("bob").get(f"/api/submissions/{world.private.pk}/").json()
     assert body["status"] == "scored"
     assert body["is_published"] is False and body["team"] == "Lab A"
-    assert body["progress"]["tasks_total"] == 927
-    assert body["progress"]["tasks_ingested"] == 3  # the three example folders
+    assert body["progress"]["tasks_total"] == 6
+    assert body["progress"]["tasks_ingested"] == 3  # toy_upload answers q1 to q3
     assert body["progress"]["judgments_failed"] == 0
     score = Score.objects.get(submission=world.private)
     assert body["scores"] == [
@@ -106,7 +88,9 @@ def test_submission_detail_has_status_progress_and_scores(world):
             "calibrated": {},  # no calibration study has labelled it
         }
     ]
-    assert score.scorer["judge"]["slug"] == "offline" and score.scorer["rules"] == "harness-1"
+    assert (
+        score.scorer["judge"]["slug"] == "offline" and score.scorer["rules"] == "1"
+    )  # the toy's rules_version
     assert body["tasks_url"].endswith(f"/api/submissions/{world.private.pk}/tasks/")
 
 
@@ -136,53 +120,41 @@ def test_submission_detail_says_whether_it_waits_on_storage(world, viewer, which
     assert page.status_code == 200 and b"Waiting on storage" not in page.content
 
 
-def test_tasks_are_paginated_and_filtered(world, mpbench_tasks):
+def test_tasks_are_paginated_and_filtered(world):
     client = world.client("alice")
     base = f"/api/submissions/{world.published.pk}/tasks/"
     first = client.get(base).json()
-    assert first["count"] == 927 and len(first["results"]) == 50  # PAGE_SIZE
-    assert first["previous"] is None and first["next"].endswith("?page=2")
-    page = client.get(base + "?page_size=7&page=3").json()
-    assert len(page["results"]) == 7 and page["previous"] and page["next"]
+    assert first["count"] == 6 and len(first["results"]) == 6  # under PAGE_SIZE (50)
+    assert first["previous"] is None and first["next"] is None
+    page = client.get(base + "?page_size=2&page=2").json()
+    assert [r["task_id"] for r in page["results"]] == ["q3", "q4"]
+    assert page["previous"] and page["next"].endswith("?page=3&page_size=2")
+    last = client.get(base + "?page_size=2&page=3").json()
+    assert [r["task_id"] for r in last["results"]] == ["q5", "q6"] and last["next"] is None
     everything = client.get(base + "?page_size=5000").json()
-    assert len(everything["results"]) == 927  # page_size is capped at 1000 anyway
     rows = {row["task_id"]: row for row in everything["results"]}
-    assert set(rows) == set(mpbench_tasks)
+    assert set(rows) == set(TASKS)
 
-    for name in ("discussion", "turnbased", "understanding"):
-        expected = Counter(t["family"] for t in mpbench_tasks.values())[name]
-        assert client.get(base + f"?family={name}").json()["count"] == expected
-    expected = sum(1 for t in mpbench_tasks.values() if t["should_speak"])
-    assert client.get(base + "?should_speak=true").json()["count"] == expected
-    assert client.get(base + "?should_speak=false").json()["count"] == 927 - expected
-
-    spoke = [t for t, row in rows.items() if row["detection"]["spoke"]]
-    assert set(spoke) <= {EXAMPLE_U, EXAMPLE_D, EXAMPLE_T}  # only these have a response at all
-    assert client.get(base + "?spoke=1").json()["count"] == len(spoke)
-    # Turn-taking correct means spoke == should_speak (the benchmark's rule).
-    correct = [
-        t
-        for t, row in rows.items()
-        if row["detection"]["spoke"] == mpbench_tasks[t]["should_speak"]
-    ]
-    assert client.get(base + "?turn_taking=true&page_size=1000").json()["count"] == len(correct)
-    both = client.get(base + "?turn_taking=false&family=discussion&page_size=1000").json()
-    assert {r["task_id"] for r in both["results"]} == {
-        t
-        for t in rows
-        if mpbench_tasks[t]["family"] == "discussion"
-        and rows[t]["detection"]["spoke"] != mpbench_tasks[t]["should_speak"]
+    # The toy's one filter, topic: odd tasks are math (q1, q3, q5), even ones facts.
+    for topic, expected in (("math", {"q1", "q3", "q5"}), ("fact", {"q2", "q4", "q6"})):
+        found = client.get(base + f"?topic={topic}").json()
+        assert {r["task_id"] for r in found["results"]} == expected, topic
+    # The measure step's answer lengths: "It is 2", "It is 4" (7 characters each), q3 wrong
+    # ("Maybe " and two digits, 8) and nothing for the missing tasks.
+    assert {t: rows[t]["detection"]["length"] for t in sorted(rows)} == {
+        "q1": 7,
+        "q2": 7,
+        "q3": 8,
+        "q4": 0,
+        "q5": 0,
+        "q6": 0,
     }
+    assert {t: rows[t]["data"] for t in ("q1", "q4")} == {"q1": {"answer": "It is 2"}, "q4": {}}
 
 
 @pytest.mark.parametrize(
     ("query", "field"),
-    [
-        ("spoke=maybe", "spoke"),
-        ("turn_taking=2", "turn_taking"),
-        ("should_speak=", "should_speak"),
-        ("verdict=perhaps", "verdict"),
-    ],
+    [("verdict=perhaps", "verdict")],  # MP-Bench's own filters: tests/benchmarks/mpbench
 )
 def test_bad_task_filters_are_400(world, query, field):
     response = world.client("alice").get(f"/api/submissions/{world.published.pk}/tasks/?{query}")
@@ -203,50 +175,52 @@ def test_submission_filters(world):
     assert client.get("/api/submissions/?system=abc").status_code == 400
 
 
-def test_judgments_of_a_task(world, mpbench_tasks):
+def test_judgments_of_a_task(world):
     client = world.client("alice")
-    body = client.get(f"/api/submissions/{world.private.pk}/tasks/{EXAMPLE_D}/judgments/").json()
-    assert body["task"]["task_id"] == EXAMPLE_D and body["task"]["spec"]["family"] == "discussion"
-    [judgment] = body["judgments"]
-    assert judgment["judge"] == "offline" and judgment["kind"] == "discussion"
-    stored = Judgment.objects.get(
-        uses__task_result__submission=world.private, uses__task_result__task__task_id=EXAMPLE_D
-    )
-    assert judgment["prompt"] == stored.prompt
-    assert mpbench_tasks[EXAMPLE_D]["metatranscript"] in judgment["prompt"]
-    assert judgment["raw_output"] == stored.raw_output and judgment["verdict"] == stored.verdict
-    assert judgment["reasoning"] == stored.reasoning and judgment["skipped"] is False
-    for key in ("input_tokens", "output_tokens", "latency_ms", "error", "status", "model"):
-        assert key in judgment
+    path = f"/api/submissions/{world.private.pk}/tasks/{ANSWERED}/judgments/"
+    body = client.get(path).json()
+    assert body["task"]["task_id"] == ANSWERED and body["task"]["spec"]["topic"] == "math"
+    # Each answer is graded twice: accuracy, then style.
+    assert [(j["kind"], j["slot"]) for j in body["judgments"]] == [
+        ("grade", "accuracy"),
+        ("grade", "style"),
+    ]
+    stored = {
+        found.prompt: found
+        for found in Judgment.objects.filter(
+            uses__task_result__submission=world.private,
+            uses__task_result__task__task_id=ANSWERED,
+        )
+    }
+    for judgment in body["judgments"]:
+        assert judgment["judge"] == "offline"
+        # The toy's template filled with the task's question and the upload's answer.
+        assert judgment["prompt"] == (
+            f"Grade the {judgment['slot']} of this answer.\n"
+            "Question: What is 1 plus 1?\nAnswer: It is 2\n"
+        )
+        row = stored[judgment["prompt"]]
+        assert judgment["raw_output"] == row.raw_output and judgment["verdict"] is True
+        assert judgment["verdict"] == row.verdict and judgment["reasoning"] == row.reasoning
+        assert judgment["skipped"] is False
+        for key in ("input_tokens", "output_tokens", "latency_ms", "error", "status", "model"):
+            assert key in judgment
 
-    # A missing discussion task has an empty response: false without asking the judge.
-    missing_d = next(
-        t
-        for t, task in sorted(mpbench_tasks.items())
-        if task["family"] == "discussion" and t != EXAMPLE_D
-    )
-    [skipped] = client.get(
-        f"/api/submissions/{world.private.pk}/tasks/{missing_d}/judgments/"
-    ).json()["judgments"]
-    assert skipped["skipped"] is True and skipped["verdict"] is False
-    assert skipped["prompt"] is None and skipped["raw_output"] is None
-    # ... but a turn-based one is always sent (the benchmark's rule).
-    missing_t = next(
-        t
-        for t, task in sorted(mpbench_tasks.items())
-        if task["family"] == "turnbased" and t != EXAMPLE_T
-    )
-    [sent] = client.get(f"/api/submissions/{world.private.pk}/tasks/{missing_t}/judgments/").json()[
+    # A missing task has no answer: both grades are 0, decided without asking the judge.
+    missing = client.get(f"/api/submissions/{world.private.pk}/tasks/{MISSING}/judgments/").json()[
         "judgments"
     ]
-    assert sent["skipped"] is False and sent["prompt"]
+    assert [(j["slot"], j["skipped"], j["verdict"]) for j in missing] == [
+        ("accuracy", True, False),
+        ("style", True, False),
+    ]
+    assert all(j["prompt"] is None and j["raw_output"] is None for j in missing)
+    assert all(j["fixed"] == {"verdict": False, "score": 0.0} for j in missing)
 
     assert (
         client.get(f"/api/submissions/{world.private.pk}/tasks/nope/judgments/").status_code == 404
     )
-    only = client.get(
-        f"/api/submissions/{world.private.pk}/tasks/{EXAMPLE_D}/judgments/?judge=official"
-    ).json()
+    only = client.get(path + "?judge=official").json()
     assert only["judgments"] == []
 
 
@@ -267,14 +241,15 @@ def test_api_root_links_everything(world):
 
 def test_query_counts_do_not_grow_with_rows(world, django_assert_max_num_queries):
     client = world.client("alice")
-    # 927 task rows, 16 submissions, 16 systems: a fixed handful of queries each (session, user,
-    # visibility, count, page).
+    # 6 task rows, 3 submissions (2 of Lab A and the toy paper's row), 3 systems: a fixed
+    # handful of queries each (session, user, visibility, count, page), as for MP-Bench's 927
+    # rows (tests/benchmarks/mpbench/test_api_endpoints.py).
     with django_assert_max_num_queries(8):
         body = client.get(f"/api/submissions/{world.private.pk}/tasks/?page_size=1000").json()
-    assert len(body["results"]) == 927
+    assert len(body["results"]) == 6
     with django_assert_max_num_queries(8):
-        assert client.get("/api/submissions/?page_size=100").json()["count"] == 16
+        assert client.get("/api/submissions/?page_size=100").json()["count"] == 3
     with django_assert_max_num_queries(8):
-        assert client.get("/api/systems/?page_size=100").json()["count"] == 16
+        assert client.get("/api/systems/?page_size=100").json()["count"] == 3
     with django_assert_max_num_queries(10):
         client.get(f"/api/systems/{world.private.system_id}/")

@@ -1,5 +1,7 @@
-"""Retry failed judgments over the API, against a local judge server that answers every prompt
-with nonsense the first time and with a verdict the second."""
+"""Retry failed judgments over the API, on the example plug-in (toy-bench), against a local judge
+server that refuses every prompt the first time (HTTP 400: not retried, the judgment fails) and
+grades it the second. (The toy scores an unparseable answer as an outcome, so a refusal is what
+leaves its judgments failed.)"""
 
 from __future__ import annotations
 
@@ -10,32 +12,34 @@ import pytest
 
 from evaluation.models import Score, Submission
 from evaluation.services import submission_create
-from tests.conftest import completion, copy_examples, zip_tree
+from tests.conftest import completion, toy_upload
+
+# toy_upload answers q1 to q3; each answer is graded twice (accuracy, style): six prompts.
+PROMPTS = 6
 
 pytestmark = pytest.mark.django_db
 
 
-def nonsense_then_verdict(body, call):
+def refused_then_graded(body, call):
     if call == 1:
-        return 200, {}, completion("I would rather not say", prompt_tokens=40, completion_tokens=2)
-    verdict = {"correct": True, "consistent": True, "reasoning": "fine", "extracted_name": "Ben"}
-    return 200, {}, completion(json.dumps(verdict), prompt_tokens=100, completion_tokens=5)
+        return 400, {}, {"error": {"message": "bad request"}}
+    grade = {"score": 1.0, "why": "fine"}
+    return 200, {}, completion(json.dumps(grade), prompt_tokens=100, completion_tokens=5)
 
 
 @pytest.fixture
-def failing(
-    world, eager, judge_server, mpbench, mpbench_dir, tmp_path, django_capture_on_commit_callbacks
-):
-    judge = mpbench.judges.get(slug="official")
+def failing(world, eager, judge_server, tmp_path, django_capture_on_commit_callbacks):
+    benchmark = world.published.benchmark  # the module's toy-bench (accounts/people.py)
+    judge = benchmark.judges.get(slug="official")
     judge.base_url = judge_server.url
     judge.price_input_per_mtok = Decimal("2.5")
     judge.price_output_per_mtok = Decimal("10")
     judge.save()
-    judge_server.responder = nonsense_then_verdict
-    bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / "again"), tmp_path / "again.zip")
+    judge_server.responder = refused_then_graded
+    bundle = toy_upload(tmp_path / "again.zip")
     with django_capture_on_commit_callbacks(execute=True):
         submission = submission_create(
-            benchmark=mpbench,
+            benchmark=benchmark,
             bundle_path=bundle,
             system_name="Flaky Judge Agent",
             judge=judge,
@@ -50,7 +54,7 @@ def test_retry_requeues_exactly_the_failed_judgments(
 ):
     prompts = judge_server.prompts()
     distinct = set(prompts)
-    assert len(prompts) == len(distinct) > 0  # one call per distinct prompt, all unparseable
+    assert len(prompts) == len(distinct) == PROMPTS  # one call per distinct prompt, all refused
     client = world.client("bob")
     before = client.get(f"/api/submissions/{failing.pk}/").json()
     assert before["status"] == "scored"
@@ -77,7 +81,7 @@ def test_retry_requeues_exactly_the_failed_judgments(
     assert after["progress"]["judgments_failed"] == 0
     [score] = after["scores"]
     assert score["judgments_failed"] == 0
-    # Tokens of the answers that count (the second ones): 100 in, 5 out per judgment.
+    # Tokens of the answers that count (the refusals had none): 100 in, 5 out per judgment.
     n = len(distinct)
     assert score["tokens"] == {"input": 100 * n, "output": 5 * n}
     assert score["cost_usd"] == pytest.approx((100 * n * 2.5 + 5 * n * 10) / 1_000_000)
@@ -98,13 +102,13 @@ def test_retry_names_a_judge_or_refuses(world, failing, django_capture_on_commit
     assert "offline has not scored" in unscored.json()["detail"]
 
 
-def test_retry_waits_until_the_submission_is_scored(world, mpbench, mpbench_dir, tmp_path):
-    bundle = zip_tree(copy_examples(mpbench_dir, tmp_path / "q"), tmp_path / "q.zip")
+def test_retry_waits_until_the_submission_is_scored(world, tmp_path):
+    benchmark = world.published.benchmark
     queued = submission_create(  # no commit in this test transaction: it stays queued
-        benchmark=mpbench,
-        bundle_path=bundle,
+        benchmark=benchmark,
+        bundle_path=toy_upload(tmp_path / "q.zip"),
         system_name="Queued Agent",
-        judge=mpbench.judges.get(slug="offline"),
+        judge=benchmark.judges.get(slug="offline"),
         allow_partial=True,
         team=world.lab_a,
     )
