@@ -13,7 +13,8 @@ from config.settings import *  # noqa: E402, F403
 
 # The example plug-in (tests/toyplugin, the core tests' benchmark) is an app like every plug-in;
 # a test registers it as a benchmark where it uses it (tests/conftest.py toybench).
-INSTALLED_APPS = [*INSTALLED_APPS, "tests.toyplugin"]  # noqa: F405
+if "tests.toyplugin" not in INSTALLED_APPS:  # noqa: F405 (installed already where registered)
+    INSTALLED_APPS = [*INSTALLED_APPS, "tests.toyplugin"]  # noqa: F405
 
 # Hashing strength is not under test: PBKDF2 would dominate every test that makes a user.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
