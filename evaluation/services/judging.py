@@ -8,6 +8,7 @@ for again.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -790,21 +791,25 @@ def _record_all(answered: list, plugin, charge=None) -> int:
     """Store the answers gathered so far, and what their calls cost, all or none in one round
     trip (statements_run); returns how many. A row is written only while the lease owner that
     called it still holds it (another worker may have taken it over); the call is paid for
-    either way. ``charge(judgment, outcome)``: the JudgeCharge of one answer, or None."""
+    either way. ``charge(judgment, outcome)``: the JudgeCharge of one answer, or None.
+
+    Each answer is settled on a copy of its judgment: one whose store fails (a database error)
+    keeps its judgment as claimed, owner included, for the next try (the loop's close) to
+    store, rather than leaving it RUNNING under no owner to be put back and asked again."""
     if not answered:
         return 0
     settled, charges = [], []
     for judgment, outcome in answered:
         if charge is not None:
             charges.append(charge(judgment, outcome))
-        owner = judgment.lease_owner
-        _settle(judgment, outcome, plugin)
+        answer = copy.copy(judgment)
+        _settle(answer, outcome, plugin)
         settled.append(
             [
-                *instance_values(judgment, SETTLED_FIELDS),
+                *instance_values(answer, SETTLED_FIELDS),
                 judgment.pk,
                 Judgment.Status.RUNNING,
-                owner,
+                judgment.lease_owner,
             ]
         )
     statements_run(

@@ -150,3 +150,46 @@ def test_no_more_answers_wait_unstored_than_the_bound(scored_toy, judge_server, 
     )
     assert len(unstored) == 2 * TASKS
     assert max(unstored) <= 4
+
+
+def test_answers_whose_store_failed_are_stored_as_the_loop_closes_never_asked_again(
+    scored_toy, judge_server, monkeypatch
+):
+    """A database error while answers are stored (a deadlock between two workers, say) ends the
+    loop, and the stage is tried again; the answers it had are stored as it closes, and the
+    retry asks only what was never answered: each request reaches the judge once."""
+    from evaluation.services import judging
+
+    mine = judgments_of(scored_toy)
+    mine.update(status=Judgment.Status.PENDING)
+    asked = len(judge_server.requests)
+    real = judging.statements_run
+    failures = []
+
+    def deadlock_once(statements):
+        if not failures:
+            failures.append(len(statements))
+            raise OperationalError("deadlock detected")
+        return real(statements)
+
+    monkeypatch.setattr(judging, "statements_run", deadlock_once)
+    with pytest.raises(OperationalError):
+        judgments_work(
+            submission_id=scored_toy.pk,
+            judge_id=scored_toy.judge_id,
+            deadline=time.monotonic() + 60,
+        )
+    assert failures
+    first = len(judge_server.requests) - asked
+    # What the first loop asked is stored: done, none of it put back to pending.
+    assert mine.filter(status=Judgment.Status.DONE).count() == first
+    assert not mine.filter(status=Judgment.Status.RUNNING).exists()
+    assert judgments_work(
+        submission_id=scored_toy.pk, judge_id=scored_toy.judge_id, deadline=time.monotonic() + 60
+    )
+    assert len(judge_server.requests) - asked == 2 * TASKS
+    prompts = judge_server.prompts()[asked:]
+    assert len(set(prompts)) == len(prompts)
+    assert set(mine.values_list("status", flat=True)) == {Judgment.Status.DONE}
+    # The scoring's call and this round's one: none counted twice.
+    assert set(mine.values_list("attempts", flat=True)) == {2}
