@@ -725,11 +725,17 @@ def every_plugin_board(slug: str, settings, folder: Path, *, name: str):
     if slug == "toy-bench":
         settings.FLOORBOARD_BENCHMARKS = [*settings.FLOORBOARD_BENCHMARKS, "tests.toyplugin"]
     plugin = registry()[slug]
-    _demo_write(folder / "source", plugin.write_demo_source)
+    demo_source(plugin, folder)
     benchmark = benchmark_import(
         slug=f"{slug}-{name}", directory=folder / "source", plugin=slug, is_demo=True
     ).benchmark
     return benchmark, plugin
+
+
+def demo_source(plugin, folder: Path) -> Path:
+    """The plug-in's demo release, written in ``folder / "source"`` (once, under demo_files)."""
+    _demo_write(folder / "source", plugin.write_demo_source)
+    return folder / "source"
 
 
 def demo_runs(plugin, folder: Path) -> list:
