@@ -712,6 +712,30 @@ def proxied_bucket(storage_proxy, s3_server, settings):
 # --- Every plug-in -------------------------------------------------------------------------
 
 
+# Folders of demo_files: what is written in one is written once a session, and only read after.
+_SHARED_DEMO_FOLDERS: set[Path] = set()
+_demo_written: dict[Path, object] = {}
+
+
+def _demo_write(folder: Path, write: Callable[[Path], object]):
+    """write(folder), or what it returned the first time when ``folder`` is under demo_files."""
+    if folder.parent.parent not in _SHARED_DEMO_FOLDERS:
+        return write(folder)
+    if folder not in _demo_written:
+        _demo_written[folder] = write(folder)
+    return _demo_written[folder]
+
+
+@pytest.fixture(scope="session")
+def demo_files(tmp_path_factory) -> Callable[[str], Path]:
+    """slug -> a folder for every_plugin_board and demo_runs_scored shared by the tests of this
+    process: the plug-in's demo release and runs (synthesized audio, for some) are written
+    there once, for tests that only read them."""
+    base = tmp_path_factory.mktemp("demo-files")
+    _SHARED_DEMO_FOLDERS.add(base)
+    return lambda slug: base / slug
+
+
 def every_plugin_board(slug: str, settings, folder: Path, *, name: str):
     """(benchmark, plug-in): the plug-in's demo release imported as ``<slug>-<name>``; the
     example plug-in is registered first when ``slug`` names it."""
@@ -721,11 +745,22 @@ def every_plugin_board(slug: str, settings, folder: Path, *, name: str):
     if slug == "toy-bench":
         settings.FLOORBOARD_BENCHMARKS = [*settings.FLOORBOARD_BENCHMARKS, "tests.toyplugin"]
     plugin = registry()[slug]
-    plugin.write_demo_source(folder / "source")
+    demo_source(plugin, folder)
     benchmark = benchmark_import(
         slug=f"{slug}-{name}", directory=folder / "source", plugin=slug, is_demo=True
     ).benchmark
     return benchmark, plugin
+
+
+def demo_source(plugin, folder: Path) -> Path:
+    """The plug-in's demo release, written in ``folder / "source"`` (once, under demo_files)."""
+    _demo_write(folder / "source", plugin.write_demo_source)
+    return folder / "source"
+
+
+def demo_runs(plugin, folder: Path) -> list:
+    """The plug-in's demo runs, written in ``folder / "uploads"`` (once, under demo_files)."""
+    return _demo_write(folder / "uploads", plugin.write_demo_runs)
 
 
 def demo_runs_scored(benchmark, plugin, folder: Path, *, count: int) -> list:
@@ -737,7 +772,7 @@ def demo_runs_scored(benchmark, plugin, folder: Path, *, count: int) -> list:
 
     offline = benchmark.judges.get(slug="offline")
     made = []
-    for run in plugin.write_demo_runs(folder / "uploads")[:count]:
+    for run in demo_runs(plugin, folder)[:count]:
         with inline():
             made.append(
                 submission_create(

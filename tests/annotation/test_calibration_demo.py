@@ -13,24 +13,25 @@ from annotation.models import CalibrationStratum, Study
 from evaluation.benchmarks import registry
 from evaluation.models import CalibratedScore
 from evaluation.services import benchmark_import, submission_create
+from tests.conftest import demo_runs, demo_source
 
 pytestmark = pytest.mark.django_db
 
 
-def test_the_demo_calibration_study_reorders_the_judges_ranking(tmp_path):
+def test_the_demo_calibration_study_reorders_the_judges_ranking(demo_files):
     # The plug-in that names the demo's calibrated column (Audio MultiChallenge's APR).
     assert demo_column() == ("audio-multichallenge", "overall.apr")
     metric = "overall.apr"
     plugin = registry()["audio-multichallenge"]
-    plugin.write_demo_source(tmp_path / "source")
+    folder = demo_files("audio-multichallenge")
     board = benchmark_import(
         slug="audio-multichallenge-demo",
-        directory=tmp_path / "source",
+        directory=demo_source(plugin, folder),
         plugin="audio-multichallenge",
         is_demo=True,
     ).benchmark
     offline = board.judges.get(slug="offline")
-    for run in plugin.write_demo_runs(tmp_path / "uploads"):
+    for run in demo_runs(plugin, folder):
         submission_create(
             benchmark=board,
             bundle_path=run.path,

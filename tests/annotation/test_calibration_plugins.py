@@ -23,7 +23,7 @@ from evaluation.benchmarks import registry
 from evaluation.benchmarks.base import kind_guideline
 from evaluation.models import Benchmark, CalibratedScore, Score
 from evaluation.slices import all_columns
-from tests.conftest import demo_runs_scored, every_plugin_board
+from tests.conftest import demo_runs_scored, every_plugin_board, fresh, scoring_here
 
 pytestmark = pytest.mark.django_db
 
@@ -36,6 +36,26 @@ def board_value(score: Score, plugin, key: str):
     for part in ((column.split,) if column.split else ()) + column.metric.path:
         node = node[part]
     return node
+
+
+@pytest.fixture(scope="module")
+def shared_demo(request, shared_db, demo_files):
+    """(benchmark, plug-in, runs): the plug-in's demo board and its first two demo runs scored
+    by the offline judge, made once for the module (tests/conftest.py shared_db)."""
+    from django.conf import settings
+
+    folder = demo_files(request.param)
+    with scoring_here():
+        benchmark, plugin = every_plugin_board(request.param, settings, folder, name="calib")
+        runs = demo_runs_scored(benchmark, plugin, folder, count=2)
+    return benchmark, plugin, runs
+
+
+@pytest.fixture
+def demo(db, shared_demo):
+    """The module's demo board and runs (shared_demo), read afresh for this test."""
+    benchmark, plugin, runs = shared_demo
+    return fresh(benchmark), plugin, [fresh(run) for run in runs]
 
 
 @pytest.mark.parametrize("slug", [*SLUGS, "toy-bench"])
@@ -72,10 +92,9 @@ def test_a_bad_declaration_is_refused_with_a_message_naming_it():
         core.declared_metric(plugin, "nope")
 
 
-@pytest.mark.parametrize("slug", SLUGS)
-def test_the_judge_mean_over_the_population_is_the_board_value(slug, settings, tmp_path):
-    benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="calib")
-    runs = demo_runs_scored(benchmark, plugin, tmp_path, count=2)
+@pytest.mark.parametrize("shared_demo", SLUGS, indirect=True)
+def test_the_judge_mean_over_the_population_is_the_board_value(demo):
+    benchmark, plugin, runs = demo
     judge = benchmark.judges.get(slug="offline")
     checked = 0
     found = core.calibrated_columns(plugin)
@@ -104,12 +123,11 @@ def test_the_judge_mean_over_the_population_is_the_board_value(slug, settings, t
     assert checked >= len(plugin.calibrated_metrics)
 
 
-@pytest.mark.parametrize("slug", SLUGS)
+@pytest.mark.parametrize("shared_demo", SLUGS, indirect=True)
 def test_a_calibration_study_made_from_the_form_samples_the_declared_metric(
-    slug, settings, tmp_path, django_capture_on_commit_callbacks
+    demo, django_capture_on_commit_callbacks
 ):
-    benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="calform")
-    runs = demo_runs_scored(benchmark, plugin, tmp_path, count=2)
+    benchmark, plugin, runs = demo
     column, declared, _ = core.calibrated_columns(plugin)[0]
     kind = plugin.study_kind(declared.study_kind)
     staff = User.objects.create_user("owner", password="pw-owner-1234", is_staff=True)

@@ -31,10 +31,10 @@ def options(page: str, name: str) -> list[str]:
 
 
 @pytest.mark.parametrize("slug", SLUGS)
-def test_the_new_study_form_follows_the_chosen_benchmark_and_kind(slug, settings, tmp_path):
+def test_the_new_study_form_follows_the_chosen_benchmark_and_kind(slug, settings, demo_files):
     other = make_board(submissions=2, tasks=4, audio=False)  # another benchmark, its judge
-    benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="study")
-    runs = demo_runs_scored(benchmark, plugin, tmp_path, count=2)
+    benchmark, plugin = every_plugin_board(slug, settings, demo_files(slug), name="study")
+    runs = demo_runs_scored(benchmark, plugin, demo_files(slug), count=2)
     staff = User.objects.create_user("owner", password="pw-owner-1234", is_staff=True)
     client = Client()
     client.force_login(staff)

@@ -61,10 +61,10 @@ def _declares_contributions(plugin) -> bool:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("slug", SLUGS)
-def test_every_declaration_resolves_on_the_plugins_first_demo_run(slug, settings, tmp_path):
-    benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="conform")
+def test_every_declaration_resolves_on_the_plugins_first_demo_run(slug, settings, demo_files):
+    benchmark, plugin = every_plugin_board(slug, settings, demo_files(slug), name="conform")
     assert check_declarations(plugin) == []
-    (submission,) = demo_runs_scored(benchmark, plugin, tmp_path, count=1)
+    (submission,) = demo_runs_scored(benchmark, plugin, demo_files(slug), count=1)
     assert submission.status == Submission.Status.SCORED
     offline = benchmark.judges.get(slug="offline")
     score = Score.objects.get(submission=submission, judge=offline)

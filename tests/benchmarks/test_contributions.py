@@ -81,9 +81,9 @@ def _agree(plugin, override: dict, derived: dict, keys, where: str) -> int:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("slug", SLUGS)
-def test_every_number_of_the_board_is_the_one_its_contributions_give(slug, settings, tmp_path):
-    benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="sums")
-    (submission,) = demo_runs_scored(benchmark, plugin, tmp_path, count=1)
+def test_every_number_of_the_board_is_the_one_its_contributions_give(slug, settings, demo_files):
+    benchmark, plugin = every_plugin_board(slug, settings, demo_files(slug), name="sums")
+    (submission,) = demo_runs_scored(benchmark, plugin, demo_files(slug), count=1)
     offline = benchmark.judges.get(slug="offline")
     score = Score.objects.get(submission=submission, judge=offline)
     outcomes, _, _ = task_outcomes(submission=submission, judge=offline)

@@ -37,10 +37,10 @@ def age(media: Path, names, *, seconds: float) -> None:
 
 
 @pytest.mark.parametrize("slug", SLUGS)
-def test_the_sweep_deletes_old_files_no_row_names_on_the_filesystem(slug, settings, tmp_path):
+def test_the_sweep_deletes_old_files_no_row_names_on_the_filesystem(slug, settings, demo_files):
     media = Path(settings.STORAGES["default"]["OPTIONS"]["location"])
-    benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="orphans")
-    (submission,) = demo_runs_scored(benchmark, plugin, tmp_path, count=1)
+    benchmark, plugin = every_plugin_board(slug, settings, demo_files(slug), name="orphans")
+    (submission,) = demo_runs_scored(benchmark, plugin, demo_files(slug), count=1)
     assert submission.status == Submission.Status.SCORED, submission.error
     # A browser upload still arriving: its partial file is named by nothing but the upload.
     team = Team.objects.create(slug="uploaders", name="Uploaders")

@@ -30,7 +30,7 @@ from evaluation.bundles import (
 from evaluation.models import Membership, Submission, TaskResult, Team
 from evaluation.services import bundle_validate, failed_files_purge
 from evaluation.services.submissions import LimitReached, submission_create_within_limits
-from tests.conftest import every_plugin_board
+from tests.conftest import demo_runs, every_plugin_board
 
 pytestmark = pytest.mark.django_db
 
@@ -38,9 +38,10 @@ SLUGS = [*sorted(registry()), "toy-bench"]
 
 
 @pytest.fixture
-def board(request, settings, tmp_path):
-    benchmark, plugin = every_plugin_board(request.param, settings, tmp_path, name="guards")
-    run = plugin.write_demo_runs(tmp_path / "uploads")[0]
+def board(request, settings, tmp_path, demo_files):
+    folder = demo_files(request.param)
+    benchmark, plugin = every_plugin_board(request.param, settings, folder, name="guards")
+    run = demo_runs(plugin, folder)[0]
     bundle = run.path
     if bundle.is_dir():
         bundle = Path(shutil.make_archive(str(tmp_path / "bundle"), "zip", root_dir=bundle))

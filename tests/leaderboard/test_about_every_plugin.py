@@ -35,8 +35,8 @@ def _pre(page: str, element_id: str) -> str:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("slug", SLUGS)
-def test_every_about_page_offers_the_benchmarks_bibtex(slug, client, settings, tmp_path):
-    benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="cite")
+def test_every_about_page_offers_the_benchmarks_bibtex(slug, client, settings, demo_files):
+    benchmark, plugin = every_plugin_board(slug, settings, demo_files(slug), name="cite")
     page = client.get(f"/benchmarks/{benchmark.slug}/about/").content.decode()
     assert 'id="cite"' in page and "Cite this benchmark" in page
     entry = _pre(page, "bibtex")
@@ -49,12 +49,12 @@ def test_every_about_page_offers_the_benchmarks_bibtex(slug, client, settings, t
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("slug", SLUGS)
 def test_the_about_pages_api_command_submits_to_the_demo_board(
-    slug, live_server, settings, tmp_path, eager
+    slug, live_server, settings, tmp_path, eager, demo_files
 ):
     if shutil.which("curl") is None:
         pytest.skip("no curl on this machine")
     settings.VAR_DIR = tmp_path / "var"
-    benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="api")
+    benchmark, plugin = every_plugin_board(slug, settings, demo_files(slug), name="api")
     assert not benchmark.judges.filter(is_official=True).exists()
     team = Team.objects.create(slug="delta", name="Delta Lab")
     owner = User.objects.create_user("dora", "dora@example.org", "pw")

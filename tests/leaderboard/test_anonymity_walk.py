@@ -35,9 +35,10 @@ SECRETS = {
 
 
 @pytest.fixture
-def board(request, settings, tmp_path):
-    benchmark, plugin = every_plugin_board(request.param, settings, tmp_path, name="walk")
-    secret, other = demo_runs_scored(benchmark, plugin, tmp_path, count=2)
+def board(request, settings, demo_files):
+    folder = demo_files(request.param)
+    benchmark, plugin = every_plugin_board(request.param, settings, folder, name="walk")
+    secret, other = demo_runs_scored(benchmark, plugin, folder, count=2)
     assert secret.status == other.status == Submission.Status.SCORED
     team = Team.objects.create(slug="quill", name=SECRETS["team"])
     owner = User.objects.create_user("owner", password="pw-owner-1234")

@@ -21,9 +21,11 @@ SLUGS = [*sorted(registry()), "toy-bench"]
 
 
 @pytest.mark.parametrize("slug", SLUGS)
-def test_the_example_upload_is_a_good_complete_run_in_the_primary_format(slug, settings, tmp_path):
+def test_the_example_upload_is_a_good_complete_run_in_the_primary_format(
+    slug, settings, tmp_path, demo_files
+):
     settings.VAR_DIR = tmp_path / "var"
-    benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="example")
+    benchmark, plugin = every_plugin_board(slug, settings, demo_files(slug), name="example")
     path = example_upload_path(plugin)
     assert path.name.endswith(plugin.upload.suffixes[0])
 

@@ -29,7 +29,7 @@ from evaluation.services import submission_create
 from evaluation.services.work import inline
 from leaderboard.accounts.services import api_token_create
 from tests import factories
-from tests.conftest import demo_runs_scored, every_plugin_board
+from tests.conftest import demo_runs, demo_runs_scored, every_plugin_board
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -53,37 +53,43 @@ def scored_rows(benchmark, count: int) -> list[Submission]:
     ]
 
 
-def _board(slug, settings, tmp_path, scored):
-    """The board, its shown row (of ``scored(benchmark, plugin)``'s two) named NAME and owned
-    by team Bittern, and that team's owner."""
+def _board(slug, settings, folder, scored):
+    """The board, its shown row (the first of ``scored(benchmark, plugin)``) named NAME and
+    owned by team Bittern, and that team's owner; the plug-in's demo files are in ``folder``
+    (tests/conftest.py demo_files)."""
     settings.BOARD_STATE_SECONDS = 300
-    benchmark, plugin = every_plugin_board(slug, settings, tmp_path, name="cache")
-    shown, _ = scored(benchmark, plugin)
+    benchmark, plugin = every_plugin_board(slug, settings, folder, name="cache")
+    shown = scored(benchmark, plugin)[0]
     team = Team.objects.create(slug="bittern", name="Bittern Lab")
     owner = User.objects.create_user("bittern-owner", password="pw-owner-1234")
     Membership.objects.create(team=team, user=owner, role=Membership.Role.OWNER)
     System.objects.filter(pk=shown.system_id).update(name=NAME, team=team)
     Submission.objects.filter(pk=shown.pk).update(team=team, submitted_by=owner)
     caches["responses"].clear()  # the rows were changed behind the services' backs
-    return benchmark, plugin, Submission.objects.get(pk=shown.pk), owner, tmp_path
+    return benchmark, plugin, Submission.objects.get(pk=shown.pk), owner, folder
 
 
 @pytest.fixture
-def board(request, settings, tmp_path):
+def board(request, settings, demo_files):
     """Two rows written directly: what the board, its exports and the submission page show."""
     return _board(
-        request.param, settings, tmp_path, lambda benchmark, plugin: scored_rows(benchmark, 2)
+        request.param,
+        settings,
+        demo_files(request.param),
+        lambda benchmark, plugin: scored_rows(benchmark, 2),
     )
 
 
 @pytest.fixture
-def uploaded_board(request, settings, tmp_path):
-    """Two demo runs scored by the pipeline: a task page reads its submission's upload."""
+def uploaded_board(request, settings, demo_files):
+    """A demo run scored by the pipeline: a task page reads its submission's upload (and only
+    that submission's)."""
+    folder = demo_files(request.param)
     return _board(
         request.param,
         settings,
-        tmp_path,
-        lambda benchmark, plugin: demo_runs_scored(benchmark, plugin, tmp_path, count=2),
+        folder,
+        lambda benchmark, plugin: demo_runs_scored(benchmark, plugin, folder, count=1),
     )
 
 
@@ -112,7 +118,7 @@ def _shown_everywhere(client: Client, slug: str, name: str) -> list[str]:
 
 def _submit(benchmark, plugin, folder, *, name: str) -> Submission:
     offline = benchmark.judges.get(slug="offline")
-    run = plugin.write_demo_runs(folder / "more")[0]
+    run = demo_runs(plugin, folder)[0]
     with inline():
         made = submission_create(
             benchmark=benchmark,

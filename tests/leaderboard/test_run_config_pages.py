@@ -50,8 +50,9 @@ def compares(plugin) -> bool:
 
 
 @pytest.fixture
-def board(request, settings, tmp_path):
-    benchmark, plugin = every_plugin_board(request.param, settings, tmp_path, name="config")
+def board(request, settings, demo_files):
+    folder = demo_files(request.param)
+    benchmark, plugin = every_plugin_board(request.param, settings, folder, name="config")
     team = factories.team("Quartz Lab", slug="quartz")
     owner = factories.user("owner", password="pw-owner-1234")
     factories.team_join(team, owner, role=Membership.Role.OWNER)
@@ -144,8 +145,8 @@ def test_run_configuration_on_the_submission_system_and_compare_pages(board):
 
 
 @pytest.mark.parametrize("slug", SLUGS)
-def test_every_about_page_documents_the_run_manifest_fields(slug, client, settings, tmp_path):
-    benchmark, _ = every_plugin_board(slug, settings, tmp_path, name="manifest")
+def test_every_about_page_documents_the_run_manifest_fields(slug, client, settings, demo_files):
+    benchmark, _ = every_plugin_board(slug, settings, demo_files(slug), name="manifest")
     page = client.get(f"/benchmarks/{benchmark.slug}/about/").content.decode()
     documented = html.unescape(page[page.index('id="manifest-run-config"') :].split("</ul>")[0])
     for field in (*FIELDS, "run_config", "contamination", "saw_benchmark_data"):
