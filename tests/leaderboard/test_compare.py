@@ -87,22 +87,11 @@ def compare_url(a, b, **extra):
     return f"{reverse('api-benchmark-compare', args=['toy-bench'])}?{query}"
 
 
-def test_comparison_counts_and_tests_by_hand(client, runs):
-    a, b = runs["a"], runs["b"]
-    expected_a = passed_units(a)
-    expected_b = passed_units(b)
-    # By hand: q1 and q2 answered right (both units), q3 answered wrong (answered only).
-    assert expected_a == {
-        "q1": {"en.quality": True, "en.answered": True},
-        "q2": {"en.quality": True, "en.answered": True},
-        "q3": {"en.quality": False, "en.answered": True},
-    }
+def counted_by_hand(body: dict, expected_a: dict, expected_b: dict) -> dict:
+    """Check a comparison of three tasks (A passing some units, B none) against the units
+    counted by hand, task by task; returns its metrics by key."""
     assert not any(ok for found in expected_b.values() for ok in found.values()), expected_b
     assert any(ok for found in expected_a.values() for ok in found.values())
-
-    response = client.get(compare_url(a, b))
-    assert response.status_code == 200, response.content
-    body = response.json()
     assert body["overall"]["tasks"] == 3
     assert (body["a"]["tasks"], body["b"]["tasks"]) == (3, 3)
     metrics = {m["key"]: m for m in body["overall"]["metrics"]}
@@ -118,6 +107,23 @@ def test_comparison_counts_and_tests_by_hand(client, runs):
         assert m["note"].startswith(f"n = {units} task"), key
         assert m["a"] == round(100 * passed / units, 2) and m["b"] == 0.0
         assert m["difference"] == pytest.approx(100 * passed / units)
+    return metrics
+
+
+def test_comparison_counts_and_tests_by_hand(client, runs):
+    a, b = runs["a"], runs["b"]
+    expected_a = passed_units(a)
+    expected_b = passed_units(b)
+    # By hand: q1 and q2 answered right (both units), q3 answered wrong (answered only).
+    assert expected_a == {
+        "q1": {"en.quality": True, "en.answered": True},
+        "q2": {"en.quality": True, "en.answered": True},
+        "q3": {"en.quality": False, "en.answered": True},
+    }
+    response = client.get(compare_url(a, b))
+    assert response.status_code == 200, response.content
+    body = response.json()
+    counted_by_hand(body, expected_a, expected_b)
     disagreeing = sorted(t for t, found in expected_a.items() if any(found.values()))
     assert [d["task_id"] for d in body["disagreements"]] == disagreeing == ["q1", "q2", "q3"]
     # Topics of the three: q1 and q3 math, q2 fact.

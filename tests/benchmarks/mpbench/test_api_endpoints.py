@@ -10,13 +10,16 @@ from collections import Counter
 
 import pytest
 
-from evaluation.models import Judgment, Submission
-from tests.conftest import copy_examples, fresh, fresh_all, scoring_here, zip_tree
-from tests.leaderboard.accounts.people import (  # noqa: F401 (fixtures)
+from evaluation.models import Judgment
+from tests.conftest import copy_examples, zip_tree
+from tests.leaderboard.accounts import people
+from tests.leaderboard.accounts.people import (  # noqa: F401 (a fixture)
     World,
     _fresh_throttle_counts,
-    make_people,
+    pipeline_world,
 )
+
+world = people.world  # the module's world read afresh for each test
 
 pytestmark = pytest.mark.django_db
 
@@ -29,39 +32,9 @@ EXAMPLE_T = "scenario_turnBasedGame-diag_112-tier_2-task_1"
 def shared_world(shared_db, shared_mpbench, mpbench_dir, tmp_path_factory) -> World:
     """Lab A's published and unpublished submission of MP-Bench's three example folders,
     scored by the pipeline (offline judge, every stage run here), made once for the module."""
-    users, lab_a, lab_c = make_people()
     folder = tmp_path_factory.mktemp("world")
     bundle = zip_tree(copy_examples(mpbench_dir, folder / "examples"), folder / "bundle.zip")
-    offline = shared_mpbench.judges.get(slug="offline")
-    from evaluation.services import submission_create
-
-    made = {}
-    for name, publish in (("Published Agent", True), ("Private Agent", False)):
-        with scoring_here():
-            made[publish] = submission_create(
-                benchmark=shared_mpbench,
-                bundle_path=bundle,
-                system_name=name,
-                judge=offline,
-                allow_partial=True,
-                team=lab_a,
-                submitted_by=users["alice"],
-                publish=publish,
-            )
-    published, private = (Submission.objects.get(pk=made[flag].pk) for flag in (True, False))
-    assert published.status == private.status == Submission.Status.SCORED
-    return World(users, lab_a, lab_c, published, private)
-
-
-@pytest.fixture
-def world(db, shared_world) -> World:
-    return World(
-        fresh_all(shared_world.users),
-        fresh(shared_world.lab_a),
-        fresh(shared_world.lab_c),
-        fresh(shared_world.published),
-        fresh(shared_world.private),
-    )
+    return pipeline_world(shared_mpbench, bundle)
 
 
 def test_benchmark_detail_declares_table_3(world, mpbench_tasks):

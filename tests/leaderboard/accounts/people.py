@@ -103,19 +103,16 @@ def shared_world(shared_db, shared_toybench) -> World:
     return World(users, lab_a, lab_c, made[True], made[False])
 
 
-@pytest.fixture(scope="module")
-def scored_world(shared_db, shared_toybench, tmp_path_factory) -> World:
-    """shared_world with both submissions scored by the pipeline from toy_upload's zip
-    (offline judge, every stage run here), made once for the module (see shared_db): for tests
-    of what the pipeline derived from the upload (measurements, judge prompts)."""
+def pipeline_world(benchmark, bundle) -> World:
+    """The cast, with Lab A's published and unpublished submission of ``bundle`` scored by the
+    pipeline under the benchmark's offline judge (every stage run here)."""
     users, lab_a, lab_c = make_people()
-    bundle = toy_upload(tmp_path_factory.mktemp("world") / "bundle.zip")
-    offline = shared_toybench.judges.get(slug="offline")
+    offline = benchmark.judges.get(slug="offline")
     made = {}
     for name, publish in (("Published Agent", True), ("Private Agent", False)):
         with scoring_here():
             made[publish] = submission_create(
-                benchmark=shared_toybench,
+                benchmark=benchmark,
                 bundle_path=bundle,
                 system_name=name,
                 judge=offline,
@@ -127,6 +124,16 @@ def scored_world(shared_db, shared_toybench, tmp_path_factory) -> World:
     published, private = (Submission.objects.get(pk=made[flag].pk) for flag in (True, False))
     assert published.status == private.status == Submission.Status.SCORED
     return World(users, lab_a, lab_c, published, private)
+
+
+@pytest.fixture(scope="module")
+def scored_world(shared_db, shared_toybench, tmp_path_factory) -> World:
+    """shared_world with both submissions scored by the pipeline from toy_upload's zip, made
+    once for the module (see shared_db): for tests of what the pipeline derived from the
+    upload (measurements, judge prompts)."""
+    return pipeline_world(
+        shared_toybench, toy_upload(tmp_path_factory.mktemp("world") / "bundle.zip")
+    )
 
 
 @pytest.fixture
