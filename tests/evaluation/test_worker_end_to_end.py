@@ -22,7 +22,6 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
 import pytest
 from django.conf import settings
 from django.db import connection
@@ -31,6 +30,7 @@ from config.celery import app as celery_app
 from evaluation.models import Judgment
 from tests.conftest import REPO, completion, embedded_env, require_service
 from tests.toyplugin import toy
+from tests.toyplugin.test_toy_plugin import bootstrap
 
 BROKER = os.environ.get("FLOORBOARD_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
 JUDGE_DELAY = 0.2
@@ -88,16 +88,6 @@ def worker(env, log):
 
 def beat(env, log, tmp_path):
     return Process(env, log, "beat", "--loglevel=INFO", "-s", str(tmp_path / "beat-schedule"))
-
-
-def bootstrap(scores: list[float]) -> list[float]:
-    """The toy's documented interval, redrawn here: 1,000 resamples of the tasks with numpy's
-    default generator seeded 20260101, 2.5th and 97.5th percentiles of the means, in percent."""
-    rng = np.random.default_rng(20260101)
-    values = np.array(scores)
-    draws = rng.integers(0, len(values), size=(1000, len(values)))
-    means = values[draws].mean(axis=1)
-    return [round(100 * float(np.percentile(means, q)), 2) for q in (2.5, 97.5)]
 
 
 def expected_table() -> dict:

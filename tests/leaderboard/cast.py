@@ -28,13 +28,15 @@ def lab_and_rivals() -> tuple[Team, dict[str, User]]:
     return lab, users
 
 
-def lab_run(benchmark: Benchmark, tree: Path, *, name: str, people, publish: bool) -> Submission:
-    """``tree`` zipped beside itself and submitted by team Lab's owner under the offline judge,
-    scored: the caller runs the stages in this process (scoring_here, or eager)."""
+def lab_submit(
+    benchmark: Benchmark, bundle: Path, *, name: str, people, publish: bool
+) -> Submission:
+    """``bundle`` submitted by team Lab's owner under the offline judge, scored: the caller
+    runs the stages in this process (scoring_here, or eager)."""
     lab, users = people
     submission = submission_create(
         benchmark=benchmark,
-        bundle_path=zip_tree(tree, tree.with_suffix(".zip")),
+        bundle_path=bundle,
         system_name=name,
         judge=benchmark.judges.get(slug="offline"),
         allow_partial=True,
@@ -45,3 +47,14 @@ def lab_run(benchmark: Benchmark, tree: Path, *, name: str, people, publish: boo
     submission.refresh_from_db()
     assert submission.status == Submission.Status.SCORED, submission.error
     return submission
+
+
+def lab_run(benchmark: Benchmark, tree: Path, *, name: str, people, publish: bool) -> Submission:
+    """``tree`` zipped beside itself, submitted as lab_submit does."""
+    return lab_submit(
+        benchmark,
+        zip_tree(tree, tree.with_suffix(".zip")),
+        name=name,
+        people=people,
+        publish=publish,
+    )

@@ -12,8 +12,8 @@ from django.core.cache import cache
 from django.urls import reverse
 
 from evaluation.models import Score, Submission, System, TaskJudgment
-from evaluation.services import submission_create
 from tests.conftest import scoring_here, toy_upload
+from tests.leaderboard.cast import lab_submit
 from tests.toyplugin import toy
 
 pytestmark = pytest.mark.django_db
@@ -30,24 +30,11 @@ def make_runs(benchmark, folder, people) -> dict[str, Submission]:
     """Through the real pipeline (offline judge): Talker answering as toy_upload does (q1 and
     q2 right, q3 wrong, q4 to q6 missing), Mute giving an empty answer to the same three
     tasks (both published), and an unpublished Secret answering as Talker, all of team Lab."""
-    lab, users = people
     silent = folder / "silent.jsonl"
     silent.write_text("".join(json.dumps({"id": t, "answer": ""}) + "\n" for t in SUBMITTED))
 
     def submit(name: str, bundle, *, publish: bool) -> Submission:
-        submission = submission_create(
-            benchmark=benchmark,
-            bundle_path=bundle,
-            system_name=name,
-            judge=benchmark.judges.get(slug="offline"),
-            allow_partial=True,
-            team=lab,
-            submitted_by=users["owner"],
-            publish=publish,
-        )
-        submission.refresh_from_db()
-        assert submission.status == Submission.Status.SCORED, submission.error
-        return submission
+        return lab_submit(benchmark, bundle, name=name, people=people, publish=publish)
 
     return {
         "a": submit("Talker", toy_upload(folder / "talker.zip"), publish=True),
@@ -89,7 +76,8 @@ def compare_url(a, b, **extra):
 
 def counted_by_hand(body: dict, expected_a: dict, expected_b: dict) -> dict:
     """Check a comparison of three tasks (A passing some units, B none) against the units
-    counted by hand, task by task; returns its metrics by key."""
+    counted by hand, task by task: each metric's counts, the disagreements, and every slice
+    cell's difference and n; returns its metrics by key."""
     assert not any(ok for found in expected_b.values() for ok in found.values()), expected_b
     assert any(ok for found in expected_a.values() for ok in found.values())
     assert body["overall"]["tasks"] == 3
@@ -107,6 +95,16 @@ def counted_by_hand(body: dict, expected_a: dict, expected_b: dict) -> dict:
         assert m["note"].startswith(f"n = {units} task"), key
         assert m["a"] == round(100 * passed / units, 2) and m["b"] == 0.0
         assert m["difference"] == pytest.approx(100 * passed / units)
+    # The tasks where A passed a unit B failed are the disagreements.
+    disagreeing = sorted(t for t, found in expected_a.items() if any(found.values()))
+    assert [d["task_id"] for d in body["disagreements"]] == disagreeing
+    # Every slice cell has its difference and its n (its test below the minimum n: none).
+    for chosen in body["by_slice"]:
+        for m in chosen["metrics"]:
+            if m["a"] is not None and m["b"] is not None:
+                assert m["difference"] is not None, (chosen["slice"], m["key"])
+                assert 0 < m["tasks"] <= chosen["tasks"], (chosen["slice"], m["key"])
+                assert m["p_value"] is None and "n = " in m["note"]
     return metrics
 
 
@@ -124,17 +122,9 @@ def test_comparison_counts_and_tests_by_hand(client, runs):
     assert response.status_code == 200, response.content
     body = response.json()
     counted_by_hand(body, expected_a, expected_b)
-    disagreeing = sorted(t for t, found in expected_a.items() if any(found.values()))
-    assert [d["task_id"] for d in body["disagreements"]] == disagreeing == ["q1", "q2", "q3"]
+    assert [d["task_id"] for d in body["disagreements"]] == ["q1", "q2", "q3"]
     # Topics of the three: q1 and q3 math, q2 fact.
     assert {s["slice"]: s["tasks"] for s in body["by_slice"]} == {"topic=math": 2, "topic=fact": 1}
-    # Every slice cell has its difference and its n (its test below the minimum n: none).
-    for chosen in body["by_slice"]:
-        for m in chosen["metrics"]:
-            if m["a"] is not None and m["b"] is not None:
-                assert m["difference"] is not None, (chosen["slice"], m["key"])
-                assert 0 < m["tasks"] <= chosen["tasks"], (chosen["slice"], m["key"])
-                assert m["p_value"] is None and "n = " in m["note"]
 
 
 def test_slice_limits_the_tasks_and_unknown_slices_are_named(client, runs):
