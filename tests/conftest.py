@@ -82,9 +82,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def mpbench_dir() -> Path:
-    if not (SHARED_MPBENCH / "tasks.jsonl").is_file():
-        pytest.skip("the MP-Bench data is not beside this checkout (../shared/benchmarks/mpbench)")
-    return SHARED_MPBENCH
+    return require_shared("mpbench", "tasks.jsonl", what="MP-Bench's released data")
 
 
 @pytest.fixture(scope="session")
