@@ -19,10 +19,40 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-# FLOORBOARD_SHARED: where shared/ is when the checkout does not sit beside it (a worktree).
-SHARED_MPBENCH = (
-    Path(os.environ.get("FLOORBOARD_SHARED") or REPO.parent / "shared") / "benchmarks" / "mpbench"
-)
+
+
+def shared_places(folder: str) -> list[Path]:
+    """Where shared/benchmarks/<folder> (a benchmark's released texts) is looked for: under
+    $FLOORBOARD_SHARED if set, else in shared/ beside the checkout, then in shared/ beside the
+    folder of worktrees that holds it."""
+    if os.environ.get("FLOORBOARD_SHARED"):
+        bases = [Path(os.environ["FLOORBOARD_SHARED"])]
+    else:
+        bases = [REPO.parent / "shared", REPO.parent.parent / "shared"]
+    return [base / "benchmarks" / folder for base in bases]
+
+
+def shared_benchmark(folder: str) -> Path:
+    """The first of shared_places(folder) that exists (the first of them if none does)."""
+    places = shared_places(folder)
+    return next((place for place in places if place.is_dir()), places[0])
+
+
+def require_shared(folder: str, *names: str, what: str) -> Path:
+    """shared/benchmarks/<folder> holding every one of ``names``; else the test skips, saying
+    what it reads, which files are missing and where they were looked for."""
+    found = shared_benchmark(folder)
+    missing = [name for name in names if not (found / name).is_file()]
+    if missing:
+        looked = " or ".join(str(place) for place in shared_places(folder))
+        pytest.skip(
+            f"reads {what}: {', '.join(missing)} not found in {looked} "
+            "(FLOORBOARD_SHARED names the folder holding benchmarks/)"
+        )
+    return found
+
+
+SHARED_MPBENCH = shared_benchmark("mpbench")
 REQUIRE_SERVICES = os.environ.get("FLOORBOARD_REQUIRE_SERVICES") == "1"
 # The services tier (PostgreSQL, Redis, worker processes, SIGKILL runs, headless Chromium) runs
 # in CI, or with FLOORBOARD_RUN_SERVICES=1; plain `make test` is the quick tier.
@@ -52,9 +82,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def mpbench_dir() -> Path:
-    if not (SHARED_MPBENCH / "tasks.jsonl").is_file():
-        pytest.skip("the MP-Bench data is not beside this checkout (../shared/benchmarks/mpbench)")
-    return SHARED_MPBENCH
+    return require_shared("mpbench", "tasks.jsonl", what="MP-Bench's released data")
 
 
 @pytest.fixture(scope="session")

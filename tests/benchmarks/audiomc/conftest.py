@@ -1,40 +1,45 @@
-"""Fixtures for the Audio MultiChallenge tests: the benchmark's own files beside the checkout."""
+"""Fixtures for the Audio MultiChallenge tests: the benchmark's own files beside the checkout
+(../shared: the judge prompt and the SPEC, for the tests whose subject is their text; they skip
+without them), the demo's stand-in judge prompt written by code (for every other test, so a
+fresh clone runs them), and a small dataset written by hand."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
+from evaluation.benchmarks.audiomc.demo import DEMO_PROMPT
+from evaluation.benchmarks.audiomc.importer import PROMPT_FILE
+from tests.conftest import require_shared, shared_benchmark
+
+SHARED_AUDIOMC = shared_benchmark("audiomc")
 
 
-def shared_audiomc() -> Path:
-    """../shared/benchmarks/audiomc beside the checkout (or beside the folder of worktrees that
-    holds it), or under $FLOORBOARD_SHARED if set."""
-    if os.environ.get("FLOORBOARD_SHARED"):
-        return Path(os.environ["FLOORBOARD_SHARED"]) / "benchmarks" / "audiomc"
-    for base in (REPO.parent / "shared", REPO.parent.parent / "shared"):
-        if (base / "benchmarks" / "audiomc").is_dir():
-            return base / "benchmarks" / "audiomc"
-    return REPO.parent / "shared" / "benchmarks" / "audiomc"
+def released(name: str, what: str) -> Path:
+    """A released file of the benchmark (../shared), or a skip naming it and where it was looked
+    for."""
+    return require_shared("audiomc", name, what=f"Audio MultiChallenge's released {what}") / name
 
 
 @pytest.fixture(scope="session")
 def prompt_file() -> Path:
-    path = shared_audiomc() / "judge_prompt.txt"
-    if not path.is_file():
-        pytest.skip(f"the Audio MultiChallenge judge prompt is not at {path}")
-    return path
+    """The dataset card's judge prompt (../shared): for the tests whose subject is its text."""
+    return released("judge_prompt.txt", "judge prompt")
 
 
 @pytest.fixture(scope="session")
 def spec_file() -> Path:
-    path = shared_audiomc() / "SPEC.md"
-    if not path.is_file():
-        pytest.skip(f"the Audio MultiChallenge SPEC is not at {path}")
+    return released("SPEC.md", "SPEC")
+
+
+@pytest.fixture(scope="session")
+def stand_in_prompt(tmp_path_factory) -> Path:
+    """The demo's stand-in judge prompt (written by code, nothing of the dataset card's) in the
+    file the import reads: what every test imports with whose subject is not the prompt's text."""
+    path = tmp_path_factory.mktemp("stand-in") / PROMPT_FILE
+    path.write_text(DEMO_PROMPT, "utf-8")
     return path
 
 

@@ -1,6 +1,7 @@
 """The judge request, parsing and the attempt rule (SPEC §4, §6 rows 2, 6-8, 12-17).
 
-Expected messages come from an independent fill written here and the real prompt file."""
+Expected messages come from an independent fill written here and the prompt file: the dataset
+card's own (../shared) where the test's subject is its text, else the demo's stand-in."""
 
 from __future__ import annotations
 
@@ -184,8 +185,8 @@ def test_exact_judge_messages_for_synthetic_tasks(prompt_file, tmp_path):
     assert checked >= 2 * 48
 
 
-def test_a_transcript_holding_a_placeholder_is_judged_as_written(prompt_file):
-    template = read_judge_prompt(prompt_file).template
+def test_a_transcript_holding_a_placeholder_is_judged_as_written(stand_in_prompt):
+    template = read_judge_prompt(stand_in_prompt).template
     spec = {
         "last_user_turn": 3,
         "user_turns": ["Say «rubric_item» please", "ok", "Now «conversation_history»?"],
@@ -198,12 +199,12 @@ def test_a_transcript_holding_a_placeholder_is_judged_as_written(prompt_file):
         "Assistant: fine\n\nUser: Now «conversation_history»?\n\nAssistant: «rubric_item»"
     )
     assert message == reference_fill(
-        reference_template(prompt_file), history, "Repeats «conversation_history» literally"
+        reference_template(stand_in_prompt), history, "Repeats «conversation_history» literally"
     )
 
 
-def test_edge_02_an_empty_reply_is_judged_on_every_item(prompt_file):
-    template = read_judge_prompt(prompt_file).template
+def test_edge_02_an_empty_reply_is_judged_on_every_item(stand_in_prompt):
+    template = read_judge_prompt(stand_in_prompt).template
     spec = {
         "last_user_turn": 3,
         "user_turns": ["a", "b", "c"],
@@ -212,8 +213,10 @@ def test_edge_02_an_empty_reply_is_judged_on_every_item(prompt_file):
     }
     requests = judgment_requests(template, spec=spec, response="")
     assert len(requests) == 2
-    for request in requests:
+    history = "User: a\n\nAssistant: x\n\nUser: b\n\nAssistant: y\n\nUser: c\n\nAssistant: "
+    for request, item in zip(requests, spec["rubric"], strict=True):
         assert "User: c\n\nAssistant: \n\n# Rubric item" in request.user
+        assert request.user == reference_fill(reference_template(stand_in_prompt), history, item)
 
 
 def test_request_body_is_one_user_message_without_temperature():

@@ -21,6 +21,8 @@ from evaluation.models import Judgment, Score, Submission
 from evaluation.services import benchmark_import, submission_create
 from evaluation.services.work import inline
 
+from .conftest import SHARED_AUDIOMC
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -33,11 +35,14 @@ def test_the_plugin_is_registered_and_sliced():
     }
 
 
-def test_demo_board_scores_every_invented_system(tmp_path, client, prompt_file):
+def test_demo_board_scores_every_invented_system(tmp_path, client):
     source = tmp_path / "source"
     plugin.write_demo_source(source)
     stand_in = (source / "judge_prompt.txt").read_text("utf-8")
-    assert stand_in != prompt_file.read_text("utf-8") and "Demo stand-in" in stand_in
+    assert "Demo stand-in" in stand_in
+    released = SHARED_AUDIOMC / "judge_prompt.txt"
+    if released.is_file():  # the dataset card's prompt, when it is beside the checkout
+        assert stand_in != released.read_text("utf-8")
     summary = benchmark_import(
         slug="audio-multichallenge-demo",
         directory=source,

@@ -2,8 +2,8 @@
 command (partial), the pipeline against a local judge server with faults (a 500 then success;
 answers without a JSON boolean; an outage that outlasts the retries), the stored judgments, the
 numbers worked out by hand, the CLI's table, retrying the failed item, re-scoring with zero
-calls, the board and the task page. Expected judge messages are filled here from the prompt
-file, independently of the code under test."""
+calls, the board and the task page. The judge prompt is the demo's stand-in (written by code);
+expected judge messages are filled here from its file, independently of the code under test."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def rate(count, total, pct):
 
 
 def test_judge_faults_numbers_by_hand_retry_and_rescore(
-    eager, judge_server, settings, tmp_path, hand_dataset, prompt_file, client
+    eager, judge_server, settings, tmp_path, hand_dataset, stand_in_prompt, client
 ):
     settings.JUDGE_BACKOFF_BASE_SECONDS = 0.01
     settings.JUDGE_BACKOFF_MAX_SECONDS = 0.02
@@ -102,7 +102,7 @@ def test_judge_faults_numbers_by_hand_retry_and_rescore(
         "audio-multichallenge",
         str(hand_dataset),
         "--judge-prompt",
-        str(prompt_file),
+        str(stand_in_prompt),
         stdout=io.StringIO(),
     )
     benchmark = Benchmark.objects.get(slug="audio-multichallenge")
@@ -124,7 +124,7 @@ def test_judge_faults_numbers_by_hand_retry_and_rescore(
     assert submission.row_group == "text-output"
 
     # What reached the judge: o4-mini, one user message, nothing else in the body.
-    template = template_of(prompt_file)
+    template = template_of(stand_in_prompt)
     for body in judge_server.requests:
         assert [k for k in body if not k.startswith("_")] == ["model", "messages"]
         assert body["model"] == "o4-mini"

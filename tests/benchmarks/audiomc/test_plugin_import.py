@@ -1,6 +1,6 @@
 """import_benchmark audio-multichallenge: from a synthetic parquet export (user-turn audio stored
 through Django's storage) and from a JSONL export (transcripts only); re-import is idempotent
-and a changed prompt becomes a new version."""
+and a changed prompt becomes a new version. The prompt is the demo's stand-in, written by code."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from evaluation.benchmarks.audiomc.demo.synthetic import (
 )
 from evaluation.models import Benchmark, PromptVersion
 
-from .conftest import template_of
+from .conftest import TEMPLATE_BEGIN, template_of
 
 pytestmark = pytest.mark.django_db
 
@@ -38,10 +38,10 @@ def _import(path, prompt, *extra) -> str:
     return out.getvalue()
 
 
-def test_parquet_import_stores_user_audio_and_is_idempotent(tmp_path, prompt_file):
+def test_parquet_import_stores_user_audio_and_is_idempotent(tmp_path, stand_in_prompt):
     records = synthetic_records(8, seed=3)
     write_parquet_export(records, tmp_path / "export", max_audio_seconds=0.6, row_group_rows=3)
-    first = _import(tmp_path / "export", prompt_file)
+    first = _import(tmp_path / "export", stand_in_prompt)
     # Every user turn 1..L of every record has a clip: sum of L.
     clips = sum(max(k for k in range(1, 9) if r.get(f"user_turn_{k}_transcript")) for r in records)
     assert first.startswith("audio-multichallenge: 8 tasks (8 new, 0 changed)")
@@ -61,34 +61,35 @@ def test_parquet_import_stores_user_audio_and_is_idempotent(tmp_path, prompt_fil
     with default_storage.open(clip["key"]) as handle, wave.open(handle) as audio:
         assert audio.getframerate() == 16000 and audio.getnframes() > 0
     prompt = PromptVersion.objects.get(benchmark=benchmark)
-    assert prompt.template == template_of(prompt_file) and prompt.version == 1
+    assert prompt.template == template_of(stand_in_prompt) and prompt.version == 1
 
-    again = _import(tmp_path / "export", prompt_file)
+    again = _import(tmp_path / "export", stand_in_prompt)
     assert again.startswith("audio-multichallenge: 8 tasks (0 new, 0 changed)")
     assert "new prompt versions: none" in again and "files stored" not in again
     assert PromptVersion.objects.filter(benchmark=benchmark).count() == 1
 
 
-def test_jsonl_import_and_a_changed_prompt_is_a_new_version(tmp_path, prompt_file):
+def test_jsonl_import_and_a_changed_prompt_is_a_new_version(tmp_path, stand_in_prompt):
     records = synthetic_records(6, seed=4)
     write_jsonl_export(records, tmp_path / "export")
-    out = _import(tmp_path / "export", prompt_file)
+    out = _import(tmp_path / "export", stand_in_prompt)
     assert "6 tasks (6 new, 0 changed)" in out and "files stored" not in out
     benchmark = Benchmark.objects.get(slug="audio-multichallenge")
     assert all(not task.assets for task in benchmark.tasks.all())
 
     changed = tmp_path / "prompt.txt"
     changed.write_text(
-        prompt_file.read_text("utf-8").replace("Your job is", "Your task is"), "utf-8"
+        stand_in_prompt.read_text("utf-8").replace(TEMPLATE_BEGIN, TEMPLATE_BEGIN + "Be strict. "),
+        "utf-8",
     )
     out = _import(tmp_path / "export", changed)
     assert "0 new, 0 changed" in out and "new prompt versions: rubric_item" in out
     versions = PromptVersion.objects.filter(benchmark=benchmark).order_by("version")
     assert [v.version for v in versions] == [1, 2]
-    assert versions[1].template.startswith("Your task is")
+    assert versions[1].template == "Be strict. " + template_of(stand_in_prompt)
 
 
-def test_import_needs_the_prompt_and_reports_dataset_problems(tmp_path, prompt_file):
+def test_import_needs_the_prompt_and_reports_dataset_problems(tmp_path, stand_in_prompt):
     records = synthetic_records(4, seed=5)
     write_jsonl_export(records, tmp_path / "export")
     with pytest.raises(CommandError, match="--judge-prompt"):
@@ -96,7 +97,7 @@ def test_import_needs_the_prompt_and_reports_dataset_problems(tmp_path, prompt_f
     bad = dict(records[1], axis="SMALL_TALK")
     write_jsonl_export([records[0], bad], tmp_path / "bad")
     with pytest.raises(CommandError, match="test.jsonl line 2, field axis"):
-        _import(tmp_path / "bad", prompt_file)
+        _import(tmp_path / "bad", stand_in_prompt)
     not_a_prompt = tmp_path / "empty.txt"
     not_a_prompt.write_text("no markers here", "utf-8")
     with pytest.raises(CommandError, match="judge prompt"):

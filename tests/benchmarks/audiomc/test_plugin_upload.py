@@ -19,12 +19,12 @@ LAST = "task-voiced-0005"
 
 
 @pytest.fixture
-def board(hand_dataset, prompt_file):
+def board(hand_dataset, stand_in_prompt):
     return benchmark_import(
         slug="audio-multichallenge",
         directory=hand_dataset,
         plugin="audio-multichallenge",
-        options={"judge-prompt": str(prompt_file)},
+        options={"judge-prompt": str(stand_in_prompt)},
     ).benchmark
 
 

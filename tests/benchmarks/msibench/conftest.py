@@ -1,6 +1,8 @@
-"""Fixtures of the plug-in's tests: an invented release (with audio), the harness's two judge
-templates from ../shared laid out as in a harness checkout, and an independent render of the
-judge's messages written here from the SPEC, not from the code under test."""
+"""Fixtures of the plug-in's tests: an invented release (with audio); two harness checkouts, one
+holding the harness's own judge templates from ../shared (for the few tests whose subject is
+their text; they skip without it) and one holding the demo's stand-in templates written by code
+(for every other test, so a fresh clone runs them); and an independent render of the judge's
+messages written here from the SPEC, not from the code under test."""
 
 from __future__ import annotations
 
@@ -14,13 +16,14 @@ from pathlib import Path
 import jinja2
 import pytest
 
+from evaluation.benchmarks.msibench.demo import DEMO_SYSTEM_TEMPLATE, DEMO_USER_TEMPLATE
 from evaluation.benchmarks.msibench.demo.bench import score_upload
 from evaluation.benchmarks.msibench.demo.synthetic import write_release
 from evaluation.benchmarks.msibench.release import read_release
-from tests.conftest import completion
+from tests.conftest import completion, require_shared, shared_benchmark
 
-REPO = Path(__file__).resolve().parents[3]
-SHARED_TEMPLATES = REPO.parent / "shared" / "benchmarks" / "msibench" / "templates"
+SHARED_TEMPLATES = shared_benchmark("msibench/templates")
+TEMPLATE_NAMES = ("judge_system.j2", "judge_user.j2")
 CHECKOUT_DIR = Path("src") / "ib" / "llm" / "templates" / "evaluation"
 # SPEC §1: the paper's pattern name -> the internal id the judge is shown.
 INTERNAL = {
@@ -33,15 +36,35 @@ INTERNAL = {
 }
 
 
+def require_harness_templates() -> Path:
+    """The folder of the harness's own templates (../shared), or a skip naming what is missing
+    and where it was looked for."""
+    return require_shared(
+        "msibench/templates", *TEMPLATE_NAMES, what="MSI-Bench's released judge templates"
+    )
+
+
 @pytest.fixture(scope="session")
 def harness_checkout(tmp_path_factory) -> Path:
-    """A harness checkout holding only the two templates, where the harness keeps them."""
-    if not (SHARED_TEMPLATES / "judge_system.j2").is_file():
-        pytest.skip("the MSI-Bench judge templates are not beside this checkout (../shared)")
+    """A harness checkout holding only the harness's own two templates (from ../shared), where
+    the harness keeps them: for the tests whose subject is the templates' text."""
+    templates = require_harness_templates()
     root = tmp_path_factory.mktemp("harness") / "MSI-Bench"
     (root / CHECKOUT_DIR).mkdir(parents=True)
-    for name in ("judge_system.j2", "judge_user.j2"):
-        shutil.copy(SHARED_TEMPLATES / name, root / CHECKOUT_DIR / name)
+    for name in TEMPLATE_NAMES:
+        shutil.copy(templates / name, root / CHECKOUT_DIR / name)
+    return root
+
+
+@pytest.fixture(scope="session")
+def stand_in_checkout(tmp_path_factory) -> Path:
+    """A harness checkout holding the demo's stand-in templates (written by code, nothing of the
+    harness's) where the harness keeps its own: what every test imports with whose subject is
+    not the templates' text."""
+    root = tmp_path_factory.mktemp("stand-in") / "MSI-Bench"
+    (root / CHECKOUT_DIR).mkdir(parents=True)
+    for name, text in zip(TEMPLATE_NAMES, (DEMO_SYSTEM_TEMPLATE, DEMO_USER_TEMPLATE), strict=True):
+        (root / CHECKOUT_DIR / name).write_text(text, "utf-8")
     return root
 
 
@@ -151,7 +174,10 @@ class ScriptedJudge:
 
     @staticmethod
     def answer(user: str) -> str:
-        rubric = json.loads(user.split("\nrubric=", 1)[1])
+        # The rubric's JSON is the message's last line from its first brace, under the harness's
+        # templates ("rubric=...") as under the stand-in ("Rubric: ...").
+        last = user.rsplit("\n", 1)[-1]
+        rubric = json.loads(last[last.index("{") :])
         digest = hashlib.sha256(user.encode()).digest()
         results = [
             {"passed": digest[i] % 4 != 0, "rationale": f"atom {i} read"}

@@ -16,7 +16,7 @@ from .conftest import CHECKOUT_DIR
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_bench_command_reports_and_cleans_up(harness_checkout):
+def test_bench_command_reports_and_cleans_up(stand_in_checkout):
     out = io.StringIO()
     call_command(
         "bench_msibench",
@@ -29,7 +29,7 @@ def test_bench_command_reports_and_cleans_up(harness_checkout):
         "--concurrency",
         "4",
         "--templates",
-        str(harness_checkout / CHECKOUT_DIR),
+        str(stand_in_checkout / CHECKOUT_DIR),
         stdout=out,
     )
     text = out.getvalue()

@@ -1,8 +1,9 @@
-"""End to end through the engine: import with the harness's templates, submit with the CLI,
-the pipeline against a local judge server that answers 429, 500 and malformed JSON now and
-then, the board, the task page, the API, a rating study, retrying a failed pair, and re-scoring
-with zero calls. Expected numbers come from the plain-Python pass (bench.py) over the same
-files and the judge's final answers, matched to their pairs by an independent render."""
+"""End to end through the engine: import (with the demo's stand-in judge templates laid out as
+in a harness checkout), submit with the CLI, the pipeline against a local judge server that
+answers 429, 500 and malformed JSON now and then, the board, the task page, the API, a rating
+study, retrying a failed pair, and re-scoring with zero calls. Expected numbers come from the
+plain-Python pass (bench.py) over the same files and the judge's final answers, matched to
+their pairs by an independent render."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ DROPPED = "msi-zh-prior-kitchen-002"  # a missing base case: the upload is parti
 
 
 @pytest.fixture
-def judged_world(eager, judge_server, settings, tmp_path, release_dir, harness_checkout):
+def judged_world(eager, judge_server, settings, tmp_path, release_dir, stand_in_checkout):
     settings.JUDGE_BACKOFF_BASE_SECONDS = 0.01
     settings.JUDGE_BACKOFF_MAX_SECONDS = 0.02
     settings.JUDGE_MAX_ATTEMPTS = 3
@@ -46,7 +47,7 @@ def judged_world(eager, judge_server, settings, tmp_path, release_dir, harness_c
         "msi-bench",
         str(release_dir),
         "--templates",
-        str(harness_checkout),
+        str(stand_in_checkout),
         stdout=out,
     )
     benchmark = Benchmark.objects.get(slug="msi-bench")
@@ -80,7 +81,7 @@ def submit(path, system: str, *options: str) -> dict:
 
 
 def test_import_submit_judge_board_page_api_study_retry_rescore(
-    judged_world, judge_server, tmp_path, release_dir, harness_checkout, client
+    judged_world, judge_server, tmp_path, release_dir, stand_in_checkout, client
 ):
     benchmark, judge, script, imported = judged_world
     assert re.match(
@@ -104,8 +105,9 @@ def test_import_submit_judge_board_page_api_study_retry_rescore(
     page = client.get(f"/submissions/{submission.pk}/").content.decode()
     assert "Run mode (declared" in page and "full-duplex" in page
 
-    # What reached the judge: the paper's request body, messages as the harness renders them.
-    templates_dir = harness_checkout / CHECKOUT_DIR
+    # What reached the judge: the paper's request body, messages as the harness renders them
+    # (rendered here independently from the templates imported).
+    templates_dir = stand_in_checkout / CHECKOUT_DIR
     by_message = pairs_by_message(release_dir, templates_dir, rows)
     system = (templates_dir / "judge_system.j2").read_text("utf-8")[:-1]
     for body in judge_server.requests:
@@ -204,7 +206,8 @@ def test_import_submit_judge_board_page_api_study_retry_rescore(
     spec = specs[judged_cell]
     first_rubric = spec["rubrics"][spec["judge_rubric_ids"][0]]
     assert first_rubric["atomic_criteria"][0]["criterion"].replace("'", "&#x27;") in html
-    assert "Tool-call validator" in html and "Exact system message (3629 characters)" in html
+    assert "Tool-call validator" in html
+    assert f"Exact system message ({len(system)} characters)" in html
     assert spec["turns"][0]["speaker"] in html and "L1 " in html
     # Each line's clip plays: the player's signed URL serves the stored WAV.
     player = re.search(r'data-name="lines/01.wav".*?src="([^"]+)"', html, re.S)
@@ -265,7 +268,7 @@ def test_import_submit_judge_board_page_api_study_retry_rescore(
 
 
 def test_a_changed_rubric_or_template_is_a_new_version(
-    judged_world, judge_server, tmp_path, release_dir, harness_checkout
+    judged_world, judge_server, tmp_path, release_dir, stand_in_checkout
 ):
     benchmark, judge, script, _ = judged_world
     script.trouble_order = ()  # no trouble here
@@ -282,7 +285,7 @@ def test_a_changed_rubric_or_template_is_a_new_version(
         "msi-bench",
         str(release_dir),
         "--templates",
-        str(harness_checkout),
+        str(stand_in_checkout),
         stdout=out,
     )
     assert "(0 new, 0 changed); new prompt versions: none" in out.getvalue()
@@ -298,7 +301,12 @@ def test_a_changed_rubric_or_template_is_a_new_version(
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rubrics), "utf-8")
     out = io.StringIO()
     call_command(
-        "import_benchmark", "msi-bench", str(copy), "--templates", str(harness_checkout), stdout=out
+        "import_benchmark",
+        "msi-bench",
+        str(copy),
+        "--templates",
+        str(stand_in_checkout),
+        stdout=out,
     )
     assert "(0 new, 1 changed); new prompt versions: none" in out.getvalue()
     submission_rescore(submission=submission)
@@ -312,7 +320,7 @@ def test_a_changed_rubric_or_template_is_a_new_version(
 
     # A changed template: a new prompt version, a new judge identity, every pair judged again.
     templates = tmp_path / "templates"
-    shutil.copytree(harness_checkout / CHECKOUT_DIR, templates)
+    shutil.copytree(stand_in_checkout / CHECKOUT_DIR, templates)
     system = templates / "judge_system.j2"
     system.write_text(system.read_text("utf-8") + "Be brief.\n", "utf-8")
     out = io.StringIO()

@@ -1,14 +1,17 @@
 """The judge (SPEC §6): messages byte for byte against an independent render of the shared
-templates, the request body, parsing and alignment, the empty-answer guard, fixed outcomes."""
+templates, the request body, parsing and alignment, the empty-answer guard, fixed outcomes.
+
+The tests whose subject is the harness's own templates read them from ../shared and skip without
+them; the message spelled out by hand is rendered from the demo's stand-in templates."""
 
 import hashlib
 import json
 import shutil
-from pathlib import Path
 
 import jinja2
 import pytest
 
+from evaluation.benchmarks.msibench.demo import DEMO_USER_TEMPLATE
 from evaluation.benchmarks.msibench.demo.synthetic import synthetic_predictions, write_release
 from evaluation.benchmarks.msibench.judge import (
     GUARD,
@@ -25,8 +28,9 @@ from evaluation.benchmarks.msibench.judge import (
 from evaluation.benchmarks.msibench.predictions import parse_predictions
 from evaluation.benchmarks.msibench.release import read_release
 
-REPO = Path(__file__).resolve().parents[3]
-TEMPLATES = REPO.parent / "shared" / "benchmarks" / "msibench" / "templates"
+from .conftest import SHARED_TEMPLATES as TEMPLATES
+from .conftest import require_harness_templates
+
 INTERNAL = {
     "sequential_constraint_integration": "constraint_attribution_under_interleaving",
     "speaker_authority_constraint": "authority_gated_override",
@@ -39,9 +43,14 @@ INTERNAL = {
 
 @pytest.fixture(scope="module")
 def templates():
-    if not (TEMPLATES / "judge_system.j2").is_file():
-        pytest.skip("the MSI-Bench judge templates are not beside this checkout (../shared)")
-    return load_templates(TEMPLATES)
+    """The harness's own templates (../shared)."""
+    return load_templates(require_harness_templates())
+
+
+@pytest.fixture(scope="module")
+def stand_in(stand_in_checkout):
+    """The demo's stand-in templates, found in a harness checkout as the import finds them."""
+    return load_templates(stand_in_checkout)
 
 
 @pytest.fixture(scope="module")
@@ -200,7 +209,7 @@ def _entry_cases(cases: dict, case: dict) -> set:
     }
 
 
-def test_a_user_message_spelled_out(templates):
+def test_a_user_message_spelled_out(stand_in):
     spec = {
         "scene": "kitchen",
         "expected_action": "respond",
@@ -228,15 +237,28 @@ def test_a_user_message_spelled_out(templates):
             {"criterion_index": 0, "dimension": "d", "polarity": "", "criterion": "c"}
         ],
     }
-    _, user = render_messages(templates, spec=spec, prediction=prediction, rubric=rubric)
-    assert user == (
-        'manifest={"expected_action": "respond", "logic_pattern": "eavesdropping", "scene": "kitchen", '
+    _, user = render_messages(stand_in, spec=spec, prediction=prediction, rubric=rubric)
+    manifest = (
+        '{"expected_action": "respond", "logic_pattern": "eavesdropping", "scene": "kitchen", '
         '"visible_context_lines": [{"addressed_to": "assistant", "line_id": "L1", "speaker": "Ana", "text": "Hi there."}, '
-        '{"addressed_to": "Ana", "line_id": "L3", "speaker": "assistant", "text": "Sí, (claro )"}]}\n'
-        'prediction={"answer_text": "ok", "confidence": 1.0, "predicted_action": "silent", '
-        '"tool_calls": [{"arguments": {"a": [1, true], "b": 2.0}, "name": "f"}]}\n'
-        'rubric={"atomic_criteria": [{"criterion": "c", "dimension": "d"}]}'
+        '{"addressed_to": "Ana", "line_id": "L3", "speaker": "assistant", "text": "Sí, (claro )"}]}'
     )
+    shown = (
+        '{"answer_text": "ok", "confidence": 1.0, "predicted_action": "silent", '
+        '"tool_calls": [{"arguments": {"a": [1, true], "b": 2.0}, "name": "f"}]}'
+    )
+    view = '{"atomic_criteria": [{"criterion": "c", "dimension": "d"}]}'
+    # The stand-in fills each variable once and has no blocks; the harness drops the final newline.
+    fields = {
+        "{{ manifest_json }}": manifest,
+        "{{ prediction_json }}": shown,
+        "{{ rubric_json }}": view,
+    }
+    assert [DEMO_USER_TEMPLATE.count(field) for field in fields] == [1, 1, 1]
+    expected = DEMO_USER_TEMPLATE
+    for field, value in fields.items():
+        expected = expected.replace(field, value)
+    assert user == expected.removesuffix("\n")
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from evaluation.services.judging import judge_client
 pytestmark = pytest.mark.django_db
 
 
-def test_the_official_judge_carries_the_openrouter_key(settings, release_dir, harness_checkout):
+def test_the_official_judge_carries_the_openrouter_key(settings, release_dir, stand_in_checkout):
     settings.JUDGE_API_KEYS = {"OPENAI_API_KEY": "sk-openai", "OPENROUTER_API_KEY": "sk-or"}
     settings.OPENAI_API_KEY = "sk-openai"  # where the site read it before keys went by host
     call_command(
@@ -20,7 +20,7 @@ def test_the_official_judge_carries_the_openrouter_key(settings, release_dir, ha
         "msi-bench",
         str(release_dir),
         "--templates",
-        str(harness_checkout),
+        str(stand_in_checkout),
         stdout=io.StringIO(),
     )
     judge = Judge.objects.get(benchmark__slug="msi-bench", slug="official")

@@ -1,6 +1,10 @@
 """The plug-in's hooks without a database: declarations, import, upload validation and ingest,
 the validator step, judge requests (byte for byte against an independent render), parsing,
-aggregation from stored outcomes, the drill-down, rating units and the paper's rows."""
+aggregation from stored outcomes, the drill-down, rating units and the paper's rows.
+
+The release is imported with the demo's stand-in templates; only the two tests whose subject is
+the harness's own templates (what the import reads, the messages rendered from them) import with
+those, and skip without ../shared."""
 
 from __future__ import annotations
 
@@ -44,7 +48,12 @@ AUTH2 = "msi-en-auth-kitchen-002"  # slot 1: notify, an assistant line, a second
 
 
 @pytest.fixture(scope="module")
-def source(release_dir, harness_checkout):
+def source(release_dir, stand_in_checkout):
+    return plugin.read_source(release_dir, templates=str(stand_in_checkout))
+
+
+@pytest.fixture(scope="module")
+def harness_source(release_dir, harness_checkout):
     return plugin.read_source(release_dir, templates=str(harness_checkout))
 
 
@@ -53,8 +62,7 @@ def specs(source) -> dict[str, dict]:
     return {task.task_id: task.spec for task in source.tasks}
 
 
-@pytest.fixture(scope="module")
-def prompt(source):
+def version_of(source):
     found = source.prompts[0]
 
     class Version:  # what the engine hands the hook: a prompt version's fields
@@ -63,6 +71,16 @@ def prompt(source):
         schema = found.schema
 
     return Version
+
+
+@pytest.fixture(scope="module")
+def prompt(source):
+    return version_of(source)
+
+
+@pytest.fixture(scope="module")
+def harness_prompt(harness_source):
+    return version_of(harness_source)
 
 
 def strong_rows(specs, **kwargs) -> list[dict]:
@@ -140,8 +158,8 @@ def test_declarations_follow_the_paper_and_the_harness():
 # --- import ------------------------------------------------------------------------------------
 
 
-def test_import_reads_the_templates_from_the_harness_checkout(source, harness_checkout):
-    (prompt,) = source.prompts
+def test_import_reads_the_templates_from_the_harness_checkout(harness_source, harness_checkout):
+    (prompt,) = harness_source.prompts
     folder = harness_checkout / CHECKOUT_DIR
     assert prompt.kind == "rubric"
     assert prompt.template == (folder / "judge_system.j2").read_bytes().decode("utf-8")
@@ -194,7 +212,7 @@ def test_import_without_templates_says_where_to_find_them(release_dir):
         plugin.read_source(release_dir, templates=str(release_dir / "nowhere"))
 
 
-def test_a_changed_rubric_changes_only_its_case(tmp_path, release_dir, harness_checkout, specs):
+def test_a_changed_rubric_changes_only_its_case(tmp_path, release_dir, stand_in_checkout, specs):
     copy = tmp_path / "release"
     shutil.copytree(release_dir, copy)
     path = copy / "index/rubrics.jsonl"
@@ -203,7 +221,7 @@ def test_a_changed_rubric_changes_only_its_case(tmp_path, release_dir, harness_c
     target["atomic_criteria"][0]["criterion"] += " Exactly."
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
     changed = {
-        t.task_id: t.spec for t in plugin.read_source(copy, templates=str(harness_checkout)).tasks
+        t.task_id: t.spec for t in plugin.read_source(copy, templates=str(stand_in_checkout)).tasks
     }
     differing = sorted(cell for cell in specs if changed[cell] != specs[cell])
     assert differing == [AUTH]
@@ -211,9 +229,9 @@ def test_a_changed_rubric_changes_only_its_case(tmp_path, release_dir, harness_c
     assert changed[AUTH]["rubric_versions"][rubric_id] != specs[AUTH]["rubric_versions"][rubric_id]
 
 
-def test_a_broken_template_is_refused(tmp_path, release_dir, harness_checkout):
+def test_a_broken_template_is_refused(tmp_path, release_dir, stand_in_checkout):
     folder = tmp_path / "templates"
-    shutil.copytree(harness_checkout / CHECKOUT_DIR, folder)
+    shutil.copytree(stand_in_checkout / CHECKOUT_DIR, folder)
     (folder / "judge_user.j2").write_text("manifest={{ manifest_json }\n", "utf-8")
     with pytest.raises(SourceError, match="judge_user.j2 line 1"):
         plugin.read_source(release_dir, templates=str(folder))
@@ -417,8 +435,10 @@ def test_probe_outcomes_follow_the_declared_mode(specs):
 
 
 def test_requests_are_the_harness_messages_byte_for_byte(
-    specs, prompt, release_dir, harness_checkout
+    harness_source, harness_prompt, release_dir, harness_checkout
 ):
+    specs = {task.task_id: task.spec for task in harness_source.tasks}
+    prompt = harness_prompt
     cases = {row["case_id"]: row for row in jsonl(release_dir / "index/cases.jsonl")}
     rubrics = {}
     for row in jsonl(release_dir / "index/rubrics.jsonl"):
@@ -582,7 +602,7 @@ def test_aggregation_counted_by_hand(specs, prompt):
     assert language["prr"]["pct"] is None and language["bir"]["pct"] is None
 
 
-def test_aggregation_matches_the_plain_pass(tmp_path, specs, release_dir, harness_checkout):
+def test_aggregation_matches_the_plain_pass(tmp_path, specs, release_dir, stand_in_checkout):
     """The engine's route (rows stored by ingest, the step's verdicts, stored judge answers)
     against bench.py's pass over the same files."""
     upload = tmp_path / "weak.jsonl"
@@ -595,7 +615,7 @@ def test_aggregation_matches_the_plain_pass(tmp_path, specs, release_dir, harnes
     outcomes = []
     with upload.open("rb") as handle:
         ingested = {t.task_id: t.data for t in plugin.ingest(handle, tasks=specs, limits=LIMITS)}
-    templates = load_templates(harness_checkout)
+    templates = load_templates(stand_in_checkout)
     prompt.template, prompt.parts = templates.system, {"user": templates.user}
     for cell_id, spec in specs.items():
         task = TaskInput(cell_id, spec, data=ingested.get(cell_id, {}))

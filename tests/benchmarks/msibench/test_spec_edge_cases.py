@@ -1,7 +1,6 @@
 """SPEC §9, item by item: each edge case of the harness's behaviour as a test."""
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -30,9 +29,6 @@ from evaluation.benchmarks.msibench.validator import (
     validate_tool_calls,
 )
 
-TEMPLATES = (
-    Path(__file__).resolve().parents[3].parent / "shared" / "benchmarks" / "msibench" / "templates"
-)
 SPECS = {"msi-en-auth-a-001": {"kind": "base", "language": "en"}}
 
 
@@ -124,9 +120,8 @@ def test_item_05_raw_u2028_splits_the_line():
 
 
 @pytest.mark.parametrize("raw, shown", [("0.5", "0.5"), (True, "1.0"), (1, "1.0")])
-def test_item_06_lax_confidence_shown_as_a_float(raw, shown):
-    if not (TEMPLATES / "judge_system.j2").is_file():
-        pytest.skip("judge templates not beside this checkout (../shared)")
+def test_item_06_lax_confidence_shown_as_a_float(raw, shown, stand_in_checkout):
+    # Any templates show the prediction as JSON; the demo's stand-in ones will do.
     (p,), problems = parse_predictions(row(confidence=raw, answer_text="hi"), source="p")
     assert problems == []
     spec = {
@@ -136,7 +131,10 @@ def test_item_06_lax_confidence_shown_as_a_float(raw, shown):
         "turns": [],
     }
     _, user = render_messages(
-        load_templates(TEMPLATES), spec=spec, prediction=p.to_json(), rubric={"atomic_criteria": []}
+        load_templates(stand_in_checkout),
+        spec=spec,
+        prediction=p.to_json(),
+        rubric={"atomic_criteria": []},
     )
     assert f'"confidence": {shown}, ' in user
 

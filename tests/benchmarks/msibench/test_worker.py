@@ -1,5 +1,5 @@
 """Through a real worker (services tier): the embedded default run as an operator runs it, every
-step a command of its own — migrate, import with the harness's templates, a Celery worker
+step a command of its own — migrate, import (with the demo's stand-in templates), a Celery worker
 process on the filesystem broker, the CLI submitting and waiting — against a local judge server
 that answers a 429, a 500 and malformed JSON now and then. The numbers must be those of the
 plain pass over the same files and the judge's final answers; a re-score makes no call."""
@@ -32,7 +32,7 @@ TROUBLE = ("429", "500", "malformed-once", "malformed-always")
 
 @pytest.mark.services
 def test_a_worker_scores_through_429_500_and_malformed_answers(
-    tmp_path, judge_server, release_dir, harness_checkout
+    tmp_path, judge_server, release_dir, stand_in_checkout
 ):
     script = ScriptedJudge(TROUBLE)
     judge_server.responder = script
@@ -61,7 +61,7 @@ def test_a_worker_scores_through_429_500_and_malformed_answers(
             return db.execute(sql, params).fetchall()
 
     manage("migrate", "--noinput")
-    manage("import_benchmark", "msi-bench", str(release_dir), "--templates", str(harness_checkout))
+    manage("import_benchmark", "msi-bench", str(release_dir), "--templates", str(stand_in_checkout))
     # The paper's judge, pointed at the local server instead of OpenRouter.
     query("UPDATE evaluation_judge SET base_url = ? WHERE slug = 'official'", judge_server.url)
     # A local judge costs nothing; priced at 0, the spending limits let it judge.
@@ -92,7 +92,7 @@ def test_a_worker_scores_through_429_500_and_malformed_answers(
         )
         summary = json.loads(submitted.stdout)
         assert summary["status"] == "scored", log.read_text()[-3000:]
-        by_message = pairs_by_message(release_dir, harness_checkout / CHECKOUT_DIR, rows)
+        by_message = pairs_by_message(release_dir, stand_in_checkout / CHECKOUT_DIR, rows)
         answers = {by_message[user]: raw for user, raw in script.final.items()}
         expected = expected_results(tmp_path, release_dir, upload, answers, "turn-based")
         assert without_half_width(summary["results"]) == expected
