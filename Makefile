@@ -12,6 +12,10 @@ LOCAL_KEY := DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-floorboard-local-only-not-
 MANAGE := $(LOCAL_KEY) $(BIN)/python manage.py
 # The development tools (config/devtools: bench_* and soak) are installed only where this is set.
 DEV_TOOLS := FLOORBOARD_DEV_TOOLS=1
+# Python's bytecode cache stays on for every target, even where the environment turns it off:
+# otherwise each test process (and each process a test starts) compiles the project, and pytest
+# rewrites every test module, again on every run.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install demo test lint check-migrations bench bench-attacks bench-load soak clean lock
 
