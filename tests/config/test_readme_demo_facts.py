@@ -5,10 +5,9 @@ uploads a newcomer submits again (JSONL for the JSONL benchmarks, zips for the o
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from evaluation.benchmarks import registry
-from tests.conftest import REPO
+from tests.conftest import REPO, demo_runs
 
 WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
@@ -18,8 +17,8 @@ def newcomer_path() -> str:
     return " ".join(readme.split("# Operator reference", 1)[0].split())
 
 
-def test_the_readme_counts_the_demos_boards_and_systems(tmp_path: Path):
-    runs = {slug: plugin.write_demo_runs(tmp_path / slug) for slug, plugin in registry().items()}
+def test_the_readme_counts_the_demos_boards_and_systems(demo_files):
+    runs = {slug: demo_runs(plugin, demo_files(slug)) for slug, plugin in registry().items()}
     text = newcomer_path()
     boards = re.search(r"The demo makes \*\*(\w+) boards\*\*", text).group(1)
     assert WORDS[boards] == len(runs)

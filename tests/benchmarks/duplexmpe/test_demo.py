@@ -12,20 +12,15 @@ from evaluation.benchmarks.duplexmpe import plugin
 from evaluation.models import Score, Submission
 from evaluation.services import benchmark_import, submission_create
 from evaluation.services.work import inline
+from tests.conftest import demo_runs, demo_source
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(scope="module")
-def demo_files(tmp_path_factory):
-    root = tmp_path_factory.mktemp("demo")
-    plugin.write_demo_source(root / "benchmark")
-    return root / "benchmark", plugin.write_demo_runs(root / "uploads")
-
-
 def test_the_demo_is_scored_offline_and_its_audio_plays(demo_files, monkeypatch):
     monkeypatch.delenv("DUPLEXMPE_ASR_BASE_URL", raising=False)
-    source, runs = demo_files
+    folder = demo_files(plugin.slug)
+    source, runs = demo_source(plugin, folder), demo_runs(plugin, folder)
     board = benchmark_import(slug="duplex-mpe-demo", directory=source, plugin="duplex-mpe",
                              is_demo=True).benchmark  # fmt: skip
     assert not board.judges.filter(is_official=True).exists()  # a demo has the offline judge
