@@ -354,9 +354,9 @@ def judgments_link(
     time, each chunk's judgments and links committed before the next is linked: yields, after
     each, what of it still needs a call, so that calls can start while the rest is linked.
     Slots a changed rule no longer asks for are dropped once every chunk is linked. ``lease``:
-    new judgments are created leased to the worker whose
-    judgments_work takes the chunks (it alone may consume them). ``plan``: this judging's
-    plan, whose requests are linked (else they are built here, a chunk at a time)."""
+    new judgments are created leased to the worker whose judgments_work takes the chunks (it
+    alone may consume them). ``plan``: this judging's plan, whose requests are linked (else
+    they are built here, a chunk at a time)."""
 
     plugin = get_plugin(submission.benchmark.plugin)
     prompts = current_prompts(benchmark=submission.benchmark)
