@@ -227,26 +227,24 @@ PREPARE_CHUNK = 200
 FIRST_CHUNK = 16
 
 
-def _chunks(
-    submission: Submission, plugin, prompts, facts, first: int = 0, rows=None
-) -> Iterator[list]:
+# What a task's judgment requests are made from (task_input).
+_INPUT_COLUMNS = ("task__task_id", "task__spec", "task__assets", "data", "detection", "files")
+
+
+def _chunks(submission: Submission, plugin, prompts, facts, first: int = 0) -> Iterator[list]:
     """Every task's judgment requests, a chunk of tasks at a time: [(task result id, task
     input, requests)] per chunk, so only a chunk's prompts are in memory. With ``first``, the
-    first chunk holds that many tasks (the calls of a small one start sooner). ``rows``: every
-    task result as stored, with its id and task, held by the caller (see steps_start); else
-    they are read a chunk at a time."""
-    if rows is None:
-        order = list(submission.task_results.order_by("task__task_id").values_list("pk", flat=True))
-    else:
-        held = {row.pk: row for row in rows}
-        order = list(held)
+    first chunk holds that many tasks (the calls of a small one start sooner). The task
+    results' ids are read in order first, then the columns their inputs need, one statement
+    per chunk."""
+    order = list(submission.task_results.order_by("task__task_id").values_list("pk", flat=True))
+    task_results = TaskResult.objects.select_related("task").only(*_INPUT_COLUMNS)
     with open_upload(submission) as archive:
         start = 0
         while start < len(order):
             end = start + (min(first, PREPARE_CHUNK) if first and not start else PREPARE_CHUNK)
-            if rows is None:
-                # Read a chunk at a time: the first chunk's calls need not wait for every row.
-                held = TaskResult.objects.select_related("task").in_bulk(order[start:end])
+            # Read a chunk at a time: the first chunk's calls need not wait for every row.
+            held = task_results.in_bulk(order[start:end])
             chunk = []
             for row in (held[pk] for pk in order[start:end] if pk in held):
                 task = task_input(row, archive)
@@ -257,15 +255,13 @@ def _chunks(
             start = end
 
 
-def _keyed_chunks(submission: Submission, judge: Judge, plugin, prompts, rows=None) -> Iterator:
+def _keyed_chunks(submission: Submission, judge: Judge, plugin, prompts) -> Iterator:
     """Every task's judgment requests with their cache keys (None for a fixed one), a chunk
     at a time (_chunks, the first FIRST_CHUNK tasks alone): [(task result id, task input,
     [(request, key)])] per chunk."""
     identities: dict[str, str] = {}
     scope = judgment_scope(submission)
-    chunks = _chunks(
-        submission, plugin, prompts, hook_facts(submission), first=FIRST_CHUNK, rows=rows
-    )
+    chunks = _chunks(submission, plugin, prompts, hook_facts(submission), first=FIRST_CHUNK)
     for chunk in chunks:
         yield [
             (
@@ -301,10 +297,9 @@ class JudgingPlan:
     chunks: list[list] = field(default_factory=list, repr=False)
 
 
-def judgments_plan(*, submission: Submission, judge: Judge, rows=None) -> JudgingPlan:
+def judgments_plan(*, submission: Submission, judge: Judge) -> JudgingPlan:
     """The calls linking this submission's judged slots would leave (see JudgingPlan), found
-    by building every request and looking its cache key up, without writing anything.
-    ``rows``: see _chunks."""
+    by building every request and looking its cache key up, without writing anything."""
 
     plugin = get_plugin(submission.benchmark.plugin)
     prompts = current_prompts(benchmark=submission.benchmark)
@@ -312,7 +307,7 @@ def judgments_plan(*, submission: Submission, judge: Judge, rows=None) -> Judgin
     groups: dict[tuple[str, int], dict] = {}
     open_count = 0
     now = timezone.now()
-    chunks = list(_keyed_chunks(submission, judge, plugin, prompts, rows))
+    chunks = list(_keyed_chunks(submission, judge, plugin, prompts))
     for chunk in chunks:
         lengths: dict[tuple[str, str], tuple[str, int, int]] = {}
         for _, _, requests in chunk:
@@ -350,7 +345,6 @@ def judgments_link(
     *,
     submission: Submission,
     judge: Judge,
-    rows=None,
     lease: Lease | None = None,
     plan: JudgingPlan | None = None,
 ) -> Iterator[LinkedChunk]:
@@ -359,18 +353,16 @@ def judgments_link(
     judgment within the submission's scope (judgment_scope). Tasks are taken a chunk at a
     time, each chunk's judgments and links committed before the next is linked: yields, after
     each, what of it still needs a call, so that calls can start while the rest is linked.
-    Slots a changed rule no longer asks for are dropped once every chunk is linked. ``rows``:
-    see _chunks. ``lease``: new judgments are created leased to the worker whose
-    judgments_work takes the chunks (it alone may consume them). ``plan``: this judging's
-    plan, whose requests are linked (else they are built here, a chunk at a time)."""
+    Slots a changed rule no longer asks for are dropped once every chunk is linked. ``lease``:
+    new judgments are created leased to the worker whose judgments_work takes the chunks (it
+    alone may consume them). ``plan``: this judging's plan, whose requests are linked (else
+    they are built here, a chunk at a time)."""
 
     plugin = get_plugin(submission.benchmark.plugin)
     prompts = current_prompts(benchmark=submission.benchmark)
     ids: dict[tuple[str, str], int] = {}
     wanted_slots: set[tuple[int, str, str]] = set()
-    for chunk in (
-        _plan_chunks(plan) if plan else _keyed_chunks(submission, judge, plugin, prompts, rows)
-    ):
+    for chunk in _plan_chunks(plan) if plan else _keyed_chunks(submission, judge, plugin, prompts):
         wanted: dict[tuple[str, str], tuple[JudgmentRequest, TaskInput]] = {}
         links: list[tuple[int, JudgmentRequest, tuple[str, str] | None]] = []
         for row_pk, task, requests in chunk:

@@ -17,6 +17,7 @@ import logging
 import math
 import time
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 
 from celery import current_app
@@ -186,47 +187,46 @@ def submission_ingest(*, submission_id: int) -> bool:
         if failure is not None:
             with failing(submission_id, "processing"):
                 raise failure
-        after_commit(lambda: steps_start(submission_id=submission_id, rows=rows))
+        after_commit(lambda: steps_start(submission_id=submission_id, here=True))
     return True
 
 
 # --- Processing steps -----------------------------------------------------------------------
 
 
-def steps_start(*, submission_id: int, rows: list[TaskResult] | None = None) -> None:
+def steps_start(*, submission_id: int, here: bool = False) -> None:
     """Queue the next processing step (fanned out for a per-task step), or judging when every
-    step has run. ``rows``: every task result as stored, with its task, held in memory since
-    ingest; a step over the whole submission then runs here on them, and so does judging
-    once every step has run, where a stage of its own would first read them all back (a
-    database error queues that stage instead, to try again)."""
+    step has run. ``here``: run a step over the whole submission, and judging once every step
+    has run, in this process instead (_stage_here), as ingest's worker does."""
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     if submission.status != S.DETECTING:
         return
     plugin = get_plugin(submission.benchmark.plugin)
     index = submission.steps_done
     if index >= len(plugin.steps):
+        judge_id = submission.judge_id
         with transaction.atomic():
             # The last step marked its rows already; this marks those of a plug-in with none.
             submission.task_results.filter(detected=False).update(detected=True)
-            if rows is None:
-                enqueue_on_commit("judge_submission", submission_id, submission.judge_id)
-        if rows is not None:
-            try:
-                with failing(submission_id, "judging"):
-                    submission_judge(
-                        submission_id=submission_id, judge_id=submission.judge_id, rows=rows
-                    )
-            except RETRIED:
-                # Left to judging's own stage (submission_judge left the stage free for it).
-                enqueue_on_commit("judge_submission", submission_id, submission.judge_id)
+            if not here:
+                enqueue_on_commit("judge_submission", submission_id, judge_id)
+        if here:
+            # submission_judge leaves the stage free for its own task after a database error.
+            _stage_here(
+                lambda: submission_judge(submission_id=submission_id, judge_id=judge_id),
+                submission_id=submission_id,
+                stage="judging",
+                queued=("judge_submission", submission_id, judge_id),
+            )
         return
     step = plugin.steps[index]
-    if rows is not None and step.scope == "submission":
-        try:
-            with failing(submission_id, "processing"):
-                step_run(submission_id=submission_id, index=index, rows=rows)
-        except RETRIED:
-            enqueue_on_commit("run_step", submission_id, index)
+    if here and step.scope == "submission":
+        _stage_here(
+            lambda: step_run(submission_id=submission_id, index=index, here=True),
+            submission_id=submission_id,
+            stage="processing",
+            queued=("run_step", submission_id, index),
+        )
         return
     copies = 1
     if step.scope == "task":
@@ -236,8 +236,21 @@ def steps_start(*, submission_id: int, rows: list[TaskResult] | None = None) -> 
         enqueue_on_commit("run_step", submission_id, index)
 
 
-def _step_finished(submission_id: int, index: int, rows=None) -> None:
-    """Advance past step ``index`` once no task still needs it; one worker wins. ``rows``: see
+def _stage_here(run: Callable[[], None], *, submission_id: int, stage: str, queued: tuple) -> None:
+    """Run the next stage in this process instead of queueing it: the worker that has just
+    finished a stage goes on into the next, which saves a broker round trip per stage. The
+    stage reads what it needs from the database, as its own task does. A database error
+    queues its own task instead (``queued``: the task's name and arguments), to try again;
+    any other error fails the submission at ``stage``."""
+    try:
+        with failing(submission_id, stage):
+            run()
+    except RETRIED:
+        enqueue_on_commit(*queued)
+
+
+def _step_finished(submission_id: int, index: int, here: bool = False) -> None:
+    """Advance past step ``index`` once no task still needs it; one worker wins. ``here``: see
     steps_start."""
     if TaskResult.objects.filter(submission_id=submission_id, steps_done__lte=index).exists():
         return
@@ -245,19 +258,19 @@ def _step_finished(submission_id: int, index: int, rows=None) -> None:
         pk=submission_id, status=S.DETECTING, steps_done=index
     ).update(steps_done=index + 1)
     if moved:
-        steps_start(submission_id=submission_id, rows=rows)
+        steps_start(submission_id=submission_id, here=here)
 
 
-def step_run(*, submission_id: int, index: int, rows: list[TaskResult] | None = None) -> None:
-    """Run step ``index`` (``rows``: see steps_start)."""
+def step_run(*, submission_id: int, index: int, here: bool = False) -> None:
+    """Run step ``index`` (``here``: see steps_start)."""
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     if submission.status != S.DETECTING or submission.steps_done != index:
         return  # a message from before: that step is done (or the submission moved on)
     plugin = get_plugin(submission.benchmark.plugin)
     step = plugin.steps[index]
     if step.scope == "submission":
-        _submission_step(submission, plugin, step, index, rows)
-        _step_finished(submission_id, index, rows)
+        _submission_step(submission, plugin, step, index)
+        _step_finished(submission_id, index, here)
         return
     done = _task_step(submission, plugin, step, index)
     if done:
@@ -266,9 +279,24 @@ def step_run(*, submission_id: int, index: int, rows: list[TaskResult] | None = 
         enqueue_on_commit("run_step", submission_id, index)  # out of time: carry on
 
 
-def _submission_step(submission: Submission, plugin, step, index: int, rows=None) -> None:
-    if rows is None:
-        rows = list(submission.task_results.select_related("task").order_by("task__task_id"))
+# What a step reads of a task result (task_input) and writes back by its key (_rows_store).
+_STEP_COLUMNS = (
+    "submission_id",
+    "task__task_id",
+    "task__spec",
+    "task__assets",
+    "data",
+    "detection",
+    "files",
+)
+
+
+def _submission_step(submission: Submission, plugin, step, index: int) -> None:
+    rows = list(
+        submission.task_results.select_related("task")
+        .only(*_STEP_COLUMNS)
+        .order_by("task__task_id")
+    )
     facts = _step_findings(submission, plugin, step, index, rows)
     with transaction.atomic():
         _rows_store(rows, ("detection", "steps_done", "detected"))
@@ -298,28 +326,15 @@ def _step_findings(
 
 def _rows_store(rows: list[TaskResult], fields: tuple[str, ...]) -> None:
     """Write these fields of task results (loaded, or made in memory): an upsert on the natural
-    key (bulk_update builds a CASE per row and field, slow past a few hundred). Rows made in
-    memory get their ids (judging links them by id): as the statement returns them, or read
-    back where the database cannot return them."""
-    key = ("submission_id", "task_id")
-    columns = (*key, *fields)
-    written = rows_insert(
+    key (bulk_update builds a CASE per row and field, slow past a few hundred)."""
+    columns = ("submission_id", "task_id", *fields)
+    rows_insert(
         TaskResult,
         columns,
         (instance_values(row, columns) for row in rows),
         unique=("submission", "task"),
         update=fields,
-        returning=("id", "task"),
     )
-    if written is None and any(row.pk is None for row in rows):
-        submission_ids = {row.submission_id for row in rows}
-        written = TaskResult.objects.filter(submission_id__in=submission_ids).values_list(
-            "pk", "task_id"
-        )
-    if written is not None:
-        ids = {task_pk: pk for pk, task_pk in written}
-        for row in rows:
-            row.pk = ids[row.task_id]
 
 
 def _task_step(submission: Submission, plugin, step, index: int) -> bool:
@@ -381,12 +396,11 @@ def _rows_claim(submission_id: int, index: int, owner: str, limit: int) -> list[
 # --- Judging and aggregation ----------------------------------------------------------------
 
 
-def submission_judge(*, submission_id: int, judge_id: int, rows=None) -> None:
+def submission_judge(*, submission_id: int, judge_id: int) -> None:
     """Find the calls linking will leave and check their spending estimate before anything is
     queued; then link every judged slot to its judgment, starting the calls of the first
     chunks while the rest are linked (or aggregate at once when the cache or the offline judge
-    settled them all). ``rows``: see steps_start. After a database error the stage is left
-    free for its retry."""
+    settled them all). After a database error the stage is left free for its retry."""
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     judge = Judge.objects.select_related("benchmark").get(pk=judge_id)
     claimed = submission.judge_id == judge.pk
@@ -395,7 +409,7 @@ def submission_judge(*, submission_id: int, judge_id: int, rows=None) -> None:
     ):
         return
     try:
-        _judging_run(submission, judge, rows)
+        _judging_run(submission, judge)
     except RETRIED:
         if claimed:
             # Its retry may take the stage at once: no worker is on it any more.
@@ -403,13 +417,13 @@ def submission_judge(*, submission_id: int, judge_id: int, rows=None) -> None:
         raise
 
 
-def _judging_run(submission: Submission, judge: Judge, rows) -> None:
+def _judging_run(submission: Submission, judge: Judge) -> None:
     """submission_judge's work once it holds the stage."""
     submission_id, judge_id = submission.pk, judge.pk
     plan = None
     if not judge.is_offline:
         with heartbeat(submission_id):
-            plan = judging.judgments_plan(submission=submission, judge=judge, rows=rows)
+            plan = judging.judgments_plan(submission=submission, judge=judge)
     estimate = spend_check(
         submission=submission, judge=judge, to_call=plan.groups if plan else None
     )
@@ -418,13 +432,13 @@ def _judging_run(submission: Submission, judge: Judge, rows) -> None:
         return
     if plan is None or not plan.open_count:
         with heartbeat(submission_id):
-            link = judging.judgments_link(submission=submission, judge=judge, rows=rows, plan=plan)
+            link = judging.judgments_link(submission=submission, judge=judge, plan=plan)
             open_count = sum(len(opened) for opened in link)
         if open_count:
             # Put back to pending since the plan was read (a retry): called as usual.
             _judge_work_queue(submission_id, judge, open_count)
         else:
-            judging_finish(submission_id=submission_id, judge_id=judge_id, rows=rows)
+            judging_finish(submission_id=submission_id, judge_id=judge_id)
         return
     # This task calls too; more workers join once every slot is linked (before that, one
     # could find nothing open and aggregate too early). The judgments linking creates are
@@ -434,14 +448,12 @@ def _judging_run(submission: Submission, judge: Judge, rows) -> None:
         submission_id=submission_id,
         judge_id=judge_id,
         deadline=time.monotonic() + settings.PIPELINE_WORK_SECONDS,
-        link=judging.judgments_link(
-            submission=submission, judge=judge, rows=rows, lease=lease, plan=plan
-        ),
+        link=judging.judgments_link(submission=submission, judge=judge, lease=lease, plan=plan),
         lease=lease,
         on_linked=lambda: _judge_work_queue(submission_id, judge, plan.open_count, extra=True),
     )
     if settled:
-        judging_finish(submission_id=submission_id, judge_id=judge_id, settled=True, rows=rows)
+        judging_finish(submission_id=submission_id, judge_id=judge_id, settled=True)
     elif spend_held(submission_id=submission_id, judge_id=judge_id):
         _judging_hold(submission, judge, error=SPEND_STOPPED)  # its charges passed the bound
     else:
@@ -515,12 +527,10 @@ def judge_run(*, submission_id: int, judge_id: int) -> None:
         enqueue_on_commit("judge_work", submission_id, judge_id)  # out of time: carry on
 
 
-def judging_finish(
-    *, submission_id: int, judge_id: int, settled: bool = False, rows=None
-) -> Score | None:
+def judging_finish(*, submission_id: int, judge_id: int, settled: bool = False) -> Score | None:
     """Aggregate once every judgment is settled (``settled``: the caller has just seen them
     all settled). Under the submission's own judge the status goes JUDGING -> AGGREGATING ->
-    SCORED, and only a stored score makes it SCORED. ``rows``: see steps_start."""
+    SCORED, and only a stored score makes it SCORED."""
     if not settled and judgments_open(submission_id=submission_id, judge_id=judge_id):
         return None
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
@@ -531,7 +541,7 @@ def judging_finish(
     ):
         return None
     with heartbeat(submission_id):
-        score = submission_aggregate(submission=submission, judge=judge, rows=rows)
+        score = submission_aggregate(submission=submission, judge=judge)
     spend_estimate_done(submission_id=submission_id, judge_id=judge_id)
     if primary:
         retry = None
@@ -578,33 +588,21 @@ def judged_slots(*, links, versions: set | None = None) -> tuple[dict[int, dict]
 
 
 def task_outcomes(
-    *, submission: Submission, judge: Judge, versions: set | None = None, rows=None
+    *, submission: Submission, judge: Judge, versions: set | None = None
 ) -> tuple[list[TaskOutcome], int, int]:
     """Every task's outcome under one judge, from stored detections and judgments: (outcomes,
-    judgments used, judgments failed). ``versions``: see judged_slots. ``rows``: every task
-    result as stored, with its task, held in memory since ingest (see steps_start); then only
-    their order is read back."""
+    judgments used, judgments failed), in the database's order of task ids (its collation,
+    which Python's sort of them need not match). ``versions``: see judged_slots."""
     judged: dict[int, dict] = {}
     total = failed = 0
     for links in submission_links(submission_id=submission.pk, judge_id=judge.pk):
         found, used, failed_here = judged_slots(links=links, versions=versions)
         judged.update(found)
         total, failed = total + used, failed + failed_here
-    order = submission.task_results.order_by("task__task_id")
-    if rows is None:
-        # Values, not model instances: a thousand rows are read at each aggregation.
-        stored = order.values_list(
-            "pk", "task__task_id", "task__spec", "data", "detection", "files"
-        )
-    else:
-        # Held since ingest: only their order is read, the database's (its collation, which
-        # Python's sort of the task ids need not match).
-        by_pk = {row.pk: row for row in rows}
-        stored = (
-            (pk, row.task.task_id, row.task.spec, row.data, row.detection, row.files)
-            for pk in order.values_list("pk", flat=True)
-            for row in [by_pk[pk]]
-        )
+    # Values, not model instances: a thousand rows are read at each aggregation.
+    stored = submission.task_results.order_by("task__task_id").values_list(
+        "pk", "task__task_id", "task__spec", "data", "detection", "files"
+    )
     outcomes = [
         TaskOutcome(
             task_id=task_id,
@@ -619,17 +617,15 @@ def task_outcomes(
     return outcomes, total, failed
 
 
-def submission_aggregate(*, submission: Submission, judge: Judge, rows=None) -> Score:
+def submission_aggregate(*, submission: Submission, judge: Judge) -> Score:
     """Recompute the results from stored detections and judgments; never calls a judge. The
     score also keeps what each task adds to each metric (see evaluation/slices.py), the scorer
     behind it, and the held-out tasks' results apart (see evaluation/held_out.py). Its slice
     results follow in a task of their own (slices_store): the board's numbers do not wait for
-    them, and a slice shows the row as not available meanwhile. ``rows``: see steps_start."""
+    them, and a slice shows the row as not available meanwhile."""
     plugin = get_plugin(submission.benchmark.plugin)
     versions: set[tuple] = set()
-    outcomes, total, failed = task_outcomes(
-        submission=submission, judge=judge, versions=versions, rows=rows
-    )
+    outcomes, total, failed = task_outcomes(submission=submission, judge=judge, versions=versions)
     held = held_out_ids(benchmark=submission.benchmark)
     hidden = [outcome for outcome in outcomes if outcome.task_id in held]
     if hidden:

@@ -1,6 +1,6 @@
-"""A first step over the whole submission runs right after ingest, on the task results ingest
-holds in memory (pipeline.steps_start with ``rows``), and judging after the last such step,
-instead of stages that read them back. On the example plug-in: its one step over the whole
+"""A first step over the whole submission runs in ingest, on the task results ingest makes,
+before they are written; ingest's worker then goes on into judging itself (pipeline.steps_start
+with ``here``) rather than queueing it. On the example plug-in: its one step over the whole
 submission measures each answer's length and counts the answered tasks."""
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ def _links(submission) -> list:
 def test_the_step_run_after_ingest_stores_what_its_own_stage_stores(
     eager, toybench, toy_partial, monkeypatch
 ):
-    """Run on the rows ingest holds, or as stages that read them back: the same detections,
-    facts, marks, judged slots and results, and the stages read the task results the
-    in-memory run does not."""
+    """Run in ingest on the rows it makes, or as a stage that reads them back: the same
+    detections, facts, marks, judged slots and results, and only the stage reads the task
+    results for the step."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -77,15 +77,16 @@ def test_the_step_run_after_ingest_stores_what_its_own_stage_stores(
         for q in again.captured_queries
         if q["sql"].startswith("SELECT") and 'FROM "evaluation_taskresult" INNER JOIN' in q["sql"]
     ]
-    # The stage read the rows with their tasks for the step, then judging's own stage read them
-    # for linking (the order, then a chunk at a time) and to aggregate, last; ingest's run held
-    # them through all three, and read back only their order (their ids) to aggregate.
+    # Both read the rows for linking (their ids in order, then a chunk at a time) and to
+    # aggregate, last; the stage also read them, with their tasks, for the step, first.
     chunks = 3
-    assert len(reads) == 1 and reads[0].startswith(
-        'SELECT "evaluation_taskresult"."id" AS "pk" FROM '
+    assert len(reads) == 1 + chunks + 1
+    assert reads[0].startswith('SELECT "evaluation_taskresult"."id" AS "pk" FROM ')
+    assert (
+        '"evaluation_task"."spec"' in reads[-1] and '"evaluation_task"."spec"' in staged_reads[-1]
     )
-    assert '"evaluation_task"."spec"' in staged_reads[-1]
-    assert len(staged_reads) == 1 + 1 + chunks + 1
+    assert len(staged_reads) == 1 + len(reads)
+    assert staged_reads[1:] == reads
     # Ingest's run wrote every task result once, with the step's findings: as many statements
     # as the stage's one write of its findings over the same rows (any other column count
     # takes the same number: every column is written, given or default).
@@ -109,9 +110,9 @@ def test_a_database_error_in_the_step_after_ingest_leaves_it_to_its_own_stage(
     eager, toybench, toy_partial, monkeypatch
 ):
     """A dropped connection is worth another try, not a failure. Failing in ingest, the task
-    results are written as ingested and the step runs again on them in memory; failing there
-    too, the step's stage is queued, reads them back and runs it a third time; the submission
-    is scored, with the detections of an undisturbed run."""
+    results are written as ingested and ingest's worker runs the step again on them, read
+    back; failing there too, the step's own stage is queued and runs it a third time; the
+    submission is scored, with the detections of an undisturbed run."""
     # Patched on the class: patching the shared plug-in instance would leave an attribute of
     # its own behind, hiding later tests' patches of the class.
     plugin_class = type(get_plugin("toy-bench"))
@@ -142,22 +143,34 @@ def test_a_database_error_in_the_step_after_ingest_leaves_it_to_its_own_stage(
 def test_a_database_error_in_judging_after_ingest_leaves_it_to_its_own_stage(
     eager, toybench, toy_partial, monkeypatch
 ):
-    """Judging on the held rows fails after it took the stage: its own stage is queued, takes
-    the stage at once (no worker is on it any more), and the submission is scored."""
+    """Judging run by ingest's worker fails after it took the stage: its own stage is queued,
+    takes the stage at once (no worker is on it any more), and the submission is scored."""
+    from evaluation import services
+
     link = judging.judgments_link
+    judge = services.submission_judge  # what judging's own task (judge_submission) runs
+    queued = []
     calls = []
 
+    def tracked(**kwargs):
+        queued.append(True)
+        try:
+            return judge(**kwargs)
+        finally:
+            queued.pop()
+
     def flaky(**kwargs):
-        calls.append(kwargs.get("rows") is not None)
+        calls.append(bool(queued))
         if len(calls) == 1:
             raise OperationalError("server closed the connection unexpectedly")
         return link(**kwargs)
 
+    monkeypatch.setattr(services, "submission_judge", tracked)
     monkeypatch.setattr(judging, "judgments_link", flaky)
     submission = submit_offline(toybench, toy_partial, "Flaky judging")
     submission.refresh_from_db()
-    # Held rows the first time, read back by the stage the second.
-    assert calls == [True, False]
+    # Run by ingest's worker the first time, by judging's own task the second.
+    assert calls == [False, True]
     assert submission.status == "scored" and submission.error == ""
     assert len(_links(submission)) == 6 * 2
 

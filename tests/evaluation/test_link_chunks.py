@@ -206,9 +206,9 @@ def test_one_task_from_ingest_to_scored_reads_the_upload_directory_once(
 def test_where_the_database_returns_no_ids_the_rows_are_read_back_and_linked_alike(
     eager, toybench, toy_partial, monkeypatch
 ):
-    """Task results and new judgments take their ids from their inserts; a database that
-    cannot return them (an SQLite before 3.35) has them read back, and the submission is
-    linked and scored as where it can."""
+    """New judgments take their ids from their inserts; a database that cannot return them
+    (an SQLite before 3.35) has them read back, and the submission is linked and scored as
+    where it can."""
     from django.db import connection
 
     from evaluation.bulk import rows_insert
