@@ -67,7 +67,7 @@ from evaluation.selectors import (
     linked_judgments,
     submission_links,
 )
-from evaluation.services.files import open_upload, task_input
+from evaluation.services.files import TASK_INPUT_COLUMNS, open_upload, task_input
 from evaluation.services.spending import (
     call_group_add,
     call_groups,
@@ -227,10 +227,6 @@ PREPARE_CHUNK = 200
 FIRST_CHUNK = 16
 
 
-# What a task's judgment requests are made from (task_input).
-_INPUT_COLUMNS = ("task__task_id", "task__spec", "task__assets", "data", "detection", "files")
-
-
 def _chunks(submission: Submission, plugin, prompts, facts, first: int = 0) -> Iterator[list]:
     """Every task's judgment requests, a chunk of tasks at a time: [(task result id, task
     input, requests)] per chunk, so only a chunk's prompts are in memory. With ``first``, the
@@ -238,7 +234,7 @@ def _chunks(submission: Submission, plugin, prompts, facts, first: int = 0) -> I
     results' ids are read in order first, then the columns their inputs need, one statement
     per chunk."""
     order = list(submission.task_results.order_by("task__task_id").values_list("pk", flat=True))
-    task_results = TaskResult.objects.select_related("task").only(*_INPUT_COLUMNS)
+    task_results = TaskResult.objects.select_related("task").only(*TASK_INPUT_COLUMNS)
     with open_upload(submission) as archive:
         start = 0
         while start < len(order):

@@ -52,7 +52,7 @@ from evaluation.selectors import (
     upload_limits,
 )
 from evaluation.services import judging
-from evaluation.services.files import open_upload, task_input, upload_held
+from evaluation.services.files import TASK_INPUT_COLUMNS, open_upload, task_input, upload_held
 from evaluation.services.records import score_record_add
 from evaluation.services.spending import (
     judge_priced,
@@ -279,22 +279,10 @@ def step_run(*, submission_id: int, index: int, here: bool = False) -> None:
         enqueue_on_commit("run_step", submission_id, index)  # out of time: carry on
 
 
-# What a step reads of a task result (task_input) and writes back by its key (_rows_store).
-_STEP_COLUMNS = (
-    "submission_id",
-    "task__task_id",
-    "task__spec",
-    "task__assets",
-    "data",
-    "detection",
-    "files",
-)
-
-
 def _submission_step(submission: Submission, plugin, step, index: int) -> None:
     rows = list(
         submission.task_results.select_related("task")
-        .only(*_STEP_COLUMNS)
+        .only("submission_id", *TASK_INPUT_COLUMNS)  # _rows_store writes back by its key
         .order_by("task__task_id")
     )
     facts = _step_findings(submission, plugin, step, index, rows)
