@@ -209,6 +209,21 @@ def _empty_response_cache():
     caches["responses"].clear()
 
 
+_DETECTION_UNDER_TEST = ("tests/benchmarks/duplexmpe/",)
+
+
+@pytest.fixture(autouse=True)
+def _voice_activity_once_per_file(request, monkeypatch):
+    """Outside Duplex-MPE's own tests, its voice activity is found once per process for each
+    distinct output file (tests/benchmarks/duplexmpe/vad_once.py says why and how)."""
+    if request.node.nodeid.startswith(_DETECTION_UNDER_TEST):
+        return
+    from evaluation.benchmarks.duplexmpe import vad
+    from tests.benchmarks.duplexmpe.vad_once import detect_stream_once
+
+    monkeypatch.setattr(vad, "detect_stream", detect_stream_once(vad.detect_stream))
+
+
 @pytest.fixture(autouse=True)
 def _isolated_media(request, settings, tmp_path):
     """Each test writes its files under its own temporary folder (a module whose tests share
