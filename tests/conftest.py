@@ -5,8 +5,10 @@ OpenAI chat-completions API, bundle builders, and the services a test may requir
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import pickle
 import shutil
 import socket
 import threading
@@ -209,19 +211,32 @@ def _empty_response_cache():
     caches["responses"].clear()
 
 
-_DETECTION_UNDER_TEST = ("tests/benchmarks/duplexmpe/",)
+@pytest.fixture(scope="session")
+def _voice_activity_found(tmp_path_factory):
+    """Where Duplex-MPE's voice activity found in this run is kept: one folder for every
+    process of the run (tests/benchmarks/duplexmpe/vad_once.py)."""
+    from tests.benchmarks.duplexmpe.vad_once import Found
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return Found(shared / "voice-activity-found")
 
 
 @pytest.fixture(autouse=True)
 def _voice_activity_once_per_file(request, monkeypatch):
-    """Outside Duplex-MPE's own tests, its voice activity is found once per process for each
-    distinct output file (tests/benchmarks/duplexmpe/vad_once.py says why and how)."""
-    if request.node.nodeid.startswith(_DETECTION_UNDER_TEST):
+    """Duplex-MPE's voice activity is found once per run for each distinct output file, except
+    in Duplex-MPE's own tests of the detection (tests/benchmarks/duplexmpe/vad_once.py says why
+    and how)."""
+    from tests.benchmarks.duplexmpe import vad_once
+
+    path = request.node.path
+    own = path.parent == Path(vad_once.__file__).parent
+    if own and path.name not in vad_once.DETECTION_NOT_UNDER_TEST:
         return
     from evaluation.benchmarks.duplexmpe import vad
-    from tests.benchmarks.duplexmpe.vad_once import detect_stream_once
 
-    monkeypatch.setattr(vad, "detect_stream", detect_stream_once(vad.detect_stream))
+    found = request.getfixturevalue("_voice_activity_found")
+    monkeypatch.setattr(vad, "detect_stream", vad_once.detect_stream_once(vad.detect_stream, found))
 
 
 @pytest.fixture(autouse=True)
@@ -755,7 +770,8 @@ def proxied_bucket(storage_proxy, s3_server, settings):
 # --- Every plug-in -------------------------------------------------------------------------
 
 
-# Folders of demo_files: what is written in one is written once a session, and only read after.
+# Folders of demo_files: what is written in one is written once a run (the first process to
+# need it writes it while the others wait), and only read after.
 _SHARED_DEMO_FOLDERS: set[Path] = set()
 _demo_written: dict[Path, object] = {}
 
@@ -765,16 +781,23 @@ def _demo_write(folder: Path, write: Callable[[Path], object]):
     if folder.parent.parent not in _SHARED_DEMO_FOLDERS:
         return write(folder)
     if folder not in _demo_written:
-        _demo_written[folder] = write(folder)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        written = folder.parent / f"{folder.name}.written"
+        with open(folder.parent / f"{folder.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not written.exists():
+                written.write_bytes(pickle.dumps(write(folder)))
+        _demo_written[folder] = pickle.loads(written.read_bytes())
     return _demo_written[folder]
 
 
 @pytest.fixture(scope="session")
 def demo_files(tmp_path_factory) -> Callable[[str], Path]:
     """slug -> a folder for every_plugin_board and demo_runs_scored shared by the tests of this
-    process: the plug-in's demo release and runs (synthesized audio, for some) are written
-    there once, for tests that only read them."""
-    base = tmp_path_factory.mktemp("demo-files")
+    run, every process of it: the plug-in's demo release and runs (synthesized audio, for some)
+    are written there once, for tests that only read them."""
+    base = tmp_path_factory.getbasetemp()
+    base = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "demo-files"
     _SHARED_DEMO_FOLDERS.add(base)
     return lambda slug: base / slug
 

@@ -1,28 +1,35 @@
-"""Voice activity found once per test process for each distinct output file, for the tests whose
-subject is not Duplex-MPE's detection (tests/conftest.py installs it outside this folder).
+"""Voice activity found once per test run for each distinct output file, for the tests whose
+subject is not Duplex-MPE's detection (tests/conftest.py installs it outside this folder, and in
+the demo's test).
 
-The every-plugin tests score Duplex-MPE's first demo runs a dozen times per process: 30 minutes
-of audio each, about 4 s of model time, the largest cost of the quick tier. The first time a
-file's bytes reach ``vad.detect_stream`` here they go through the model as always; later, the
-same bytes with the same settings get a copy of that result. The model is deterministic on the
-same input, so what the steps after it see is what the model would give; the reading of every
-file from storage, the timing and everything after it run as before. Duplex-MPE's own tests,
-where the detection is under test (batching, streaming, decoding errors), never use this.
+The every-plugin tests score Duplex-MPE's first demo runs a dozen times per run: 30 minutes of
+audio each, about 4 s of model time, the largest cost of the quick tier. The first time a file's
+bytes reach ``vad.detect_stream`` they go through the model as always, and what it found is
+written to a folder every process of the run shares; later, the same bytes with the same
+settings get what was found. The model is deterministic on the same input, so the steps after it
+see what the model gives; the reading of every file from storage, the timing and everything
+after it run as before. Duplex-MPE's own tests of the detection (batching, streaming, decoding
+errors, the timing against what a system said) never use this.
 """
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import hashlib
+import json
+import os
+import tempfile
 from collections.abc import Callable, Hashable, Iterable, Iterator
+from pathlib import Path
 
 from evaluation.benchmarks.duplexmpe import vad
 
-_found: dict[tuple[str, vad.VadConfig], vad.VadResult] = {}
+# Tests of this folder that score Duplex-MPE runs without the detection being their subject.
+DETECTION_NOT_UNDER_TEST = ("test_demo.py",)
 
 
 def _digest(source) -> str | None:
-    """SHA-256 of a seekable file's bytes, read in blocks, left at its start; None otherwise."""
+    """SHA-256 of a seekable file's bytes, read in blocks, left where it was; None otherwise."""
     if not hasattr(source, "read"):
         return None
     try:
@@ -36,7 +43,42 @@ def _digest(source) -> str | None:
     return digest.hexdigest()
 
 
-def detect_stream_once(detect_stream: Callable) -> Callable:
+class Found:
+    """Results by (file digest, settings), one JSON file each in ``folder``."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def _path(self, digest: str, config: vad.VadConfig) -> Path:
+        settings = json.dumps(dataclasses.asdict(config), sort_keys=True)
+        return self.folder / f"{digest}-{hashlib.sha256(settings.encode()).hexdigest()[:16]}.json"
+
+    def get(self, digest: str, config: vad.VadConfig) -> vad.VadResult | None:
+        try:
+            stored = json.loads(self._path(digest, config).read_text())
+        except FileNotFoundError:
+            return None
+        return vad.VadResult(
+            duration_s=stored["duration_s"],
+            timestamps=[tuple(pair) for pair in stored["timestamps"]],
+            segments=[tuple(pair) for pair in stored["segments"]],
+        )
+
+    def put(self, digest: str, config: vad.VadConfig, result: vad.VadResult) -> None:
+        """Written whole under a temporary name, then renamed: a reader never sees half."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fields = {
+            "duration_s": result.duration_s,
+            "timestamps": [list(pair) for pair in result.timestamps],
+            "segments": [list(pair) for pair in result.segments],
+        }
+        handle, name = tempfile.mkstemp(dir=self.folder, suffix=".part")
+        with os.fdopen(handle, "w") as out:
+            json.dump(fields, out)
+        os.replace(name, self._path(digest, config))
+
+
+def detect_stream_once(detect_stream: Callable, found: Found) -> Callable:
     """``detect_stream`` answering the files it has seen from what it found for them."""
 
     def remembered(
@@ -46,25 +88,27 @@ def detect_stream_once(detect_stream: Callable) -> Callable:
         **options,
     ) -> Iterator[tuple[Hashable, vad.VadResult]]:
         digests: dict[Hashable, str | None] = {}
+        known: list[tuple[Hashable, vad.VadResult]] = []
 
         def unseen():
             for key, source in sources:
                 digest = digests[key] = _digest(source)
-                if digest is not None and (digest, config) in _found:
-                    yield_now.append(key)
-                    continue
-                yield key, source
+                result = found.get(digest, config) if digest else None
+                if result is None:
+                    yield key, source
+                else:
+                    known.append((key, result))
 
-        yield_now: list[Hashable] = []
         for key, result in detect_stream(unseen(), config=config, **options):
-            while yield_now:
-                seen = yield_now.pop()
-                yield seen, copy.deepcopy(_found[digests[seen], config])
-            if digests.get(key) is not None and not result.error:
-                _found[digests[key], config] = copy.deepcopy(result)
+            yield from _drain(known)
+            if digests.get(key) and not result.error:
+                found.put(digests[key], config, result)
             yield key, result
-        while yield_now:
-            seen = yield_now.pop()
-            yield seen, copy.deepcopy(_found[digests[seen], config])
+        yield from _drain(known)
 
     return remembered
+
+
+def _drain(known: list) -> Iterator:
+    while known:
+        yield known.pop()
