@@ -222,32 +222,22 @@ def _empty_response_cache():
     caches["responses"].clear()
 
 
-@pytest.fixture(scope="session")
-def _voice_activity_found(tmp_path_factory):
-    """Where Duplex-MPE's voice activity found in this run is kept: one folder for every
-    process of the run (tests/benchmarks/duplexmpe/vad_once.py)."""
-    from tests.benchmarks.duplexmpe.vad_once import Found
+@pytest.fixture(scope="session", autouse=True)
+def _voice_activity_once_per_file(tmp_path_factory):
+    """Duplex-MPE's voice activity is found once per run for each distinct output file, except
+    in Duplex-MPE's own tests of the detection (tests/benchmarks/duplexmpe/vad_once.py says why
+    and how). Installed for the whole process, before any fixture that scores a run."""
+    from evaluation.benchmarks.duplexmpe import vad
+    from tests.benchmarks.duplexmpe import vad_once
 
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    return Found(shared / "voice-activity-found")
-
-
-@pytest.fixture(autouse=True)
-def _voice_activity_once_per_file(request, monkeypatch):
-    """Duplex-MPE's voice activity is found once per run for each distinct output file, except
-    in Duplex-MPE's own tests of the detection (tests/benchmarks/duplexmpe/vad_once.py says why
-    and how)."""
-    from tests.benchmarks.duplexmpe import vad_once
-
-    path = request.node.path
-    own = path.parent == Path(vad_once.__file__).parent
-    if own and path.name not in vad_once.DETECTION_NOT_UNDER_TEST:
-        return
-    from evaluation.benchmarks.duplexmpe import vad
-
-    found = request.getfixturevalue("_voice_activity_found")
-    monkeypatch.setattr(vad, "detect_stream", vad_once.detect_stream_once(vad.detect_stream, found))
+    found = vad_once.Found(shared / "voice-activity-found")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(
+            vad, "detect_stream", vad_once.detect_stream_once(vad.detect_stream, found)
+        )
+        yield
 
 
 @pytest.fixture(autouse=True)
