@@ -222,6 +222,13 @@ def _empty_response_cache():
     caches["responses"].clear()
 
 
+def run_folder(tmp_path_factory) -> Path:
+    """The temporary folder every process of this run shares: the run's own, of which each
+    worker process has a folder under xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _voice_activity_once_per_file(tmp_path_factory):
     """Duplex-MPE's voice activity is found once per run for each distinct output file, except
@@ -230,9 +237,7 @@ def _voice_activity_once_per_file(tmp_path_factory):
     from evaluation.benchmarks.duplexmpe import vad
     from tests.benchmarks.duplexmpe import vad_once
 
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    found = vad_once.Found(shared / "voice-activity-found")
+    found = vad_once.Found(run_folder(tmp_path_factory) / "voice-activity-found")
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(
             vad, "detect_stream", vad_once.detect_stream_once(vad.detect_stream, found)
@@ -801,8 +806,7 @@ def demo_files(tmp_path_factory) -> Callable[[str], Path]:
     """slug -> a folder for every_plugin_board and demo_runs_scored shared by the tests of this
     run, every process of it: the plug-in's demo release and runs (synthesized audio, for some)
     are written there once, for tests that only read them."""
-    base = tmp_path_factory.getbasetemp()
-    base = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "demo-files"
+    base = run_folder(tmp_path_factory) / "demo-files"
     _SHARED_DEMO_FOLDERS.add(base)
     return lambda slug: base / slug
 

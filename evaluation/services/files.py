@@ -105,11 +105,6 @@ def open_upload(submission: Submission) -> Iterator[zipfile.ZipFile | None]:
             yield archive
 
 
-# What task_input reads of a task result and its task: the columns a query for task inputs
-# loads (with select_related("task")).
-TASK_INPUT_COLUMNS = ("task__task_id", "task__spec", "task__assets", "data", "detection", "files")
-
-
 def task_assets(row: TaskResult) -> dict[str, str]:
     """Every stored audio file of the task by name: the benchmark's, then the submission's."""
     assets = {name: info["key"] for name, info in (row.task.assets or {}).items() if "key" in info}
@@ -121,6 +116,11 @@ def task_reads_upload(row: TaskResult) -> bool:
     """Whether any of the task's files is read from inside the stored upload (a transcript
     kept as a member of it); without one, its TaskInput needs no open upload."""
     return any("entry" in info for info in (row.files or {}).values())
+
+
+# What task_input reads of a task result and its task: the columns a query for task inputs
+# loads (with select_related("task")).
+TASK_INPUT_COLUMNS = ("task__task_id", "task__spec", "task__assets", "data", "detection", "files")
 
 
 def task_input(row: TaskResult, archive: zipfile.ZipFile | None = None) -> TaskInput:

@@ -56,6 +56,7 @@ class Found:
 
     def __init__(self, folder: Path):
         self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
 
     def _path(self, digest: str, config: vad.VadConfig) -> Path:
         settings = json.dumps(dataclasses.asdict(config), sort_keys=True)
@@ -74,7 +75,6 @@ class Found:
 
     def put(self, digest: str, config: vad.VadConfig, result: vad.VadResult) -> None:
         """Written whole under a temporary name, then renamed: a reader never sees half."""
-        self.folder.mkdir(parents=True, exist_ok=True)
         fields = {
             "duration_s": result.duration_s,
             "timestamps": [list(pair) for pair in result.timestamps],
