@@ -3,12 +3,16 @@ shared_db): the cast, made once, and each test's fresh copies of it and of the m
 and MP-Bench imported from its plug-in's own demo release, for board tests that need its
 metrics and the paper's rows but none of its data."""
 
+import re
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import fresh, fresh_all
 from tests.leaderboard.cast import lab_and_rivals
+
+# A signed audio URL: signed anew, to the second, each time a page is laid out for a reader.
+AUDIO_URL = re.compile(r'/audio/[^/"]+/')
 
 
 @pytest.fixture(scope="module")

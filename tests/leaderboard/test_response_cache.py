@@ -30,6 +30,7 @@ from evaluation.services.work import inline
 from leaderboard.accounts.services import api_token_create
 from tests import factories
 from tests.conftest import demo_runs, demo_runs_scored, every_plugin_board
+from tests.leaderboard.conftest import AUDIO_URL
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -264,8 +265,6 @@ def test_a_returning_reader_gets_304s(settings, tmp_path):
 
 
 def test_the_proxy_keeps_only_what_the_application_marks_for_visitors():
-    import re
-
     from tests.config.test_docker_compose import nginx_directives, nginx_values
 
     assert nginx_values("proxy_cache") == [["floorboard_pages"]]
@@ -327,8 +326,6 @@ def test_a_stored_export_is_served_within_the_apis_rates(settings, monkeypatch, 
 
 
 # --- The task page: a stored copy carries signed audio URLs that expire -----------------------
-
-AUDIO_URL = re.compile(r'/audio/[^/"]+/')
 
 
 def _task_address(submission: Submission) -> str:
