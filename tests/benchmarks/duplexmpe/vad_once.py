@@ -15,6 +15,7 @@ errors, the timing against what a system said) never use this.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -89,6 +90,7 @@ class Found:
 def detect_stream_once(detect_stream: Callable, found: Found) -> Callable:
     """``detect_stream`` answering the files it has seen from what it found for them."""
 
+    @functools.wraps(detect_stream)
     def remembered(
         sources: Iterable[tuple[Hashable, vad.Source]],
         *,
@@ -117,7 +119,6 @@ def detect_stream_once(detect_stream: Callable, found: Found) -> Callable:
             yield key, result
         yield from _drain(known)
 
-    remembered.__wrapped__ = detect_stream
     return remembered
 
 
